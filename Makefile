@@ -1,0 +1,28 @@
+# Two commands are the contract: `make run` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Re-install only when requirements.txt changes.
+STAMP := $(VENV)/.requirements-installed
+
+.PHONY: run test lint format bench
+
+$(STAMP): requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/streamlit run app.py
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: $(STAMP)
+	$(BIN)/python -m bench

@@ -1,0 +1,1 @@
+"""Grievance Lens core: every piece of logic, importable and testable without Streamlit."""
