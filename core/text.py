@@ -6,9 +6,10 @@ the baseline, the demo twins, the probes and the data set scans all call these f
 
 # `regex` rather than `re`: its \w follows Unicode TR18 and includes combining marks, so a
 # Devanagari word such as "मेरा" stays one word instead of breaking at every vowel sign.
-import regex as re
 from collections import Counter
 from dataclasses import dataclass
+
+import regex as re
 
 WORD_PATTERN = re.compile(r"\w+")
 

@@ -2,7 +2,15 @@ from core.text import bag_key, bag_of_words, word_spans, words
 
 
 def test_words_are_lower_cased_word_characters():
-    assert words("Paid ₹500 by UPI, not by Card!") == ["paid", "500", "by", "upi", "not", "by", "card"]
+    assert words("Paid ₹500 by UPI, not by Card!") == [
+        "paid",
+        "500",
+        "by",
+        "upi",
+        "not",
+        "by",
+        "card",
+    ]
 
 
 def test_reordered_texts_share_a_bag():

@@ -1,0 +1,224 @@
+"""Data page: load a complaint spreadsheet or the demo data, validate it, train the baseline."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.baseline import BaselineConfig
+from core.baseline_eval import BaselineEvaluation, evaluate_baseline
+from core.charts import confusion_chart, label_counts_chart, per_class_frame, text_length_chart
+from core.data import DataError, Dataset, IntakeLimits, detect_columns, load_table, validate
+from core.demo_data import DemoConfig, generate_demo_data
+from core.export import to_csv_bytes, to_xlsx_bytes
+from ui.safe import md_escape
+from ui.state import (
+    ActiveDataset,
+    get_active_dataset,
+    get_baseline_run,
+    set_active_dataset,
+    set_baseline_run,
+)
+
+SOURCE = "data.source"  # "demo" or "upload": which input the user chose last
+DEMO_NAME = "Built-in demo data"
+PREVIEW_ROWS = 200
+
+
+@st.cache_data(show_spinner="Reading the file…", max_entries=4)
+def read_upload(name: str, content: bytes) -> pd.DataFrame:
+    return load_table(content, filename=name, limits=IntakeLimits.from_env())
+
+
+@st.cache_data(show_spinner="Generating the demo complaints…")
+def read_demo() -> pd.DataFrame:
+    return generate_demo_data(DemoConfig())
+
+
+@st.cache_data(show_spinner="Validating…", max_entries=8)
+def validated(table: pd.DataFrame, text_col: str, label_col: str) -> tuple[Dataset, object]:
+    return validate(table, text_col=text_col, label_col=label_col)
+
+
+@st.cache_data(show_spinner="Training the bag-of-words baseline…", max_entries=8)
+def baseline_run(
+    _dataset: Dataset, fingerprint: str, config: BaselineConfig, val_fraction: float, seed: int
+) -> BaselineEvaluation:
+    _, evaluation = evaluate_baseline(_dataset, config=config, val_fraction=val_fraction, seed=seed)
+    return evaluation
+
+
+def render_source() -> tuple[str, pd.DataFrame] | None:
+    """Upload or demo button; returns (name, raw table) for the chosen source, or None."""
+    left, right = st.columns([3, 2])
+    upload = left.file_uploader(
+        "Upload labelled complaints (CSV, TSV, XLSX or Parquet)",
+        type=["csv", "tsv", "xlsx", "parquet"],
+        key="data.upload",
+        on_change=lambda: st.session_state.update({SOURCE: "upload"}),
+    )
+    right.write("No file at hand?")
+    if right.button("Use the demo data", key="data.demo", type="primary"):
+        st.session_state[SOURCE] = "demo"
+    right.caption("3,000 synthetic complaints for five desks, with a slice of word-order twins.")
+    if st.session_state.get(SOURCE) == "upload" and upload is not None:
+        return upload.name, read_upload(upload.name, upload.getvalue())
+    if st.session_state.get(SOURCE) == "demo":
+        return DEMO_NAME, read_demo()
+    return None
+
+
+def render_column_pickers(name: str, table: pd.DataFrame) -> tuple[str, str]:
+    """Text and label column pickers, pre-filled by detection."""
+    columns = list(table.columns)
+    try:
+        guess = detect_columns(table)
+        text_index, label_index = columns.index(guess.text_col), columns.index(guess.label_col)
+    except DataError as exc:
+        st.info(f"Pick the columns yourself: {md_escape(exc)}")
+        text_index, label_index = 0, min(1, len(columns) - 1)
+    left, right = st.columns(2)
+    suffix = f"{name}:{'|'.join(columns)}"  # new file, new detection
+    text_col = left.selectbox("Text column", columns, index=text_index, key=f"data.text.{suffix}")
+    label_col = right.selectbox(
+        "Label column", columns, index=label_index, key=f"data.label.{suffix}"
+    )
+    return text_col, label_col
+
+
+def render_report(active: ActiveDataset) -> None:
+    report = active.report
+    cols = st.columns(6)
+    cols[0].metric("Rows read", f"{report.rows_read:,}")
+    cols[1].metric("Rows kept", f"{report.rows_kept:,}")
+    cols[2].metric("Dropped", f"{len(report.dropped):,}")
+    cols[3].metric("Desks", len(report.labels))
+    cols[4].metric("Duplicate texts", f"{report.duplicates:,}")
+    cols[5].metric("Conflicting labels", f"{report.conflicts:,}")
+    for warning in report.warnings:
+        st.warning(md_escape(warning))
+    labels_tab, lengths_tab, dropped_tab, preview_tab = st.tabs(
+        ["Labels", "Lengths", f"Dropped rows ({len(report.dropped)})", "Preview"]
+    )
+    labels_tab.altair_chart(label_counts_chart(report), width="stretch")
+    render_lengths(lengths_tab, active)
+    dropped = pd.DataFrame([{"row": d.row, "reason": d.reason} for d in report.dropped])
+    if dropped.empty:
+        dropped_tab.write("No rows were dropped.")
+    else:
+        dropped_tab.dataframe(dropped, hide_index=True, width="stretch")
+    preview_tab.caption(f"The first {PREVIEW_ROWS} kept rows; text is shown exactly as given.")
+    preview_tab.dataframe(active.dataset.to_frame().head(PREVIEW_ROWS), hide_index=True)
+
+
+def render_lengths(container, active: ActiveDataset) -> None:
+    stats = active.report.word_stats
+    container.altair_chart(text_length_chart(active.dataset), width="stretch")
+    container.caption(
+        f"Words per complaint: median {stats.median:g}, 95th percentile {stats.p95:g}, "
+        f"longest {stats.max:g}. Texts over the model's maximum length are truncated."
+    )
+
+
+def render_downloads(active: ActiveDataset) -> None:
+    frame = active.dataset.to_frame()
+    stem = "cleaned-" + "".join(c if c.isalnum() else "-" for c in active.name).strip("-")
+    left, right = st.columns(2)
+    left.download_button(
+        "Download cleaned CSV",
+        to_csv_bytes(frame),
+        f"{stem}.csv",
+        "text/csv",
+        key="data.download_csv",
+    )
+    right.download_button(
+        "Download cleaned XLSX",
+        to_xlsx_bytes(frame),
+        f"{stem}.xlsx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        key="data.download_xlsx",
+    )
+    st.caption("Cells that a spreadsheet would run as formulas are prefixed with ' for safety.")
+
+
+def render_baseline_form(active: ActiveDataset) -> None:
+    with st.form("data.baseline_form"):
+        cols = st.columns(4)
+        kind = cols[0].selectbox(
+            "Model",
+            ["logreg", "nb"],
+            key="data.kind",
+            format_func={
+                "logreg": "TF-IDF + logistic regression",
+                "nb": "TF-IDF + multinomial naive Bayes",
+            }.get,
+        )
+        ngram_max = cols[1].selectbox(
+            "Words per feature",
+            [1, 2],
+            key="data.ngram",
+            format_func={1: "unigrams (pure bag of words)", 2: "uni- and bigrams"}.get,
+        )
+        val_fraction = cols[2].slider("Validation share", 0.1, 0.5, 0.2, 0.05, key="data.val")
+        seed = cols[3].number_input("Seed", 0, 2**31 - 1, 0, key="data.seed")
+        submitted = st.form_submit_button("Train the baseline", type="primary")
+    if submitted:
+        config = BaselineConfig(kind=kind, ngram_max=ngram_max, seed=int(seed))
+        try:
+            run = baseline_run(
+                active.dataset, active.dataset.fingerprint, config, val_fraction, int(seed)
+            )
+        except ValueError as exc:
+            st.error(md_escape(exc))
+            return
+        set_baseline_run(run)
+
+
+def render_baseline_result(run: BaselineEvaluation) -> None:
+    cols = st.columns(4)
+    cols[0].metric("Accuracy", f"{run.report.accuracy:.1%}")
+    cols[1].metric("Macro F1", f"{run.report.macro_f1:.3f}")
+    cols[2].metric("Train / validation rows", f"{run.train_size:,} / {run.val_size:,}")
+    if "twin" in run.slices:
+        cols[3].metric("Accuracy on word-order twins", f"{run.slices['twin'].accuracy:.1%}")
+        st.caption(
+            "Twins share exactly the same bag of words but belong to different desks, so a "
+            "unigram bag-of-words model must give every member of a group the same answer."
+        )
+    left, right = st.columns([3, 2])
+    left.dataframe(
+        per_class_frame(run.report),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            c: st.column_config.NumberColumn(format="%.3f") for c in ("precision", "recall", "f1")
+        },
+    )
+    right.altair_chart(confusion_chart(run.report), width="stretch")
+
+
+st.title("Data")
+st.write("Load labelled complaints, check them, and train the bag-of-words baseline.")
+try:
+    source = render_source()
+    if source is not None:
+        name, table = source
+        text_col, label_col = render_column_pickers(name, table)
+        dataset, report = validated(table, text_col, label_col)
+        set_active_dataset(ActiveDataset(name=name, dataset=dataset, report=report))
+except DataError as exc:
+    st.error(md_escape(exc))
+    st.stop()
+
+active = get_active_dataset()
+if active is None:
+    st.info("Upload a spreadsheet or use the demo data to begin.")
+    st.stop()
+st.subheader(f"Validation report: {md_escape(active.name)}")
+render_report(active)
+render_downloads(active)
+st.subheader("Bag-of-words baseline")
+render_baseline_form(active)
+run = get_baseline_run()
+if run is not None and run.dataset_fingerprint == active.dataset.fingerprint:
+    render_baseline_result(run)

@@ -1,0 +1,107 @@
+"""The command-line contract of DESIGN.md for `validate` and `demo-data`, run as users run it."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "core", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+@pytest.fixture()
+def complaints(tmp_path: Path) -> Path:
+    path = tmp_path / "complaints.csv"
+    path.write_text(
+        "id;Complaint ;Desk\n"
+        "1;UPI payment failed;UPI Dispute\n"
+        "2;;Card Fraud\n"
+        "3;Card stolen and used;Card Fraud\n"
+        "4;UPI payment failed;Card Fraud\n"
+        "5;Loan EMI charged twice;\n",
+        encoding="utf-8-sig",
+    )
+    return path
+
+
+def test_validate_json_has_the_contract_keys(complaints: Path):
+    result = run_cli("validate", str(complaints), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["text_col"] == "Complaint" and report["label_col"] == "Desk"
+    assert report["rows_read"] == 5 and report["rows_kept"] == 3
+    assert report["dropped"] == [
+        {"row": 3, "reason": "empty text"},
+        {"row": 6, "reason": "missing label"},
+    ]
+    assert report["labels"] == {"Card Fraud": 2, "UPI Dispute": 1}
+    assert report["duplicates"] == 1 and report["conflicts"] == 1
+    assert isinstance(report["warnings"], list) and report["warnings"]
+
+
+def test_validate_human_output(complaints: Path):
+    result = run_cli("validate", str(complaints))
+    assert result.returncode == 0
+    assert "rows read 5, kept 3, dropped 2" in result.stdout
+
+
+def test_validate_unknown_column_lists_the_columns(complaints: Path):
+    result = run_cli("validate", str(complaints), "--text-col", "complant")
+    assert_one_line_error(result, "complant", "Complaint", "Desk")
+
+
+def test_validate_missing_file():
+    assert_one_line_error(run_cli("validate", "no/such/file.csv"), "no/such/file.csv")
+
+
+def test_validate_refuses_xls(tmp_path: Path):
+    path = tmp_path / "old.xls"
+    path.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 512)
+    assert_one_line_error(run_cli("validate", str(path)), ".xls")
+
+
+def test_bad_arguments_are_one_line_errors():
+    assert_one_line_error(run_cli("validate"))
+    assert_one_line_error(run_cli("demo-data", "x.csv", "--rows", "many"))
+
+
+def test_demo_data_csv_is_deterministic_and_valid(tmp_path: Path):
+    first, second = tmp_path / "a.csv", tmp_path / "b.csv"
+    assert run_cli("demo-data", str(first), "--rows", "300", "--seed", "3").returncode == 0
+    assert run_cli("demo-data", str(second), "--rows", "300", "--seed", "3").returncode == 0
+    assert first.read_bytes() == second.read_bytes()
+    report = json.loads(run_cli("validate", str(first), "--json").stdout)
+    assert report["rows_kept"] == 300 and len(report["labels"]) == 5
+
+
+def test_demo_data_xlsx(tmp_path: Path):
+    out = tmp_path / "demo.xlsx"
+    assert run_cli("demo-data", str(out), "--rows", "200").returncode == 0
+    assert len(pd.read_excel(out)) == 200
+
+
+def test_demo_data_refuses_other_suffix_and_writes_nothing(tmp_path: Path):
+    out = tmp_path / "demo.txt"
+    assert_one_line_error(run_cli("demo-data", str(out)), ".csv")
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,155 @@
+"""Spreadsheet export: formula injection neutralised, BOM for Excel, atomic writes."""
+
+import io
+
+import numpy as np
+import openpyxl
+import pandas as pd
+import pytest
+
+from core import export
+from core.export import neutralise_formulas, to_csv_bytes, to_xlsx_bytes, write_table
+
+DANGEROUS = ["=1+1", "+1", "-1", "@SUM(A1:A2)", "\t=1+1", "\r=1+1", "  =cmd|' /C calc'!A0", "\n@x"]
+SAFE = ["hello", "UPI ref 412345678901", "₹500 debited", "मेरा पैसा वापस करो", "", "a=b", "x-1"]
+
+
+def sample_frame():
+    return pd.DataFrame(
+        {
+            "text": ['=HYPERLINK("http://x","click")', "₹1,200 debited twice", "मेरा UPI"],
+            "=evil header": ["+91 98xxxx", "ok", None],
+            "amount": [-1200.5, 3.0, np.nan],
+            "count": [-1, 2, 3],
+        }
+    )
+
+
+@pytest.mark.parametrize("value", DANGEROUS)
+def test_each_dangerous_prefix_is_neutralised(value):
+    out = neutralise_formulas(pd.DataFrame({"c": [value]}))
+    assert out["c"].tolist() == ["'" + value]
+
+
+@pytest.mark.parametrize("value", SAFE)
+def test_safe_strings_are_untouched(value):
+    assert neutralise_formulas(pd.DataFrame({"c": [value]}))["c"].tolist() == [value]
+
+
+def test_numbers_missing_values_and_the_original_are_untouched():
+    frame = sample_frame()
+    before = frame.copy()
+    out = neutralise_formulas(frame)
+    pd.testing.assert_frame_equal(frame, before)
+    assert out["amount"].dtype == np.float64 and out["amount"].iloc[0] == -1200.5
+    assert out["count"].tolist() == [-1, 2, 3]
+    assert out["text"].iloc[0].startswith("'=HYPERLINK")
+    assert out["'=evil header"].tolist()[:2] == ["'+91 98xxxx", "ok"]
+    assert out["'=evil header"].isna().iloc[2]
+
+
+def test_mixed_object_category_and_str_columns():
+    frame = pd.DataFrame(
+        {
+            "mixed": pd.Series([-1, "-1", 2.5, None], dtype=object),
+            "category": pd.Series(["=a", "b", "=a", "'=a"], dtype="category"),
+            "string": pd.Series(["@x", "y", None, "z"], dtype="string"),
+        }
+    )
+    out = neutralise_formulas(frame)
+    assert out["mixed"].tolist()[:3] == [-1, "'-1", 2.5]
+    assert out["category"].tolist() == ["'=a", "b", "'=a", "'=a"]
+    assert out["string"].tolist()[:2] == ["'@x", "y"]
+
+
+def test_duplicate_column_names_are_each_neutralised():
+    frame = pd.DataFrame([["=1", "=2"]], columns=["c", "c"])
+    assert neutralise_formulas(frame).values.tolist() == [["'=1", "'=2"]]
+
+
+def test_csv_has_bom_no_index_and_neutralised_cells():
+    data = to_csv_bytes(sample_frame())
+    assert data.startswith(b"\xef\xbb\xbf") and not data[3:].startswith(b"\xef\xbb\xbf")
+    text = data.decode("utf-8-sig")
+    assert text.splitlines()[0] == "text,'=evil header,amount,count"
+    assert "₹1,200 debited twice" in text and "मेरा UPI" in text
+    back = pd.read_csv(io.BytesIO(data), encoding="utf-8-sig")
+    assert back["text"].iloc[0] == '\'=HYPERLINK("http://x","click")'
+    assert back["count"].tolist() == [-1, 2, 3]
+
+
+def _cells(data):
+    sheet = openpyxl.load_workbook(io.BytesIO(data)).active
+    return [cell for row in sheet.iter_rows() for cell in row]
+
+
+def test_unneutralised_strings_would_become_formulas_in_openpyxl():
+    buffer = io.BytesIO()
+    with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
+        pd.DataFrame({"c": ["=1+1"]}).to_excel(writer, index=False)
+    assert any(cell.data_type == "f" for cell in _cells(buffer.getvalue()))  # the hazard
+
+
+def test_xlsx_has_no_formula_cells_and_keeps_numbers():
+    cells = _cells(to_xlsx_bytes(sample_frame()))
+    assert cells and all(cell.data_type != "f" for cell in cells)
+    values = [cell.value for cell in cells]
+    assert "'=evil header" in values and '\'=HYPERLINK("http://x","click")' in values
+    assert "मेरा UPI" in values
+    assert -1200.5 in values and -1 in values  # numbers stay numbers, not "'-1"
+
+
+def test_xlsx_refuses_control_characters_with_a_clear_message():
+    with pytest.raises(ValueError, match=r"'text', data row 2 .*control character"):
+        to_xlsx_bytes(pd.DataFrame({"text": ["fine", "bell\x07"]}))
+
+
+@pytest.mark.parametrize("name", ["out.csv", "OUT.XLSX"])
+def test_write_table_writes_what_the_bytes_functions_return(tmp_path, name):
+    path = write_table(sample_frame(), tmp_path / name)
+    assert path == tmp_path / name
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    if name.endswith(".csv"):
+        assert path.read_bytes() == to_csv_bytes(sample_frame())
+    else:
+        assert all(cell.data_type != "f" for cell in _cells(path.read_bytes()))
+
+
+def test_write_table_replaces_an_existing_file(tmp_path):
+    path = tmp_path / "out.csv"
+    path.write_text("old", encoding="utf-8")
+    write_table(pd.DataFrame({"a": [1]}), path)
+    assert path.read_bytes() == b"\xef\xbb\xbfa\n1\n"
+
+
+@pytest.mark.parametrize("name", ["out.txt", "out.xls", "out"])
+def test_write_table_refuses_other_suffixes(tmp_path, name):
+    with pytest.raises(ValueError, match=r"use \.csv or \.xlsx"):
+        write_table(sample_frame(), tmp_path / name)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_table_refuses_a_missing_folder(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        write_table(sample_frame(), tmp_path / "missing" / "out.csv")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_serialisation_leaves_nothing_behind(tmp_path):
+    with pytest.raises(ValueError, match="control character"):
+        write_table(pd.DataFrame({"text": ["\x00"]}), tmp_path / "out.xlsx")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_rename_removes_the_temp_file_and_keeps_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "out.csv"
+    path.write_text("old", encoding="utf-8")
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(export.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        write_table(sample_frame(), path)
+    assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]
+    assert path.read_text(encoding="utf-8") == "old"

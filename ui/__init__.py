@@ -1,0 +1,1 @@
+"""Streamlit helpers shared by the pages: session-state keys and safe rendering. UI only."""
