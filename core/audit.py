@@ -1,0 +1,491 @@
+"""Label audit: out-of-fold predicted probabilities, confident-learning label issues (cleanlab) and
+identical or same-words texts with different labels, ranked most suspicious first.
+
+The model is pluggable: any `fit(train) -> classifier` whose result has `classes_` and
+`predict_proba(texts)` works; the bag-of-words baseline is built in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
+
+import numpy as np
+from cleanlab.filter import find_label_issues
+from cleanlab.rank import get_label_quality_scores
+
+from core.baseline import BagOfWordsClassifier, BaselineConfig
+from core.data import Dataset
+from core.text import bag_key, words
+
+FILTER_METHODS = ("prune_by_noise_rate", "prune_by_class", "both", "confident_learning")
+QUALITY_METHODS = ("self_confidence", "normalized_margin", "confidence_weighted_entropy")
+BUILT_IN_MODELS = ("bow",)
+
+# Why a row is listed; one issue can have several kinds.
+MODEL = "confident_learning"  # cleanlab: the out-of-fold model confidently disagrees
+IDENTICAL = "identical_text"  # same text up to case and whitespace, other label
+SAME_SEQUENCE = "same_word_sequence"  # same words in the same order (punctuation differs)
+SAME_BAG = "same_bag"  # same words in another order: word order may decide (demo twins)
+ONLY_ROW = "only_row_of_label"  # the label occurs once: a typo, or too rare to check
+
+
+class ProbabilisticClassifier(Protocol):
+    """What the audit needs from a fitted model (the baseline and the transformer both fit)."""
+
+    classes_: np.ndarray
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+FitModel = Callable[[Dataset], ProbabilisticClassifier]
+ProgressCallback = Callable[["AuditProgress"], None]
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """How to audit a labelled data set."""
+
+    folds: int = 5
+    seed: int = 0  # shuffles rows into folds (and seeds the built-in model)
+    # Names the model that `run_audit` fits per fold: "bow" is built in; for any other name pass
+    # `fit=` to run_audit. The name is part of the cache key and of the JSON output.
+    model: str = "bow"
+    baseline_config: BaselineConfig = BaselineConfig()
+    # cleanlab's rule for which rows are issues. "both" (flagged by prune_by_class and by
+    # prune_by_noise_rate) kept the recall of cleanlab's default prune_by_noise_rate on the demo
+    # data with 5% planted flips and cut false flags by about a sixth (BENCHMARKS.md).
+    filter_by: str = "both"
+    quality_method: str = "self_confidence"  # cleanlab label quality score used for ranking
+    max_quality: float = 1.0  # list only issues whose quality score is at most this
+    max_issues: int | None = None  # keep only the most suspicious N (None: all)
+    conflicts: bool = True  # also list identical / same-words texts that carry other labels
+
+    def __post_init__(self) -> None:
+        _check_int("folds", self.folds, minimum=2)
+        _check_int("seed", self.seed, minimum=0)
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ValueError(f"model must be a non-empty name such as 'bow', got {self.model!r}")
+        if not isinstance(self.baseline_config, BaselineConfig):
+            raise ValueError("baseline_config must be a BaselineConfig")
+        _check_choice("filter_by", self.filter_by, FILTER_METHODS)
+        _check_choice("quality_method", self.quality_method, QUALITY_METHODS)
+        ok = isinstance(self.max_quality, int | float) and not isinstance(self.max_quality, bool)
+        if not ok or not 0 <= self.max_quality <= 1:
+            raise ValueError(f"max_quality must be a number in [0, 1], got {self.max_quality!r}")
+        if self.max_issues is not None:
+            _check_int("max_issues", self.max_issues, minimum=1)
+        if not isinstance(self.conflicts, bool):
+            raise ValueError(f"conflicts must be True or False, got {self.conflicts!r}")
+
+
+@dataclass(frozen=True)
+class AuditProgress:
+    """Reported after each fold."""
+
+    fold: int  # folds finished so far
+    folds: int
+    elapsed_s: float
+    eta_s: float
+
+
+@dataclass(frozen=True)
+class LabelIssue:
+    """One row whose label looks wrong, and why."""
+
+    row: int  # 1-based spreadsheet row (Dataset.rows)
+    index: int  # position in the Dataset
+    text: str
+    given_label: str
+    suggested_label: str  # the out-of-fold model's most probable label
+    quality: float  # cleanlab label quality score in [0, 1]; low = suspicious
+    reason: str
+    kinds: tuple[str, ...] = field(default=())  # MODEL, IDENTICAL, SAME_SEQUENCE, ...
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict; the DESIGN.md keys plus reason and kinds."""
+        return {
+            "row": self.row,
+            "text": self.text,
+            "given_label": self.given_label,
+            "suggested_label": self.suggested_label,
+            "quality": self.quality,
+            "reason": self.reason,
+            "kinds": list(self.kinds),
+        }
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """The ranked issues and the out-of-fold probabilities they came from."""
+
+    issues: tuple[LabelIssue, ...]  # most suspicious first
+    pred_probs: np.ndarray | None  # (n_rows, n_classes) out-of-fold; None when cancelled
+    classes: tuple[str, ...]  # column order of pred_probs
+    folds: int
+    model: str
+    fingerprint: str  # of the audited Dataset
+    seconds: float
+    cancelled: bool = False
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict with the DESIGN.md audit keys: issues, folds, model (and more)."""
+        return {
+            "issues": [issue.to_json() for issue in self.issues],
+            "folds": self.folds,
+            "model": self.model,
+            "classes": list(self.classes),
+            "fingerprint": self.fingerprint,
+            "seconds": self.seconds,
+            "cancelled": self.cancelled,
+        }
+
+
+def _check_int(name: str, value: object, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+def bow_fit(config: BaselineConfig = BaselineConfig()) -> FitModel:
+    """A `fit(train)` that trains the bag-of-words baseline on a fold's training rows."""
+
+    def fit(train: Dataset) -> BagOfWordsClassifier:
+        return BagOfWordsClassifier(config).fit(list(train.texts), list(train.labels))
+
+    return fit
+
+
+def audit_cache_key(dataset: Dataset, config: AuditConfig) -> str:
+    """A stable key for caching an audit: sha256 of the data fingerprint and every setting."""
+    payload = json.dumps(
+        {"fingerprint": dataset.fingerprint, "config": asdict(config)}, sort_keys=True
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def stratified_folds(labels: Sequence[str], *, folds: int, seed: int) -> np.ndarray:
+    """A fold number in [0, folds) for each row, shape (n_rows,), stratified by label.
+
+    Each label's rows are shuffled and dealt round-robin, continuing where the previous label
+    stopped, so fold sizes differ by at most one and a label with fewer rows than folds is held
+    out in some folds and kept in the training rows of all others. A label with at least two rows
+    therefore appears in every fold's training rows.
+    """
+    labels = np.asarray(list(labels), dtype=str)
+    rng = np.random.default_rng(seed)
+    assignment = np.empty(len(labels), dtype=np.int64)
+    offset = 0
+    for label in sorted(set(labels.tolist())):
+        members = rng.permutation(np.flatnonzero(labels == label))
+        assignment[members] = (offset + np.arange(len(members))) % folds
+        offset += len(members)
+    return assignment
+
+
+def out_of_fold_probs(
+    dataset: Dataset,
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    fit: FitModel,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> np.ndarray | None:
+    """Each row's class probabilities from a model that never saw it, shape (n_rows, n_classes).
+
+    Columns follow `sorted(set(dataset.labels))`. A label with a single row is missing from the
+    training rows of the fold that holds it out, so its column is 0 for that row. Returns None
+    when `cancel` is set (checked before each fold).
+    """
+    classes = _check_auditable(dataset, folds)
+    assignment = stratified_folds(dataset.labels, folds=folds, seed=seed)
+    pred_probs = np.zeros((len(dataset), len(classes)), dtype=np.float64)
+    started = time.perf_counter()
+    for fold in range(folds):
+        if cancel is not None and cancel.is_set():
+            return None
+        test = np.flatnonzero(assignment == fold)
+        train = np.flatnonzero(assignment != fold)
+        model = fit(dataset.subset(train.tolist()))
+        test_texts = [dataset.texts[i] for i in test]
+        pred_probs[test] = _align_columns(model, test_texts, classes)
+        if on_progress is not None:
+            on_progress(_progress(fold + 1, folds, started))
+    return pred_probs
+
+
+def _check_auditable(dataset: Dataset, folds: int) -> tuple[str, ...]:
+    """The sorted classes; ValueError unless `folds` and the label counts allow an audit."""
+    _check_int("folds", folds, minimum=2)
+    if folds > len(dataset):
+        raise ValueError(f"folds={folds} is more than the {len(dataset)} rows; lower --folds")
+    counts = Counter(dataset.labels)
+    if sum(1 for c in counts.values() if c >= 2) < 2:
+        raise ValueError(
+            f"the audit needs at least two labels with two or more rows each, got {dict(counts)};"
+            " add rows or fix the labels"
+        )
+    return tuple(sorted(counts))
+
+
+def _align_columns(
+    model: ProbabilisticClassifier, texts: list[str], classes: tuple[str, ...]
+) -> np.ndarray:
+    """The model's probabilities (len(texts), len(classes)), 0 for classes it never saw."""
+    model_probs = np.asarray(model.predict_proba(texts), dtype=np.float64)
+    column = {c: i for i, c in enumerate(classes)}
+    unknown = [str(c) for c in model.classes_ if str(c) not in column]
+    if unknown or model_probs.shape != (len(texts), len(model.classes_)):
+        raise ValueError(
+            f"the fold model returned shape {model_probs.shape} over classes "
+            f"{list(model.classes_)}; expected ({len(texts)}, k) over a subset of {list(classes)}"
+        )
+    aligned = np.zeros((len(texts), len(classes)), dtype=np.float64)
+    aligned[:, [column[str(c)] for c in model.classes_]] = model_probs
+    return aligned
+
+
+def _progress(done: int, folds: int, started: float) -> AuditProgress:
+    elapsed = time.perf_counter() - started
+    return AuditProgress(done, folds, elapsed, elapsed / done * (folds - done))
+
+
+def run_audit(
+    dataset: Dataset,
+    config: AuditConfig = AuditConfig(),
+    *,
+    fit: FitModel | None = None,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> AuditResult:
+    """Audit `dataset`'s labels with out-of-fold probabilities from `config.model`.
+
+    `fit` trains the model of one fold; leave it None for the built-in "bow" model. A set
+    `cancel` event stops before the next fold and returns `cancelled=True` with no issues.
+    """
+    if not isinstance(config, AuditConfig):
+        raise ValueError(f"config must be an AuditConfig, got {type(config).__name__}")
+    fit = fit if fit is not None else _built_in_fit(config)
+    started = time.perf_counter()
+    pred_probs = out_of_fold_probs(
+        dataset,
+        folds=config.folds,
+        seed=config.seed,
+        fit=fit,
+        on_progress=on_progress,
+        cancel=cancel,
+    )
+    classes = tuple(sorted(set(dataset.labels)))
+    issues = () if pred_probs is None else tuple(find_issues(dataset, pred_probs, config=config))
+    return AuditResult(
+        issues=issues,
+        pred_probs=pred_probs,
+        classes=classes,
+        folds=config.folds,
+        model=config.model,
+        fingerprint=dataset.fingerprint,
+        seconds=time.perf_counter() - started,
+        cancelled=pred_probs is None,
+    )
+
+
+def _built_in_fit(config: AuditConfig) -> FitModel:
+    if config.model not in BUILT_IN_MODELS:
+        raise ValueError(
+            f"model {config.model!r} is not built in ({BUILT_IN_MODELS}); pass fit= to run_audit"
+        )
+    return bow_fit(config.baseline_config)
+
+
+def find_issues(
+    dataset: Dataset, pred_probs: np.ndarray, *, config: AuditConfig = AuditConfig()
+) -> list[LabelIssue]:
+    """Label issues of `dataset` given out-of-fold `pred_probs` (n_rows, n_classes), ranked.
+
+    Columns of `pred_probs` follow `sorted(set(dataset.labels))`. Rows are ranked by cleanlab's
+    label quality score, lowest (most suspicious) first; ties keep spreadsheet order.
+    """
+    classes = tuple(sorted(set(dataset.labels)))
+    _check_pred_probs(pred_probs, len(dataset), len(classes))
+    label_ids = np.asarray([classes.index(y) for y in dataset.labels], dtype=np.int64)
+    quality = get_label_quality_scores(label_ids, pred_probs, method=config.quality_method)
+    reasons = _model_reasons(dataset, pred_probs, label_ids, classes, config)
+    if config.conflicts:
+        _merge(reasons, conflict_reasons(dataset))
+    issues = [_issue(dataset, i, pred_probs, quality, classes, r) for i, r in reasons.items()]
+    issues = [x for x in issues if x.quality <= config.max_quality]
+    issues.sort(key=lambda x: (x.quality, x.index))
+    return issues[: config.max_issues]
+
+
+def _check_pred_probs(pred_probs: np.ndarray, n_rows: int, n_classes: int) -> None:
+    if not isinstance(pred_probs, np.ndarray) or pred_probs.shape != (n_rows, n_classes):
+        shape = getattr(pred_probs, "shape", None)
+        raise ValueError(f"pred_probs must have shape ({n_rows}, {n_classes}), got {shape}")
+    if not np.isfinite(pred_probs).all() or (pred_probs < 0).any():
+        raise ValueError("pred_probs must hold finite non-negative probabilities")
+
+
+Reasons = dict[int, list[tuple[str, str]]]  # row index -> [(kind, reason)]
+
+
+def _model_reasons(
+    dataset: Dataset,
+    pred_probs: np.ndarray,
+    label_ids: np.ndarray,
+    classes: tuple[str, ...],
+    config: AuditConfig,
+) -> Reasons:
+    """Confident-learning issues, plus the rows of labels that occur only once."""
+    counts = np.bincount(label_ids, minlength=len(classes))
+    reasons: Reasons = defaultdict(list)
+    for i in np.flatnonzero(counts[label_ids] == 1):
+        reasons[int(i)].append((ONLY_ROW, f"the only row labelled {dataset.labels[i]}"))
+    for i in _confident_learning(pred_probs, label_ids, counts, config.filter_by):
+        given, top = pred_probs[i, label_ids[i]], int(pred_probs[i].argmax())
+        text = (
+            f"the model, trained without this row, gives {classes[label_ids[i]]} {given:.0%}"
+            f" and {classes[top]} {pred_probs[i, top]:.0%}"
+        )
+        reasons[int(i)].append((MODEL, text))
+    return reasons
+
+
+def _confident_learning(
+    pred_probs: np.ndarray, label_ids: np.ndarray, counts: np.ndarray, filter_by: str
+) -> np.ndarray:
+    """Row indices cleanlab flags, over the labels with at least two rows.
+
+    cleanlab cannot estimate a label's noise from a single row (it warns and skips it), so those
+    rows and columns are left out; their rows are reported as ONLY_ROW instead.
+    """
+    kept_classes = np.flatnonzero(counts >= 2)
+    rows = np.flatnonzero(counts[label_ids] >= 2)
+    probs = pred_probs[np.ix_(rows, kept_classes)]
+    probs = probs / np.clip(probs.sum(axis=1, keepdims=True), 1e-12, None)
+    remap = np.full(len(counts), -1, dtype=np.int64)
+    remap[kept_classes] = np.arange(len(kept_classes))
+    mask = find_label_issues(remap[label_ids[rows]], probs, filter_by=filter_by, n_jobs=1)
+    return rows[mask]
+
+
+def _normalised_text(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _word_sequence(text: str) -> tuple[str, ...]:
+    return tuple(words(text))
+
+
+# (kind, key, reason template), closest match first.
+_CONFLICT_LEVELS: tuple[tuple[str, Callable[[str], object], str], ...] = (
+    (IDENTICAL, _normalised_text, "identical text to row {row} labelled {label}{also}"),
+    (
+        SAME_SEQUENCE,
+        _word_sequence,
+        "same words in the same order as row {row} labelled {label}{also}"
+        " (only punctuation differs)",
+    ),
+    (
+        SAME_BAG,
+        bag_key,
+        "same words as row {row} labelled {label}{also}, in another order"
+        " (word order may decide the desk)",
+    ),
+)
+
+
+def conflict_reasons(dataset: Dataset) -> Reasons:
+    """Rows whose text matches a row with another label: identical, same word order, same bag.
+
+    Each row gets the closest match only: identical text (case and whitespace ignored), then the
+    same word sequence (punctuation differs), then the same bag of words in another order. The
+    last is how the demo twins are built: word order or negation scope decides their desk, so a
+    bag-of-words model cannot tell them apart, and the reason says so.
+    """
+    reasons: Reasons = {}
+    for kind, key, template in _CONFLICT_LEVELS:
+        for i, j, more in _conflicting_pairs(dataset, key):
+            if i not in reasons:
+                also = f" (and {more} more)" if more else ""
+                reason = template.format(row=dataset.rows[j], label=dataset.labels[j], also=also)
+                reasons[i] = [(kind, reason)]
+    return reasons
+
+
+def _conflicting_pairs(
+    dataset: Dataset, key: Callable[[str], object]
+) -> list[tuple[int, int, int]]:
+    """(row index, first other-labelled row index with the same key, how many more such rows)."""
+    groups: dict[object, list[int]] = defaultdict(list)
+    for i, text in enumerate(dataset.texts):
+        groups[key(text)].append(i)
+    pairs = []
+    for members in groups.values():
+        counts = Counter(dataset.labels[i] for i in members)
+        if len(counts) < 2:
+            continue
+        first = members[0]
+        first_other = next(j for j in members if dataset.labels[j] != dataset.labels[first])
+        for i in members:
+            j = first_other if dataset.labels[i] == dataset.labels[first] else first
+            pairs.append((i, j, len(members) - counts[dataset.labels[i]] - 1))
+    return pairs
+
+
+def _merge(into: Reasons, extra: Reasons) -> None:
+    for i, items in extra.items():
+        into.setdefault(i, []).extend(items)
+
+
+def _issue(
+    dataset: Dataset,
+    i: int,
+    pred_probs: np.ndarray,
+    quality: np.ndarray,
+    classes: tuple[str, ...],
+    reasons: list[tuple[str, str]],
+) -> LabelIssue:
+    return LabelIssue(
+        row=int(dataset.rows[i]),
+        index=i,
+        text=dataset.texts[i],
+        given_label=dataset.labels[i],
+        suggested_label=classes[int(pred_probs[i].argmax())],
+        quality=float(quality[i]),
+        reason="; ".join(text for _, text in reasons),
+        kinds=tuple(kind for kind, _ in reasons),
+    )
+
+
+def plant_label_flips(
+    labels: Sequence[str], *, share: float, seed: int
+) -> tuple[tuple[str, ...], np.ndarray]:
+    """Labels with a seeded `share` of rows moved to another label, and the flipped positions.
+
+    For measuring an audit: the flipped positions (sorted) are the label errors it should find.
+    """
+    ok = isinstance(share, int | float) and not isinstance(share, bool)
+    if not ok or not 0 < share < 1:
+        raise ValueError(f"share must be a number in (0, 1), got {share!r}")
+    _check_int("seed", seed, minimum=0)
+    classes = sorted(set(labels))
+    if len(classes) < 2:
+        raise ValueError("need at least two labels to flip between")
+    rng = np.random.default_rng(seed)
+    flipped = np.sort(rng.choice(len(labels), size=round(share * len(labels)), replace=False))
+    noisy = list(labels)
+    for i in flipped:
+        noisy[i] = str(rng.choice([c for c in classes if c != labels[i]]))
+    return tuple(noisy), flipped

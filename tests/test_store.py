@@ -1,0 +1,485 @@
+"""Tests for core.store: the SQLite review store, its append-only trail and apply_decisions.
+
+Spawned writer processes import this module, so it imports only the store at the top; pandas,
+core.data and core.export (which pull in scikit-learn) are imported by the tests that use them.
+"""
+
+import io
+import multiprocessing
+import sqlite3
+import threading
+from datetime import datetime, timedelta
+
+import pytest
+
+from core.store import (
+    DATA_DIR_ENV,
+    DB_NAME,
+    SCHEMA_VERSION,
+    ReviewDecision,
+    Store,
+    TriageItem,
+    apply_decisions,
+    default_db_path,
+)
+
+FP = "f" * 64
+
+
+def _decision(row: int = 2, **changes) -> ReviewDecision:
+    values = dict(
+        fingerprint=FP,
+        row=row,
+        text=f"complaint on row {row}",
+        given_label="Card Fraud",
+        decision="keep",
+        reviewer="asha",
+    )
+    return ReviewDecision(**{**values, **changes})
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(tmp_path / "lens.db") as opened:
+        yield opened
+
+
+# ------------------------------------------------------------------------------ opening the file
+
+
+def test_open_creates_missing_folders_file_and_schema(tmp_path):
+    path = tmp_path / "not" / "yet" / "there.db"
+    with Store.open(path) as store:
+        assert store.schema_version == SCHEMA_VERSION >= 1
+        assert store.integrity_check() == "ok"
+    assert path.is_file()
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"decisions", "trail", "triage", "runs"} <= tables
+
+
+def test_open_on_an_empty_existing_file(tmp_path):
+    path = tmp_path / "empty.db"
+    path.touch()
+    with Store.open(path) as store:
+        assert store.schema_version == SCHEMA_VERSION
+        store.record_decision(_decision())
+        assert len(store.decisions(FP)) == 1
+
+
+def test_reopening_keeps_schema_and_runs_no_migration_twice(tmp_path):
+    path = tmp_path / "lens.db"
+    for _ in range(2):
+        with Store.open(path) as store:
+            store.record_decision(_decision())
+    with Store.open(path) as store:
+        assert store.schema_version == SCHEMA_VERSION
+        assert len(store.decisions(FP)) == 2
+
+
+def test_busy_timeout_and_foreign_keys_are_set(store):
+    assert store._query("PRAGMA busy_timeout")[0][0] >= 1000
+    assert store._query("PRAGMA foreign_keys")[0][0] == 1
+
+
+def test_default_path_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "state"))
+    assert default_db_path() == tmp_path / "state" / DB_NAME
+    with Store.open() as store:
+        assert store.path == tmp_path / "state" / DB_NAME
+    assert (tmp_path / "state" / DB_NAME).is_file()
+
+
+def test_default_path_without_environment_is_data_lens_db(monkeypatch):
+    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+    assert default_db_path().parts[-2:] == ("data", DB_NAME)
+
+
+def test_a_folder_is_not_a_database_path(tmp_path):
+    with pytest.raises(ValueError, match="is a folder"):
+        Store.open(tmp_path)
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "future.db"
+    with sqlite3.connect(path) as raw:
+        raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(ValueError, match="newer than this code"):
+        Store.open(path)
+
+
+# ------------------------------------------------------------------------------ review decisions
+
+
+def test_decision_round_trip(store):
+    given = _decision(decision="relabel", new_label="UPI Dispute", note="mentions a UPI ref")
+    decision_id = store.record_decision(given)
+    (stored,) = store.decisions(FP)
+    assert stored.id == decision_id
+    assert stored == ReviewDecision(
+        **{**given.__dict__, "id": decision_id, "created_at": stored.created_at}
+    )
+    created = datetime.fromisoformat(stored.created_at)
+    assert created.utcoffset() == timedelta(0)
+    assert store.decisions("0" * 64) == []
+
+
+def test_latest_decision_per_row_wins(store):
+    store.record_decision(_decision(row=2, decision="escalate"))
+    store.record_decision(_decision(row=3))
+    store.record_decision(_decision(row=2, decision="relabel", new_label="Other", reviewer="ben"))
+    latest = store.latest_decisions(FP)
+    assert set(latest) == {2, 3}
+    assert (latest[2].decision, latest[2].new_label, latest[2].reviewer) == (
+        "relabel",
+        "Other",
+        "ben",
+    )
+    assert [d.decision for d in store.decisions(FP)] == ["escalate", "keep", "relabel"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"reviewer": "  "}, "reviewer"),
+        ({"reviewer": ""}, "reviewer"),
+        ({"decision": "delete"}, "decision must be one of"),
+        ({"decision": "relabel"}, "needs new_label"),
+        ({"decision": "relabel", "new_label": " "}, "needs new_label"),
+        ({"decision": "keep", "new_label": "Other"}, "new_label must be None"),
+        ({"row": 0}, "1-based"),
+        ({"fingerprint": ""}, "fingerprint"),
+        ({"given_label": ""}, "given_label"),
+    ],
+)
+def test_invalid_decisions_are_refused(changes, message):
+    with pytest.raises(ValueError, match=message):
+        _decision(**changes)
+
+
+def test_schema_rejects_a_relabel_without_new_label_even_bypassing_python(store):
+    with pytest.raises(sqlite3.IntegrityError):
+        store._conn.execute(
+            "INSERT INTO decisions (fingerprint, row, text, given_label, decision, reviewer,"
+            " created_at) VALUES ('x', 2, 't', 'A', 'relabel', 'asha', 'now')"
+        )
+
+
+def test_record_decision_needs_a_review_decision(store):
+    with pytest.raises(ValueError, match="ReviewDecision"):
+        store.record_decision({"row": 2})
+
+
+def test_a_decision_survives_closing_and_reopening(tmp_path):
+    path = tmp_path / "lens.db"
+    store = Store.open(path)
+    store.record_decision(_decision(decision="relabel", new_label="KYC Update"))
+    store.close()  # the app restarts
+    with Store.open(path) as reopened:
+        (decision,) = reopened.decisions(FP)
+    assert decision.new_label == "KYC Update"
+
+
+def test_a_committed_decision_is_on_disk_before_close(tmp_path):
+    path = tmp_path / "lens.db"
+    with Store.open(path) as store:
+        store.record_decision(_decision())
+        # another connection (as after a crash of this process) sees the committed row
+        with sqlite3.connect(path) as raw:
+            assert raw.execute("SELECT count(*) FROM decisions").fetchone()[0] == 1
+
+
+# ------------------------------------------------------------------------------ audit trail
+
+
+def test_every_write_appends_a_trail_event(store):
+    store.record_decision(_decision())
+    store.enqueue_triage([_item()])
+    store.record_run("audit", parameters={"folds": 5}, metrics={"issues": 3})
+    actions = [e.action for e in store.trail()]
+    assert actions == ["run.recorded", "triage.enqueued", "decision.recorded"]
+    assert store.trail()[-1].details["reviewer"] == "asha"
+    assert len(store.trail(limit=1)) == 1
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["UPDATE trail SET action = 'forged'", "DELETE FROM trail", "DELETE FROM trail WHERE id = 1"],
+)
+def test_trail_rows_can_never_be_updated_or_deleted(tmp_path, statement):
+    path = tmp_path / "lens.db"
+    with Store.open(path) as store:
+        store.record_decision(_decision())
+    raw = sqlite3.connect(path)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute(statement)
+    raw.close()
+    with Store.open(path) as store:
+        assert [e.action for e in store.trail()] == ["decision.recorded"]
+
+
+# ------------------------------------------------------------------------------ concurrency
+
+
+def _write_decisions(path: str, worker: int, count: int) -> None:
+    """Open a store and record `count` decisions on rows of this worker (thread or process)."""
+    with Store.open(path) as store:
+        for i in range(count):
+            store.record_decision(_decision(row=2 + worker * 1000 + i, reviewer=f"w{worker}"))
+
+
+def _check_all_written(path, workers: int, count: int) -> None:
+    with Store.open(path) as store:
+        rows = sorted(d.row for d in store.decisions(FP))
+        assert rows == sorted(2 + w * 1000 + i for w in range(workers) for i in range(count))
+        assert len(store.trail(limit=10_000)) == workers * count
+        assert store.integrity_check() == "ok"
+
+
+def test_four_threads_writing_at_once_lose_nothing(tmp_path):
+    path = str(tmp_path / "lens.db")
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            _write_decisions(path, worker, 50)
+        except BaseException as err:  # collected and re-raised in the main thread below
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    _check_all_written(path, 4, 50)
+
+
+def test_one_store_shared_by_threads(store):
+    def work(worker: int) -> None:
+        for i in range(25):
+            store.record_decision(_decision(row=2 + worker * 1000 + i))
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(store.decisions(FP)) == 100
+    assert len({d.id for d in store.decisions(FP)}) == 100
+
+
+def test_three_processes_writing_at_once_lose_nothing(tmp_path):
+    path = str(tmp_path / "lens.db")
+    Store.open(path).close()  # schema first, so the workers race on writes, not on creation
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_write_decisions, args=(path, w, 50)) for w in range(3)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+    assert [p.exitcode for p in processes] == [0, 0, 0]
+    _check_all_written(path, 3, 50)
+
+
+def test_processes_racing_to_create_the_schema(tmp_path):
+    path = str(tmp_path / "fresh" / "lens.db")
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_write_decisions, args=(path, w, 5)) for w in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+    assert [p.exitcode for p in processes] == [0, 0]
+    _check_all_written(path, 2, 5)
+
+
+# ------------------------------------------------------------------------------ triage queue
+
+
+def _item(**changes) -> TriageItem:
+    values = dict(
+        batch="classify-1",
+        text="paisa kat gaya but merchant ko nahi mila",
+        predicted_label="UPI Dispute",
+        confidence=0.41,
+        probabilities={"UPI Dispute": 0.41, "Card Fraud": 0.39, "Other": 0.2},
+        row=7,
+    )
+    return TriageItem(**{**values, **changes})
+
+
+def test_triage_lifecycle(store):
+    ids = store.enqueue_triage([_item(), _item(row=8), _item(row=9, batch="classify-2")])
+    assert len(set(ids)) == 3
+    assert [i.row for i in store.open_triage()] == [7, 8, 9]
+    assert [i.row for i in store.open_triage(batch="classify-1")] == [7, 8]
+    first = store.open_triage()[0]
+    assert first.probabilities == {"UPI Dispute": 0.41, "Card Fraud": 0.39, "Other": 0.2}
+    assert (first.status, first.final_label, first.decided_at) == ("open", None, None)
+
+    confirmed = store.decide_triage(ids[0], final_label="UPI Dispute", reviewer="asha")
+    corrected = store.decide_triage(ids[1], final_label="Card Fraud", reviewer="ben")
+    assert (confirmed.status, confirmed.final_label, confirmed.reviewer) == (
+        "confirmed",
+        "UPI Dispute",
+        "asha",
+    )
+    assert (corrected.status, corrected.final_label) == ("corrected", "Card Fraud")
+    assert corrected.decided_at is not None
+    assert [i.id for i in store.open_triage()] == [ids[2]]
+    assert [i.id for i in store.triage_items(status="corrected")] == [ids[1]]
+    assert store.trail()[0].details["status"] == "corrected"
+
+
+def test_a_triage_item_is_decided_once(store):
+    (item_id,) = store.enqueue_triage([_item()])
+    store.decide_triage(item_id, final_label="Other", reviewer="asha")
+    with pytest.raises(ValueError, match="already corrected"):
+        store.decide_triage(item_id, final_label="UPI Dispute", reviewer="ben")
+    with pytest.raises(ValueError, match="no triage item"):
+        store.decide_triage(item_id + 100, final_label="Other", reviewer="ben")
+    with pytest.raises(ValueError, match="reviewer"):
+        store.decide_triage(item_id, final_label="Other", reviewer=" ")
+
+
+def test_racing_reviewers_decide_a_triage_item_exactly_once(tmp_path):
+    path = tmp_path / "lens.db"
+    with Store.open(path) as store:
+        (item_id,) = store.enqueue_triage([_item()])
+    outcomes: list[str] = []
+
+    def work(reviewer: str) -> None:
+        with Store.open(path) as mine:
+            try:
+                mine.decide_triage(item_id, final_label="Other", reviewer=reviewer)
+                outcomes.append("decided")
+            except ValueError:
+                outcomes.append("refused")
+
+    threads = [threading.Thread(target=work, args=(f"r{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["decided", "refused", "refused", "refused"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"confidence": 1.5}, "confidence"),
+        ({"confidence": float("nan")}, "confidence"),
+        ({"predicted_label": ""}, "predicted_label"),
+        ({"batch": ""}, "batch"),
+        ({"probabilities": {"A": "high"}}, "probabilities"),
+        ({"status": "done"}, "status"),
+    ],
+)
+def test_invalid_triage_items_are_refused(changes, message):
+    with pytest.raises(ValueError, match=message):
+        _item(**changes)
+
+
+def test_only_open_items_can_be_enqueued(store):
+    with pytest.raises(ValueError, match="open"):
+        store.enqueue_triage([_item(status="confirmed", final_label="Other")])
+    assert store.open_triage() == []
+
+
+# ------------------------------------------------------------------------------ run history
+
+
+def test_run_history_round_trip(store):
+    first = store.record_run("train", parameters={"epochs": 3}, metrics={"macro_f1": 0.91})
+    second = store.record_run("audit", parameters={"folds": 5}, metrics={"issues": 12})
+    assert [r.id for r in store.runs()] == [second, first]
+    (audit,) = store.runs(kind="audit")
+    assert (audit.parameters, audit.metrics) == ({"folds": 5}, {"issues": 12})
+    with pytest.raises(ValueError, match="JSON"):
+        store.record_run("train", parameters={"model": object()}, metrics={})
+    with pytest.raises(ValueError, match="kind"):
+        store.record_run("", parameters={}, metrics={})
+    assert len(store.runs()) == 2
+
+
+# ------------------------------------------------------------------------------ apply_decisions
+
+
+def _dataset():
+    import pandas as pd
+
+    from core.data import Dataset
+
+    return Dataset(
+        texts=("card blocked", '=HYPERLINK("http://x")', "upi failed", "kyc pending"),
+        labels=("Card Fraud", "Other", "Card Fraud", "KYC Update"),
+        extra=pd.DataFrame({"channel": ["app", "email", "chat", "branch"]}),
+    )
+
+
+def test_apply_decisions_relabels_and_says_what_changed():
+    data = _dataset()
+    fp = data.fingerprint
+    decisions = [
+        _decision(row=4, fingerprint=fp, text="upi failed", decision="escalate"),
+        _decision(row=4, fingerprint=fp, decision="relabel", new_label="UPI Dispute"),
+        _decision(row=2, fingerprint=fp, text="card blocked"),
+        _decision(row=5, fingerprint=fp, given_label="KYC Update", decision="escalate"),
+    ]
+    frame = apply_decisions(data, decisions)
+    assert list(frame.columns) == ["row", "text", "label", "original_label", "review", "channel"]
+    assert frame["label"].tolist() == ["Card Fraud", "Other", "UPI Dispute", "KYC Update"]
+    assert frame["original_label"].tolist() == list(data.labels)
+    assert frame["review"].tolist() == ["kept", "", "relabelled from Card Fraud", "escalated"]
+    assert frame["channel"].tolist() == ["app", "email", "chat", "branch"]
+
+
+def test_apply_decisions_accepts_latest_decisions_from_the_store(store):
+    data = _dataset()
+    relabel = _decision(
+        row=3,
+        fingerprint=data.fingerprint,
+        given_label="Other",
+        decision="relabel",
+        new_label="Card Fraud",
+    )
+    store.record_decision(relabel)
+    frame = apply_decisions(data, store.latest_decisions(data.fingerprint))
+    assert frame.loc[1, "label"] == "Card Fraud"
+    assert frame.loc[1, "review"] == "relabelled from Other"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"fingerprint": "0" * 64}, "not this one"),
+        ({"row": 99}, "not in this data set"),
+        ({"given_label": "Other"}, "review the row again"),
+    ],
+)
+def test_apply_decisions_refuses_decisions_of_other_data(changes, message):
+    data = _dataset()
+    decision = _decision(**{"fingerprint": data.fingerprint, **changes})
+    with pytest.raises(ValueError, match=message):
+        apply_decisions(data, [decision])
+
+
+def test_corrected_export_neutralises_formula_looking_text():
+    import openpyxl
+    import pandas as pd
+
+    from core.export import to_csv_bytes, to_xlsx_bytes
+
+    data = _dataset()
+    keep = _decision(row=3, fingerprint=data.fingerprint, given_label="Other", decision="keep")
+    frame = apply_decisions(data, [keep])
+    read_back = pd.read_csv(io.StringIO(to_csv_bytes(frame).decode("utf-8-sig")))
+    assert read_back.loc[1, "text"] == '\'=HYPERLINK("http://x")'
+    assert read_back.loc[1, "review"] == "kept"
+    sheet = openpyxl.load_workbook(io.BytesIO(to_xlsx_bytes(frame))).active
+    texts = [row[1] for row in sheet.iter_rows(min_row=2, values_only=True)]
+    assert texts[1] == '\'=HYPERLINK("http://x")'
+    assert sheet.cell(row=3, column=2).data_type == "s"  # a string, never a formula
