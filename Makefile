@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Re-install only when requirements.txt changes.
 STAMP := $(VENV)/.requirements-installed
 
-.PHONY: run test lint format bench
+.PHONY: run test lint
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,7 +13,7 @@ $(STAMP): requirements.txt
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/streamlit run app.py
+	$(BIN)/python -m ui.launch
 
 test: $(STAMP)
 	$(BIN)/ruff check .
@@ -23,6 +23,3 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
-
-bench: $(STAMP)
-	$(BIN)/python -m bench

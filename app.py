@@ -3,19 +3,33 @@
 import streamlit as st
 
 from ui.safe import md_escape
-from ui.state import get_active_dataset
+from ui.state import get_active_dataset, get_active_model
 
 st.set_page_config(page_title="Grievance Lens", page_icon=":material/inbox:", layout="wide")
 
 PAGES = [
     st.Page("pages/data.py", title="Data", icon=":material/table:", default=True),
+    st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
+    st.Page("pages/classify.py", title="Classify", icon=":material/alt_route:"),
+    st.Page("pages/explain.py", title="Explain", icon=":material/search:"),
+    st.Page("pages/order_probes.py", title="Order probes", icon=":material/swap_horiz:"),
+    st.Page("pages/label_audit.py", title="Label audit", icon=":material/fact_check:"),
+    st.Page("pages/triage.py", title="Triage queue", icon=":material/pending_actions:"),
+    st.Page("pages/attention_lab.py", title="Attention lab", icon=":material/grid_on:"),
 ]
 
 
 def render_sidebar(container) -> None:
-    """The active data set, always in view."""
+    """The active model and data set, always in view."""
     with container:
         st.markdown("**Grievance Lens**")
+        model = get_active_model()
+        if model is None:
+            st.caption("No model loaded. Train or load one on **Train**.")
+        else:
+            st.caption(
+                f"Model: {md_escape(model.path.name)} ({md_escape(model.card.get('backbone', '?'))})"
+            )
         active = get_active_dataset()
         if active is None:
             st.caption("No data set loaded. Open **Data** to upload one or use the demo data.")

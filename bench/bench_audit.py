@@ -6,6 +6,10 @@ two named baselines: flag rows at random, and flag every row whose out-of-fold p
 from its label ("argmax != given"). Run from the repo root:
 
     python -m bench.bench_audit [--rows 3000] [--share 0.05] [--folds 5]
+
+With `--transformer tiny` (or minilm, or a model folder) it also runs the transformer-based audit
+(fine-tuned afresh on each fold with `--epochs`, `--lr`, ...) on the same flipped data and prints
+it beside the bag-of-words audit, slice by slice.
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ from core.audit import (
     plant_label_flips,
     run_audit,
 )
+from core.audit_models import transformer_audit_config, transformer_fit
 from core.data import Dataset
 from core.demo_data import DemoConfig, generate_demo_data
+from core.transformer import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,40 @@ def main() -> None:
     report_slices(result.issues, planted, regular, twins, naive)
     report_ranking(data, result.pred_probs, config, planted)
     report_clean(clean, config, regular)
+    if args.transformer:
+        report_transformer(data, clean.labels, planted, (regular, twins), result, args)
+
+
+def report_transformer(data, true_labels, planted, slices, bow_result, args) -> None:
+    """The transformer-based audit on the same data, beside the bag-of-words audit."""
+    regular, twins = slices
+    train_config = TrainConfig(
+        backbone=args.transformer,
+        epochs=args.epochs,
+        lr=args.lr,
+        batch_size=args.batch_size,
+        max_length=args.max_length,
+        patience=args.epochs,  # no early stop: each fold trains for the same budget
+        seed=args.seed,
+    )
+    config = transformer_audit_config(AuditConfig(folds=args.folds, seed=args.seed))
+    started = time.perf_counter()
+    result = run_audit(data, config, fit=transformer_fit(train_config))
+    seconds = time.perf_counter() - started
+    print(f"transformer audit ({train_config}): {seconds:.0f} s")
+    truth = np.asarray(true_labels)
+    for name, audit in (("bow", bow_result), ("transformer", result)):
+        predicted = np.asarray(audit.classes)[audit.pred_probs.argmax(axis=1)]
+        model = flagged_by(audit.issues, MODEL)
+        calm = twins - planted
+        print(
+            f"  {name}: out-of-fold accuracy vs true desks {np.mean(predicted == truth):.3f} "
+            f"(twins {np.mean(predicted[sorted(twins)] == truth[sorted(twins)]):.3f}); "
+            f"unflipped twins flagged {len(model & calm)} of {len(calm)}"
+        )
+        print_row(f"{name}: all rows, model flags", score(model, planted))
+        print_row(f"{name}: regular rows", score(model & regular, planted & regular))
+        print_row(f"{name}: twin rows", score(model & twins, planted & twins))
 
 
 def report_filters(data, pred_probs, config, planted, reference) -> None:
@@ -151,6 +191,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="fold shuffling seed")
     parser.add_argument("--data-seed", type=int, default=7, help="demo data seed")
     parser.add_argument("--flip-seed", type=int, default=1, help="which labels get flipped")
+    parser.add_argument(
+        "--transformer", help="also audit with this backbone: tiny, minilm or a model folder"
+    )
+    parser.add_argument("--epochs", type=int, default=10, help="transformer epochs per fold")
+    parser.add_argument("--lr", type=float, default=3e-3, help="transformer learning rate")
+    parser.add_argument("--batch-size", type=int, default=32, help="transformer batch size")
+    parser.add_argument("--max-length", type=int, default=128, help="transformer max tokens")
     return parser.parse_args()
 
 

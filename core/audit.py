@@ -12,13 +12,14 @@ import json
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from cleanlab.filter import find_label_issues
 from cleanlab.rank import get_label_quality_scores
+from threadpoolctl import threadpool_limits
 
 from core.baseline import BagOfWordsClassifier, BaselineConfig
 from core.data import Dataset
@@ -158,19 +159,32 @@ def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
 
 
 def bow_fit(config: BaselineConfig = BaselineConfig()) -> FitModel:
-    """A `fit(train)` that trains the bag-of-words baseline on a fold's training rows."""
+    """A `fit(train)` that trains the bag-of-words baseline on a fold's training rows.
+
+    BLAS runs single-threaded during the fit: on a busy 2-core machine OpenBLAS's spinning
+    worker threads made the five fits of a 3000-row audit take 64 s instead of 2.5 s
+    (BENCHMARKS.md, "Label audit"); the fit's matrices are too small to gain from threads.
+    """
 
     def fit(train: Dataset) -> BagOfWordsClassifier:
-        return BagOfWordsClassifier(config).fit(list(train.texts), list(train.labels))
+        with threadpool_limits(limits=1, user_api="blas"):
+            return BagOfWordsClassifier(config).fit(list(train.texts), list(train.labels))
 
     return fit
 
 
-def audit_cache_key(dataset: Dataset, config: AuditConfig) -> str:
-    """A stable key for caching an audit: sha256 of the data fingerprint and every setting."""
-    payload = json.dumps(
-        {"fingerprint": dataset.fingerprint, "config": asdict(config)}, sort_keys=True
-    )
+def audit_cache_key(
+    dataset: Dataset, config: AuditConfig, *, fit_settings: Mapping[str, Any] | None = None
+) -> str:
+    """A stable key for caching an audit: sha256 of the data fingerprint and every setting.
+
+    `fit_settings` are the settings of a model passed as `fit=` (e.g. a TrainConfig as a dict),
+    which `config` alone does not describe.
+    """
+    content: dict[str, Any] = {"fingerprint": dataset.fingerprint, "config": asdict(config)}
+    if fit_settings is not None:
+        content["fit"] = dict(fit_settings)
+    payload = json.dumps(content, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -206,9 +220,9 @@ def out_of_fold_probs(
 
     Columns follow `sorted(set(dataset.labels))`. A label with a single row is missing from the
     training rows of the fold that holds it out, so its column is 0 for that row. Returns None
-    when `cancel` is set (checked before each fold).
+    when `cancel` is set (checked before and after each fold's fit).
     """
-    classes = _check_auditable(dataset, folds)
+    classes = check_auditable(dataset, folds)
     assignment = stratified_folds(dataset.labels, folds=folds, seed=seed)
     pred_probs = np.zeros((len(dataset), len(classes)), dtype=np.float64)
     started = time.perf_counter()
@@ -218,6 +232,8 @@ def out_of_fold_probs(
         test = np.flatnonzero(assignment == fold)
         train = np.flatnonzero(assignment != fold)
         model = fit(dataset.subset(train.tolist()))
+        if cancel is not None and cancel.is_set():  # a fit may stop early, half-trained
+            return None
         test_texts = [dataset.texts[i] for i in test]
         pred_probs[test] = _align_columns(model, test_texts, classes)
         if on_progress is not None:
@@ -225,7 +241,7 @@ def out_of_fold_probs(
     return pred_probs
 
 
-def _check_auditable(dataset: Dataset, folds: int) -> tuple[str, ...]:
+def check_auditable(dataset: Dataset, folds: int) -> tuple[str, ...]:
     """The sorted classes; ValueError unless `folds` and the label counts allow an audit."""
     _check_int("folds", folds, minimum=2)
     if folds > len(dataset):

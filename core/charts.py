@@ -74,3 +74,74 @@ def per_class_frame(report: EvalReport) -> pd.DataFrame:
             for label, m in report.per_class.items()
         ]
     )
+
+
+def training_curve_chart(steps: list[int], losses: list[float]) -> alt.Chart:
+    """Training loss (running mean over the epoch) against optimiser step."""
+    frame = pd.DataFrame({"step": steps, "loss": losses})
+    return (
+        alt.Chart(frame, title="Training loss")
+        .mark_line()
+        .encode(x=alt.X("step:Q", title="step"), y=alt.Y("loss:Q", title="loss"))
+    )
+
+
+def validation_curve_chart(epochs: list[int], accuracy: list[float], macro_f1: list[float]):
+    """Validation accuracy and macro-F1 after each epoch."""
+    frame = pd.DataFrame({"epoch": epochs, "accuracy": accuracy, "macro F1": macro_f1}).melt(
+        "epoch", var_name="metric", value_name="value"
+    )
+    return (
+        alt.Chart(frame, title="Validation after each epoch")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("epoch:O", title="epoch"),
+            y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]), title=None),
+            color=alt.Color("metric:N", title=None),
+            tooltip=["epoch:O", "metric:N", alt.Tooltip("value:Q", format=".3f")],
+        )
+    )
+
+
+def f1_comparison_chart(reports: dict[str, EvalReport]) -> alt.Chart:
+    """Grouped bars of per-class F1, one colour per model."""
+    frame = pd.DataFrame(
+        [
+            {"model": model, "label": label, "f1": m.f1}
+            for model, report in reports.items()
+            for label, m in report.per_class.items()
+        ]
+    )
+    return (
+        alt.Chart(frame, title="F1 per desk")
+        .mark_bar()
+        .encode(
+            x=alt.X("f1:Q", scale=alt.Scale(domain=[0, 1]), title="F1"),
+            y=alt.Y("model:N", title=None),
+            row=alt.Row("label:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
+            color=alt.Color("model:N", title=None),
+            tooltip=["label:N", "model:N", alt.Tooltip("f1:Q", format=".3f")],
+        )
+    )
+
+
+def probability_chart(probabilities: dict[str, dict[str, float]]) -> alt.Chart:
+    """Bars of class probabilities for each model: {model: {label: p}}."""
+    frame = pd.DataFrame(
+        [
+            {"model": model, "label": label, "probability": p}
+            for model, probs in probabilities.items()
+            for label, p in probs.items()
+        ]
+    )
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("probability:Q", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("label:N", title=None),
+            color=alt.Color("model:N", title=None),
+            yOffset="model:N",
+            tooltip=["model:N", "label:N", alt.Tooltip("probability:Q", format=".3f")],
+        )
+    )

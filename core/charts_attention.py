@@ -104,3 +104,40 @@ def timing_chart(
     """Seconds against n on log-log axes; `frame` is core.toy_attention.time_attention_vs_lstm."""
     _check_columns(frame, ("n", "layer", "seconds"))
     return _log_lines(frame, "seconds", "seconds", title)
+
+
+def weight_change_chart(
+    changes: pd.DataFrame, *, title: str = "Every weight before and after"
+) -> alt.LayerChart:
+    """Dumbbell chart of attention weights before and after a change, one row per (query, key).
+
+    changes: core.toy_attention.weight_changes (columns query, key, before, after, change);
+    pairs with a new token have no "before" point.
+    """
+    _check_columns(changes, ("query", "key", "before", "after", "change"))
+    frame = changes.assign(pair=changes["query"].astype(str) + " → " + changes["key"].astype(str))
+    order = frame["pair"].tolist()
+    y = alt.Y("pair:N", sort=order, title="query → key")
+    tooltip = [
+        "pair:N",
+        alt.Tooltip("before:Q", format=".4f"),
+        alt.Tooltip("after:Q", format=".4f"),
+        alt.Tooltip("change:Q", format="+.4f"),
+    ]
+    rules = (
+        alt.Chart(frame.dropna(subset=["before"]))
+        .mark_rule(color="gray")
+        .encode(y=y, x=alt.X("before:Q", title="attention weight"), x2="after:Q")
+    )
+    points = (
+        alt.Chart(frame.melt(id_vars=["pair"], value_vars=["before", "after"], var_name="when"))
+        .transform_filter("isValid(datum.value)")
+        .mark_point(filled=True, size=70)
+        .encode(
+            y=y,
+            x=alt.X("value:Q", title="attention weight"),
+            color=alt.Color("when:N", sort=["before", "after"], title=None),
+        )
+    )
+    points = points.encode(tooltip=["pair:N", "when:N", alt.Tooltip("value:Q", format=".4f")])
+    return alt.layer(rules.encode(tooltip=tooltip), points).properties(title=title)

@@ -86,8 +86,386 @@ def _add_demo_data(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_cmd_demo_data)
 
 
+# ----------------------------------------------------------- train / evaluate / classify
+# Heavy imports (torch, transformers) happen inside the handlers so `validate` stays fast.
+
+_TRAIN_OPTIONS = {  # CLI flag dest -> TrainConfig field
+    "backbone": "backbone", "epochs": "epochs", "batch_size": "batch_size", "lr": "lr",
+    "max_length": "max_length", "val_fraction": "val_fraction", "seed": "seed",
+    "device": "device", "pooling": "pooling", "max_steps": "max_steps",
+}  # fmt: skip
+
+
+def _cmd_train(args: argparse.Namespace) -> None:
+    from core.data import load_dataset, split_dataset
+    from core.registry import save_model, validate_model_name
+    from core.transformer import TrainConfig, train_models
+
+    out = Path(args.out)
+    validate_model_name(out.name)
+    if out.exists():
+        raise CommandError(f"{out} already exists; choose another --out or delete it first")
+    options = {
+        field: getattr(args, dest)
+        for dest, field in _TRAIN_OPTIONS.items()
+        if getattr(args, dest) is not None
+    }
+    config = TrainConfig(**options)
+    dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
+    train, val = split_dataset(dataset, val_fraction=config.val_fraction, seed=config.seed)
+    with _progress_bar("train", unit="step") as bar:
+        result = train_models(train, val, config, on_progress=_train_progress(bar))
+    folder = save_model(result, out, data_fingerprint=dataset.fingerprint)
+    document = {
+        "transformer": result.transformer_report.to_json(),
+        "bow": result.baseline_report.to_json(),
+        "model_dir": str(folder),
+        "train_seconds": round(result.train_seconds, 3),
+        "device": result.device,
+        "best_epoch": result.best_epoch,
+        "rows": {"train": len(train), "val": len(val)},
+    }
+    if result.transformer_twin_report is not None:
+        document["twin"] = {
+            "transformer": result.transformer_twin_report.to_json(),
+            "bow": result.baseline_twin_report.to_json(),
+        }
+    if args.json:
+        _emit_json(document)
+    else:
+        _print_scores(document, f"saved {folder}")
+
+
+def _progress_bar(description: str, **options):
+    from tqdm import tqdm
+
+    return tqdm(desc=description, file=sys.stderr, dynamic_ncols=True, **options)
+
+
+def _train_progress(bar):
+    def update(progress) -> None:
+        bar.total = progress.total_steps
+        bar.update(progress.step - bar.n)
+        postfix = {"epoch": progress.epoch, "loss": f"{progress.loss:.3f}"}
+        if progress.val_accuracy is not None:
+            postfix["val_acc"] = f"{progress.val_accuracy:.3f}"
+        bar.set_postfix(postfix, refresh=False)
+
+    return update
+
+
+def _print_scores(document: dict, headline: str) -> None:
+    print(headline)
+    for name in ("transformer", "bow"):
+        scores = document[name]
+        print(f"  {name:12s} accuracy {scores['accuracy']:.4f}  macro-F1 {scores['macro_f1']:.4f}")
+    for name, scores in document.get("twin", {}).items():
+        print(f"  twin slice {name:12s} accuracy {scores['accuracy']:.4f}")
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> None:
+    from core.data import load_dataset
+    from core.metrics import evaluate_model
+    from core.registry import load_model
+
+    loaded = load_model(Path(args.model))
+    dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
+    texts, labels = list(dataset.texts), list(dataset.labels)
+    document = {
+        "transformer": evaluate_model(_Chunked(loaded.transformer, "evaluate"), texts, labels),
+        "bow": evaluate_model(loaded.baseline, texts, labels),
+    }
+    document = {name: report.to_json() for name, report in document.items()}
+    document.update(model_dir=str(loaded.path), rows=len(dataset))
+    if args.json:
+        _emit_json(document)
+    else:
+        _print_scores(document, f"{args.file}: {len(dataset)} rows")
+
+
+class _Chunked:
+    """A classifier wrapper that predicts in chunks and advances a tqdm bar on stderr."""
+
+    CHUNK = 512
+
+    def __init__(self, model, description: str) -> None:
+        self.model, self.description, self.classes_ = model, description, model.classes_
+
+    def predict_proba(self, texts):
+        import numpy as np
+
+        parts = []
+        with _progress_bar(self.description, total=len(texts), unit="text") as bar:
+            for start in range(0, len(texts), self.CHUNK):
+                parts.append(self.model.predict_proba(texts[start : start + self.CHUNK]))
+                bar.update(len(parts[-1]))
+        return np.vstack(parts) if parts else self.model.predict_proba([])
+
+
+def _cmd_classify(args: argparse.Namespace) -> None:
+    from core.data import load_table
+    from core.export import write_table
+    from core.registry import load_model
+
+    if not 0.0 <= args.review_threshold <= 1.0:
+        raise CommandError(f"--review-threshold must lie in 0..1, got {args.review_threshold}")
+    loaded = load_model(Path(args.model))
+    table = load_table(Path(args.input))
+    text_col = _classify_text_col(table, args.text_col)
+    texts = table[text_col].fillna("").astype(str).tolist()
+    out = Path(args.out) if args.out else _default_out(Path(args.input))
+    result = _classification_columns(loaded, texts, args.review_threshold)
+    clash = sorted(set(result.columns) & set(table.columns))
+    if clash:
+        raise CommandError(f"the input already has columns {clash}; rename them and run again")
+    write_table(table.join(result), out)
+    if args.json:
+        _emit_json({"rows": len(table), "out": str(out), "text_col": text_col})
+    else:
+        print(f"classified {len(table)} rows from column '{text_col}' into {out}")
+
+
+def _classify_text_col(table, given: str | None) -> str:
+    """The --text-col, else a column named like TEXT_NAMES, else the one with the longest texts.
+
+    `core.data.detect_columns` also insists on a label column, which a file to classify lacks.
+    """
+    import re
+
+    from core.data import TEXT_NAMES
+
+    if given is not None:
+        if given not in table.columns:
+            raise CommandError(f"no column '{given}' in the input; it has {list(table.columns)}")
+        return given
+    names = {re.sub(r"[\s\-_]+", "_", str(c).strip().casefold()): c for c in table.columns}
+    named = [names[n] for n in TEXT_NAMES if n in names]
+    if named:
+        return str(named[0])
+    lengths = {c: table[c].fillna("").astype(str).str.len().mean() for c in table.columns}
+    if not lengths or max(lengths.values()) == 0:
+        raise CommandError("the input has no text in any column; pass a file of complaints")
+    return str(max(lengths, key=lengths.__getitem__))
+
+
+def _default_out(path: Path) -> Path:
+    return path.with_name(f"{path.stem}_classified.csv")
+
+
+def _classification_columns(loaded, texts: list[str], threshold: float):
+    """The contract columns for `texts`: labels, confidences, review flag, probabilities."""
+    import numpy as np
+    import pandas as pd
+
+    pred_probs = _Chunked(loaded.transformer, "classify").predict_proba(texts)
+    bow_probs = loaded.baseline.predict_proba(texts)
+    classes = [str(c) for c in loaded.transformer.classes_]
+    confidence = pred_probs.max(axis=1)
+    blank = np.array([not t.strip() for t in texts], dtype=bool)
+    columns = {
+        "predicted_label": [classes[i] for i in pred_probs.argmax(axis=1)],
+        "confidence": confidence,
+        "needs_review": (confidence < threshold) | blank,  # an empty text is never routed blind
+        "bow_label": [str(loaded.baseline.classes_[i]) for i in bow_probs.argmax(axis=1)],
+        "bow_confidence": bow_probs.max(axis=1),
+    }
+    columns.update({f"prob_{label}": pred_probs[:, i] for i, label in enumerate(classes)})
+    return pd.DataFrame(columns)
+
+
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="fine-tune the transformer and the baseline; save both")
+    p.add_argument("file", help="labelled CSV, TSV, XLSX or Parquet file")
+    p.add_argument("--out", required=True, help="model folder to create, e.g. models/NAME")
+    p.add_argument("--backbone", help="minilm (default), tiny, or a local folder / HF model id")
+    p.add_argument("--epochs", type=int)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--lr", type=float, help="peak learning rate")
+    p.add_argument("--max-length", type=int, help="word pieces kept per text")
+    p.add_argument("--val-fraction", type=float, help="share held out for validation")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--pooling", choices=("mean", "cls"), help="head over mean of tokens or [CLS]")
+    p.add_argument("--max-steps", type=int, help="stop after this many steps (quick runs)")
+    p.add_argument("--text-col", help="column holding the complaint text (default: detected)")
+    p.add_argument("--label-col", help="column holding the desk label (default: detected)")
+    p.add_argument("--json", action="store_true", help="print the scores as JSON on stdout")
+    p.set_defaults(handler=_cmd_train)
+
+
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="score a saved model pair on a labelled file")
+    p.add_argument("--model", required=True, help="a saved model folder")
+    p.add_argument("file", help="labelled CSV, TSV, XLSX or Parquet file")
+    p.add_argument("--text-col", help="column holding the complaint text (default: detected)")
+    p.add_argument("--label-col", help="column holding the desk label (default: detected)")
+    p.add_argument("--json", action="store_true", help="print the scores as JSON on stdout")
+    p.set_defaults(handler=_cmd_evaluate)
+
+
+def _add_classify(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("classify", help="route every complaint of a file; write CSV or XLSX")
+    p.add_argument("--model", required=True, help="a saved model folder")
+    p.add_argument("input", help="CSV, TSV, XLSX or Parquet file of complaints")
+    p.add_argument("--out", help="output .csv or .xlsx (default: INPUT_classified.csv)")
+    p.add_argument("--text-col", help="column holding the complaint text (default: detected)")
+    p.add_argument(
+        "--review-threshold", type=float, default=0.5,
+        help="flag needs_review when the top probability is below this (default 0.5)",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print rows and out path as JSON")
+    p.set_defaults(handler=_cmd_classify)
+
+
+# ----------------------------------------------------------- audit
+
+
+def _cmd_audit(args: argparse.Namespace) -> None:
+    from core.audit import AuditConfig, check_auditable, run_audit
+    from core.data import load_dataset
+
+    config = AuditConfig(folds=args.folds, seed=args.seed)  # bad --folds fails before reading
+    dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
+    check_auditable(dataset, config.folds)  # before a progress bar starts drawing on stderr
+    if args.model is None:
+        with _progress_bar("audit (bag of words)", unit="fold", total=config.folds) as bar:
+            result = run_audit(dataset, config, on_progress=lambda p: bar.update(p.fold - bar.n))
+        document = result.to_json()
+    else:
+        result, document = _transformer_audit(dataset, config, Path(args.model))
+    if args.json:
+        _emit_json(document)
+        return
+    print(f"{len(result.issues)} suspected label issues ({result.model}, {result.folds} folds)")
+    for issue in result.issues[: args.show]:
+        text = " ".join(issue.text.split())
+        print(
+            f"  row {issue.row}: {issue.given_label} -> {issue.suggested_label} "
+            f"(quality {issue.quality:.3f}) {issue.reason}\n      {text[:100]}"
+        )
+    if len(result.issues) > args.show:
+        print(f"  ... and {len(result.issues) - args.show} more (see --json)")
+
+
+def _transformer_audit(dataset, config, folder: Path):
+    """Fine-tune the saved model's TrainConfig on each fold; a tqdm bar of steps on stderr."""
+    from core.audit import run_audit
+    from core.audit_models import train_config_from_card, transformer_audit_config, transformer_fit
+    from core.registry import read_card
+
+    train_config = train_config_from_card(read_card(folder))
+    config = transformer_audit_config(config)
+    folds_done = [0]
+    # delay: a backbone that fails to load ends with the error line alone, no empty bar
+    with _progress_bar(f"audit ({train_config.backbone})", unit="step", delay=0.5) as bar:
+
+        def on_step(progress) -> None:
+            bar.total = progress.total_steps * config.folds
+            bar.update(folds_done[0] * progress.total_steps + progress.step - bar.n)
+            bar.set_postfix({"fold": f"{folds_done[0] + 1}/{config.folds}"}, refresh=False)
+
+        def on_fold(progress) -> None:
+            folds_done[0] = progress.fold
+
+        fit = transformer_fit(train_config, on_progress=on_step)
+        result = run_audit(dataset, config, fit=fit, on_progress=on_fold)
+    document = {**result.to_json(), "model_dir": str(folder), "backbone": train_config.backbone}
+    return result, document
+
+
+def _add_audit(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("audit", help="find rows whose label looks wrong (confident learning)")
+    p.add_argument("file", help="labelled CSV, TSV, XLSX or Parquet file")
+    p.add_argument(
+        "--model",
+        help="a saved model folder: fine-tune its training settings on each fold "
+        "(default: the bag-of-words baseline, seconds)",
+    )
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the fold assignment")
+    p.add_argument("--text-col", help="column holding the complaint text (default: detected)")
+    p.add_argument("--label-col", help="column holding the desk label (default: detected)")
+    p.add_argument("--show", type=int, default=20, help="issues to print without --json")
+    p.add_argument("--json", action="store_true", help="print the issues as JSON on stdout")
+    p.set_defaults(handler=_cmd_audit)
+
+
+# ----------------------------------------------------------- explain / probe
+
+
+def _complaint(text: str) -> str:
+    """The TEXT argument, or standard input when it is "-"."""
+    return sys.stdin.read() if text == "-" else text
+
+
+def _cmd_explain(args: argparse.Namespace) -> None:
+    from core.explain import ExplainConfig, explain_text
+    from core.registry import load_model
+
+    config = ExplainConfig(target=args.target, n_steps=args.steps)  # bad options fail first
+    model = load_model(Path(args.model))
+    expl = explain_text(model.transformer, model.baseline, _complaint(args.text), config)
+    if args.json:
+        _emit_json(expl.to_json())
+        return
+    print(f"transformer: {expl.transformer.label}   bag of words: {expl.bow.label}")
+    relative = "n/a" if expl.relative_delta is None else f"{expl.relative_delta:.1%}"
+    print(f"scores for {expl.target} (convergence delta {expl.delta:+.4f}, {relative} of gap)")
+    print(f"  {'word':<20} {'transformer':>12} {'bag of words':>13}")
+    for word, t, b in zip(expl.words, expl.transformer_scores, expl.bow_scores, strict=True):
+        print(f"  {word.text[:20]:<20} {t:>+12.4f} {b:>+13.4f}")
+
+
+def _cmd_probe(args: argparse.Namespace) -> None:
+    from core.probes import ProbeConfig, run_probes
+    from core.registry import load_model
+
+    config = ProbeConfig(
+        n_shuffles=args.shuffles, invariance=not args.no_invariance, seed=args.seed
+    )
+    model = load_model(Path(args.model))
+    result = run_probes(model.transformer, model.baseline, _complaint(args.text), config)
+    if args.json:
+        _emit_json(result.to_json())
+        return
+    print(f"original: transformer {result.transformer.label}, bag of words {result.bow.label}")
+    for o in result.outcomes:
+        bag = "same bag" if o.perturbation.bag_unchanged else "new bag "
+        flips = "".join(
+            f" [{name} flips]"
+            for name, flipped in (("transformer", o.transformer_flipped), ("bow", o.bow_flipped))
+            if flipped
+        )
+        print(f"  {o.perturbation.kind:<15} {bag} {o.transformer.label} / {o.bow.label}{flips}")
+        print(f"      {' '.join(o.perturbation.text.split())[:100]}")
+
+
+def _add_explain(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("explain", help="why both models routed one complaint, word by word")
+    p.add_argument("--model", required=True, help="a saved model folder")
+    p.add_argument("text", help='the complaint text ("-" reads it from standard input)')
+    p.add_argument("--target", help="desk to explain (default: the transformer's prediction)")
+    p.add_argument("--steps", type=int, default=16, help="integration steps (default 16)")
+    p.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    p.set_defaults(handler=_cmd_explain)
+
+
+def _add_probe(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("probe", help="reorder one complaint's words and compare both models")
+    p.add_argument("--model", required=True, help="a saved model folder")
+    p.add_argument("text", help='the complaint text ("-" reads it from standard input)')
+    p.add_argument("--shuffles", type=int, default=2, help="random word orders (default 2)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the shuffles and the typo")
+    p.add_argument("--no-invariance", action="store_true", help="skip typo, please, punctuation")
+    p.add_argument("--json", action="store_true", help="print the probes as JSON")
+    p.set_defaults(handler=_cmd_probe)
+
+
 # Each entry adds one subcommand; later capabilities append theirs here.
-COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_validate, _add_demo_data]
+COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
+    _add_validate, _add_demo_data, _add_train, _add_evaluate, _add_classify, _add_audit,
+    _add_explain, _add_probe,
+]  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from core.text import word_spans, words
+from core.text import bag_key, word_spans, words
 from core.toy_attention import positional_encoding, softmax
 
 PAD, UNK, CLS = "[PAD]", "[UNK]", "[CLS]"
@@ -659,6 +659,41 @@ class WordOrderDemo:
     spread_on: float
     spread_off: float
 
+    @property
+    def same_bag_of_words(self) -> bool:
+        """Whether all texts have the same bag of words (only then can "off" coincide)."""
+        return len({bag_key(text) for text in self.texts}) == 1
+
+    @property
+    def identical_off(self) -> bool:
+        """Pooled vectors without positional encoding agree to float tolerance."""
+        return self.spread_off < IDENTICAL_TOLERANCE
+
+    @property
+    def identical_on(self) -> bool:
+        """Pooled vectors with positional encoding agree to float tolerance."""
+        return self.spread_on < IDENTICAL_TOLERANCE
+
+    @property
+    def prob_spread_on(self) -> float:
+        """Largest absolute difference of a class probability between two texts, encoding on."""
+        return _spread(self.probs_on)
+
+    @property
+    def prob_spread_off(self) -> float:
+        """Largest absolute difference of a class probability between two texts, encoding off."""
+        return _spread(self.probs_off)
+
+
+# float32 sums of the same vectors in another order differ by ~1e-7; real differences from
+# positional encoding are orders of magnitude larger (~1e-2 for the untrained demo model).
+IDENTICAL_TOLERANCE = 1e-5
+
+
+def _spread(x: np.ndarray) -> float:
+    """Largest absolute difference of one coordinate between any two rows of x (rows, dims)."""
+    return float(np.abs(x[:, None, :] - x[None, :, :]).max())
+
 
 def _pooled_and_probs(model, tokenizer, texts) -> tuple[np.ndarray, np.ndarray]:
     with torch.inference_mode():
@@ -677,16 +712,12 @@ def word_order_demo(texts: Sequence[str], *, seed: int = 0) -> WordOrderDemo:
     off.load_state_dict(model.state_dict())
     pooled_on, probs_on = _pooled_and_probs(model.eval(), tokenizer, texts)
     pooled_off, probs_off = _pooled_and_probs(off.eval(), tokenizer, texts)
-
-    def spread(x: np.ndarray) -> float:
-        return float(np.abs(x[:, None, :] - x[None, :, :]).max())
-
     return WordOrderDemo(
         tuple(texts),
         pooled_on,
         pooled_off,
         probs_on,
         probs_off,
-        spread(pooled_on),
-        spread(pooled_off),
+        _spread(pooled_on),
+        _spread(pooled_off),
     )

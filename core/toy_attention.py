@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,14 @@ TEXTBOOK_W_V = ((1.0, 1.0), (0.0, 1.0))
 # The token the textbook appends to show that one more token re-weights all the others.
 AGAIN_TOKEN = "again"
 AGAIN_X = (-1.0, 1.0)
+# A second head for the two-head illustration (not from the textbook): its queries read only the
+# first input feature, so it matches tokens differently; keys and values are the inputs.
+SECOND_HEAD_W_Q = ((1.0, 0.0), (0.0, 0.0))
+SECOND_HEAD_W_K = ((1.0, 0.0), (0.0, 1.0))
+SECOND_HEAD_W_V = ((1.0, 0.0), (0.0, 1.0))
+# Output projection (heads·d_v = 4, d_out = 2) that averages the two heads' outputs.
+AVERAGE_HEADS_W_O = ((0.5, 0.0), (0.0, 0.5), (0.5, 0.0), (0.0, 0.5))
+TOKEN_COLUMN = "token"
 
 STEP_NAMES = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "scaled", "weights", "output")
 
@@ -151,6 +160,43 @@ def textbook_example(*, append_again: bool = False) -> AttentionSteps:
     return self_attention(X, TEXTBOOK_W_Q, TEXTBOOK_W_K, TEXTBOOK_W_V, tokens=tokens)
 
 
+def tokens_and_matrix(
+    frame: pd.DataFrame, *, token_column: str = TOKEN_COLUMN
+) -> tuple[tuple[str, ...], np.ndarray]:
+    """Split an edited token table into token names and the matrix X.
+
+    frame: one row per token; `token_column` holds the names, every other column is one
+    dimension of the token vectors. Returns (tokens, X) with X of shape (n, d_model).
+    Raises ValueError when there are no rows, a name is blank, or a value is not a number.
+    """
+    if token_column not in frame.columns:
+        raise ValueError(f"the table needs a {token_column!r} column with one name per row")
+    if frame.empty:
+        raise ValueError("X has no rows; add at least one token")
+    names = frame[token_column].tolist()
+    blank = [i + 1 for i, name in enumerate(names) if pd.isna(name) or not str(name).strip()]
+    if blank:
+        raise ValueError(f"row {blank[0]} of X has no token name; type a name or delete the row")
+    X = _as_matrix("X", frame.drop(columns=token_column).to_numpy(dtype=object))
+    return tuple(str(name).strip() for name in names), X
+
+
+def append_token(steps: AttentionSteps, token: str, x: Sequence[float]) -> AttentionSteps:
+    """The same attention (same W_Q, W_K, W_V) with one more token appended at the end.
+
+    x : (d_model,) the new token's vector, e.g. AGAIN_X for the textbook's "again".
+    """
+    row = _as_matrix(f"the vector of {token!r}", [x])  # (1, d)
+    if row.shape[1] != steps.X.shape[1]:
+        raise ValueError(
+            f"the vector of {token!r} has {row.shape[1]} values but the tokens have "
+            f"{steps.X.shape[1]}; give one value per column of X"
+        )
+    return self_attention(
+        np.vstack([steps.X, row]), steps.W_Q, steps.W_K, steps.W_V, tokens=(*steps.tokens, token)
+    )
+
+
 def multi_head_attention(
     X: object,
     W_Q: Sequence[object],
@@ -264,6 +310,37 @@ def weight_changes(before: AttentionSteps, after: AttentionSteps) -> pd.DataFram
     return frame.reset_index()[["query", "key", "before", "after", "change"]]
 
 
+def _vector(values: np.ndarray, decimals: int) -> str:
+    return "[" + ", ".join(f"{v:.{decimals}f}" for v in values) + "]"
+
+
+def softmax_formula(steps: AttentionSteps, row: int = 0, *, decimals: int = 4) -> str:
+    """Row `row` of the softmax written out for a hand check: e^s, their sum, the weights.
+
+    Scaled scores above 50 are shifted by the row maximum first (as `softmax` does) so the
+    exponentials stay printable; the weights are the same either way.
+    """
+    scaled = steps.scaled[row]
+    shift = float(scaled.max()) if scaled.max() > 50 else 0.0
+    exps = np.exp(scaled - shift)
+    label = "e^s" if shift == 0.0 else "e^(s − max s)"
+    return (
+        f"{label} = {_vector(exps, decimals)}, sum = {exps.sum():.{decimals}f}; "
+        f"weights = {label} / sum = {_vector(steps.weights[row], decimals)}"
+    )
+
+
+def output_formula(
+    steps: AttentionSteps, row: int = 0, *, decimals: int = 3, weight_decimals: int = 4
+) -> str:
+    """Output row `row` written out for a hand check: z = Σ_j w_j × v_j = result."""
+    terms = " + ".join(
+        f"{w:.{weight_decimals}f} × {_vector(v, decimals)}"
+        for w, v in zip(steps.weights[row], steps.V, strict=True)
+    )
+    return f"z = {terms} = {_vector(steps.output[row], decimals)}"
+
+
 def attention_ops(n: int, d: int) -> int:
     """Multiply-adds of the n×n attention scores over d dimensions: n²·d."""
     return n * n * d
@@ -289,6 +366,20 @@ def cost_table(ns: Sequence[int], *, d: int = 768) -> pd.DataFrame:
         )
     ]
     return pd.DataFrame(rows, columns=["n", "layer", "ops"])
+
+
+_SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def scientific(value: float, *, digits: int = 3) -> str:
+    """`value` in scientific notation with `digits` significant digits: 192000000 → "1.92×10⁸"."""
+    if digits < 1:
+        raise ValueError(f"digits must be at least 1; got {digits}")
+    if value == 0:
+        return "0"
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+    power = int(exponent)
+    return mantissa if power == 0 else f"{mantissa}×10{str(power).translate(_SUPERSCRIPTS)}"
 
 
 def _median_seconds(layer_call, repeats: int) -> float:
@@ -335,3 +426,56 @@ def _attention_call(attention):
     """Self-attention as a one-argument callable: queries, keys and values all come from x."""
     attention.eval()
     return lambda x: attention(x, x, x, need_weights=False)
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """What to time: one attention layer against one LSTM layer over doubling lengths n."""
+
+    min_n: int = 16
+    max_n: int = 512  # n = 16, 32, ..., 512: a few seconds on two idle CPU cores
+    d: int = 256  # below the textbook's 768 so that the default run stays short
+    heads: int = 8
+    repeats: int = 3
+    seed: int = 0
+
+    @property
+    def ns(self) -> tuple[int, ...]:
+        """The sequence lengths timed: min_n, 2·min_n, ... up to max_n."""
+        lengths, n = [], self.min_n
+        while n <= self.max_n:
+            lengths.append(n)
+            n *= 2
+        return tuple(lengths)
+
+
+@dataclass(frozen=True)
+class TimingResult:
+    """A timing run: table (columns n, layer, seconds), how and when it was measured."""
+
+    config: TimingConfig
+    table: pd.DataFrame
+    threads: int  # torch's intra-op CPU threads during the run
+    measured_at: str  # local time, ISO 8601 to the second
+    total_seconds: float
+
+
+def measure_attention_vs_lstm(config: TimingConfig) -> TimingResult:
+    """Run `time_attention_vs_lstm` for `config` and record the threads, time and duration."""
+    import torch
+
+    if config.min_n < 1 or config.max_n < config.min_n:
+        raise ValueError(
+            f"need 1 ≤ min_n ≤ max_n; got min_n = {config.min_n}, max_n = {config.max_n}"
+        )
+    start = time.perf_counter()
+    table = time_attention_vs_lstm(
+        config.ns, d=config.d, heads=config.heads, repeats=config.repeats, seed=config.seed
+    )
+    return TimingResult(
+        config=config,
+        table=table,
+        threads=torch.get_num_threads(),
+        measured_at=datetime.now().isoformat(sep=" ", timespec="seconds"),
+        total_seconds=time.perf_counter() - start,
+    )

@@ -9,8 +9,8 @@ from core.baseline import BaselineConfig
 from core.baseline_eval import BaselineEvaluation, evaluate_baseline
 from core.charts import confusion_chart, label_counts_chart, per_class_frame, text_length_chart
 from core.data import DataError, Dataset, IntakeLimits, detect_columns, load_table, validate
-from core.demo_data import DemoConfig, generate_demo_data
 from core.export import to_csv_bytes, to_xlsx_bytes
+from ui.datasets import DEMO_NAME, demo_table
 from ui.safe import md_escape
 from ui.state import (
     ActiveDataset,
@@ -21,18 +21,12 @@ from ui.state import (
 )
 
 SOURCE = "data.source"  # "demo" or "upload": which input the user chose last
-DEMO_NAME = "Built-in demo data"
 PREVIEW_ROWS = 200
 
 
 @st.cache_data(show_spinner="Reading the file…", max_entries=4)
 def read_upload(name: str, content: bytes) -> pd.DataFrame:
     return load_table(content, filename=name, limits=IntakeLimits.from_env())
-
-
-@st.cache_data(show_spinner="Generating the demo complaints…")
-def read_demo() -> pd.DataFrame:
-    return generate_demo_data(DemoConfig())
 
 
 @st.cache_data(show_spinner="Validating…", max_entries=8)
@@ -64,7 +58,7 @@ def render_source() -> tuple[str, pd.DataFrame] | None:
     if st.session_state.get(SOURCE) == "upload" and upload is not None:
         return upload.name, read_upload(upload.name, upload.getvalue())
     if st.session_state.get(SOURCE) == "demo":
-        return DEMO_NAME, read_demo()
+        return DEMO_NAME, demo_table()
     return None
 
 

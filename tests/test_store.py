@@ -21,6 +21,10 @@ from core.store import (
     TriageItem,
     apply_decisions,
     default_db_path,
+    enqueue_uncertain,
+    triage_batch_id,
+    triage_training_rows,
+    with_training_rows,
 )
 
 FP = "f" * 64
@@ -483,3 +487,111 @@ def test_corrected_export_neutralises_formula_looking_text():
     texts = [row[1] for row in sheet.iter_rows(min_row=2, values_only=True)]
     assert texts[1] == '\'=HYPERLINK("http://x")'
     assert sheet.cell(row=3, column=2).data_type == "s"  # a string, never a formula
+
+
+# ------------------------------------------------------------------------ uncertain predictions
+
+
+class _Prediction:
+    """Shaped like core.transformer.Prediction (label, confidence, probabilities)."""
+
+    def __init__(self, label: str, confidence: float) -> None:
+        self.label, self.confidence = label, confidence
+        self.probabilities = {label: confidence, "Other": round(1 - confidence, 6)}
+
+
+def test_enqueue_uncertain_queues_only_predictions_below_the_threshold(store):
+    texts = ["upi failed", "card stolen", "kyc?", "loan emi"]
+    predictions = [
+        _Prediction("UPI Dispute", 0.41),
+        _Prediction("Card Fraud", 0.95),
+        _Prediction("KYC Update", 0.5),  # at the threshold: confident enough
+        _Prediction("Loan Query", 0.2),
+    ]
+    ids = enqueue_uncertain(
+        store, texts, predictions, threshold=0.5, batch="file.csv · abc", rows=[2, 3, 4, 5]
+    )
+    queued = store.open_triage()
+    assert [i.id for i in queued] == ids and len(ids) == 2
+    assert [(i.row, i.text, i.predicted_label) for i in queued] == [
+        (2, "upi failed", "UPI Dispute"),
+        (5, "loan emi", "Loan Query"),
+    ]
+    assert queued[0].probabilities == {"UPI Dispute": 0.41, "Other": 0.59}
+    assert queued[0].confidence == pytest.approx(0.41) and queued[0].batch == "file.csv · abc"
+    assert [e.action for e in store.trail(limit=2)] == ["triage.enqueued"] * 2
+
+
+def test_enqueue_uncertain_twice_queues_each_row_once(store):
+    texts, predictions = ["upi failed", "upi failed"], [_Prediction("UPI Dispute", 0.3)] * 2
+    first = enqueue_uncertain(store, texts, predictions, threshold=0.6, batch="b", rows=[2, 3])
+    store.decide_triage(first[0], final_label="UPI Dispute", reviewer="asha")
+    again = enqueue_uncertain(store, texts, predictions, threshold=0.6, batch="b", rows=[2, 3])
+    other_batch = enqueue_uncertain(store, texts[:1], predictions[:1], threshold=0.6, batch="c")
+    assert len(first) == 2 and again == [] and len(other_batch) == 1
+    assert len(store.triage_items()) == 3
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"threshold": 1.5}, "threshold"),
+        ({"threshold": True}, "threshold"),
+        ({"threshold": 0.5, "rows": [2, 3]}, "equally long"),
+        ({"threshold": 0.5, "batch": " "}, "batch"),
+    ],
+)
+def test_enqueue_uncertain_refuses_bad_input(store, options, message):
+    options = {"batch": "b", **options}
+    with pytest.raises(ValueError, match=message):
+        enqueue_uncertain(store, ["upi failed"], [_Prediction("UPI Dispute", 0.3)], **options)
+    assert store.triage_items() == []
+
+
+def test_triage_batch_id_is_stable_per_file_content():
+    first = triage_batch_id("march.csv", ["a", "b"])
+    assert first == triage_batch_id("march.csv", ["a", "b"]) and first.startswith("march.csv · ")
+    assert first != triage_batch_id("march.csv", ["a", "c"])
+    with pytest.raises(ValueError, match="name"):
+        triage_batch_id("", ["a"])
+
+
+def test_reviewed_triage_rows_become_labelled_training_rows(store):
+    ids = store.enqueue_triage([_item(), _item(row=8, text="=cmd|' /C calc'!A0"), _item(row=9)])
+    store.decide_triage(ids[0], final_label="UPI Dispute", reviewer="asha")
+    store.decide_triage(ids[1], final_label="Card Fraud", reviewer="ben")
+    items = store.triage_items()
+    rows = triage_training_rows(items)
+    assert list(rows.columns) == ["text", "label", "source", "batch", "row"]
+    assert rows["label"].tolist() == ["UPI Dispute", "Card Fraud"]  # the open item is left out
+    assert rows["source"].tolist() == [
+        f"triage #{ids[0]}, confirmed",
+        f"triage #{ids[1]}, corrected from UPI Dispute",
+    ]
+    assert rows["row"].tolist() == [7, 8]
+    corrected = triage_training_rows(items, include_confirmed=False)
+    assert corrected["text"].tolist() == ["=cmd|' /C calc'!A0"]
+
+    import pandas as pd
+
+    from core.data import detect_columns
+    from core.export import to_csv_bytes
+
+    read_back = pd.read_csv(io.StringIO(to_csv_bytes(rows).decode("utf-8-sig")))
+    assert read_back.loc[1, "text"] == "'=cmd|' /C calc'!A0"  # formula neutralised
+    choice = detect_columns(read_back.astype(str))
+    assert (choice.text_col, choice.label_col) == ("text", "label")
+
+
+def test_training_rows_are_appended_to_the_data_set_with_their_source(store):
+    data = _dataset()
+    (item_id,) = store.enqueue_triage([_item()])
+    store.decide_triage(item_id, final_label="Card Fraud", reviewer="asha")
+    combined = with_training_rows(data, triage_training_rows(store.triage_items()))
+    assert len(combined) == len(data) + 1
+    assert combined["label"].tolist() == [*data.labels, "Card Fraud"]
+    assert combined["source"].tolist()[0] == "data set row 2"
+    assert combined["source"].tolist()[-1] == f"triage #{item_id}, corrected from UPI Dispute"
+    assert combined["channel"].tolist()[:4] == ["app", "email", "chat", "branch"]
+    with pytest.raises(ValueError, match="'text' and 'label'"):
+        with_training_rows(data, combined.drop(columns=["label"]))

@@ -244,6 +244,16 @@ def test_word_order_demo_shows_identical_vs_different():
         word_order_demo(["alone"])
 
 
+def test_word_order_demo_verdicts():
+    demo = word_order_demo(CRICKET)
+    assert demo.same_bag_of_words and demo.identical_off and not demo.identical_on
+    assert demo.prob_spread_off < 1e-6 < demo.prob_spread_on
+    other = word_order_demo(["India defeated Australia", "Australia beat India"])
+    assert not other.same_bag_of_words and not other.identical_off
+    same = word_order_demo(["India won", "India won"])
+    assert same.identical_on and same.identical_off
+
+
 # ------------------------------------------------------------------ twins
 
 

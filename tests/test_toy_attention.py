@@ -10,19 +10,33 @@ from core.charts_attention import (
     matrix_heatmap,
     positional_encoding_heatmap,
     timing_chart,
+    weight_change_chart,
 )
 from core.toy_attention import (
+    AGAIN_TOKEN,
+    AGAIN_X,
+    AVERAGE_HEADS_W_O,
+    SECOND_HEAD_W_K,
+    SECOND_HEAD_W_Q,
+    SECOND_HEAD_W_V,
     STEP_NAMES,
+    TimingConfig,
+    append_token,
     attention_ops,
     cost_table,
+    measure_attention_vs_lstm,
     multi_head_attention,
+    output_formula,
     positional_encoding,
     recurrent_ops,
+    scientific,
     self_attention,
+    softmax_formula,
     step_table,
     step_tables,
     textbook_example,
     time_attention_vs_lstm,
+    tokens_and_matrix,
     unique_labels,
     weight_changes,
 )
@@ -207,3 +221,107 @@ def test_chart_builders_reject_unusable_input():
         matrix_heatmap(pd.DataFrame())
     with pytest.raises(ValueError, match="positions, d_model"):
         positional_encoding_heatmap(np.zeros(3))
+
+
+def _token_table(tokens, rows) -> pd.DataFrame:
+    return pd.DataFrame({"token": tokens, "x1": [r[0] for r in rows], "x2": [r[1] for r in rows]})
+
+
+def test_tokens_and_matrix_reads_an_edited_table():
+    tokens, X = tokens_and_matrix(_token_table([" UPI ", "failed"], [(1, 0), (0, 1)]))
+    assert tokens == ("UPI", "failed")
+    np.testing.assert_array_equal(X, [[1.0, 0.0], [0.0, 1.0]])
+    default = step_table(textbook_example(), "X").reset_index(names="token")
+    tokens, X = tokens_and_matrix(default)
+    assert tokens == ("UPI", "failed", "instantly")
+    np.testing.assert_array_equal(X, textbook_example().X)
+
+
+@pytest.mark.parametrize(
+    ("frame", "message"),
+    [
+        (_token_table(["a", None], [(1, 0), (0, 1)]), "row 2 of X has no token name"),
+        (_token_table(["a", "  "], [(1, 0), (0, 1)]), "row 2 of X has no token name"),
+        (_token_table(["a", "b"], [(1, 0), (None, 1)]), "missing or infinite"),
+        (_token_table([], []), "add at least one token"),
+        (pd.DataFrame({"x1": [1.0]}), "needs a 'token' column"),
+    ],
+)
+def test_tokens_and_matrix_rejects_unusable_tables(frame, message):
+    with pytest.raises(ValueError, match=message):
+        tokens_and_matrix(frame)
+
+
+def test_append_token_equals_the_textbook_again_example():
+    appended = append_token(textbook_example(), AGAIN_TOKEN, AGAIN_X)
+    expected = textbook_example(append_again=True)
+    assert appended.tokens == expected.tokens
+    np.testing.assert_allclose(appended.weights, expected.weights)
+    np.testing.assert_allclose(appended.output, expected.output)
+    with pytest.raises(ValueError, match="has 3 values but the tokens have 2"):
+        append_token(textbook_example(), "x", (1.0, 2.0, 3.0))
+
+
+def test_hand_check_formulas_show_the_textbook_numbers():
+    steps = textbook_example()
+    assert softmax_formula(steps) == (
+        "e^s = [1.0000, 2.0281, 2.0281], sum = 5.0562; "
+        "weights = e^s / sum = [0.1978, 0.4011, 0.4011]"
+    )
+    assert output_formula(steps) == (
+        "z = 0.1978 × [1.000, 1.000] + 0.4011 × [0.000, 1.000] + 0.4011 × [1.000, 2.000] "
+        "= [0.599, 1.401]"
+    )
+    again = textbook_example(append_again=True)
+    assert output_formula(again).endswith("0.2863 × [-1.000, 0.000] = [0.141, 1.000]")
+    huge = self_attention([[100.0, 0.0], [0.0, 100.0]], np.eye(2), np.eye(2), np.eye(2))
+    formula = softmax_formula(huge)
+    assert formula.startswith("e^(s − max s) = [1.0000, 0.0000]") and "inf" not in formula
+
+
+def test_scientific_notation():
+    assert scientific(attention_ops(500, 768)) == "1.92×10⁸"
+    assert scientific(recurrent_ops(500, 768)) == "2.95×10⁸"
+    assert scientific(1.79e-7) == "1.79×10⁻⁷"
+    assert scientific(5) == "5.00"
+    assert scientific(0.0) == "0"
+    assert scientific(123456, digits=1) == "1×10⁵"
+    with pytest.raises(ValueError, match="digits"):
+        scientific(1.0, digits=0)
+
+
+def test_second_head_defaults_fit_the_textbook_example():
+    base = textbook_example()
+    mh = multi_head_attention(
+        base.X,
+        [base.W_Q, SECOND_HEAD_W_Q],
+        [base.W_K, SECOND_HEAD_W_K],
+        [base.W_V, SECOND_HEAD_W_V],
+        AVERAGE_HEADS_W_O,
+        tokens=base.tokens,
+    )
+    np.testing.assert_allclose(mh.output, (mh.heads[0].output + mh.heads[1].output) / 2)
+    assert not np.allclose(mh.heads[0].weights, mh.heads[1].weights)
+
+
+def test_timing_config_and_measurement():
+    assert TimingConfig().ns == (16, 32, 64, 128, 256, 512)
+    config = TimingConfig(min_n=4, max_n=12, d=16, heads=2, repeats=1)
+    assert config.ns == (4, 8)
+    result = measure_attention_vs_lstm(config)
+    assert result.config == config
+    assert result.table["n"].tolist() == [4, 4, 8, 8]
+    assert result.threads >= 1 and result.total_seconds > 0
+    assert len(result.measured_at) == len("2026-01-01 12:00:00")
+    with pytest.raises(ValueError, match="min_n"):
+        measure_attention_vs_lstm(TimingConfig(min_n=32, max_n=16))
+
+
+def test_weight_change_chart_has_a_point_per_weight():
+    changes = weight_changes(textbook_example(), textbook_example(append_again=True))
+    spec = weight_change_chart(changes).to_dict()
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["rule", "point"]
+    sizes = sorted(len(rows) for rows in spec["datasets"].values())
+    assert sizes == [9, 32]  # 9 old pairs get a rule; 16 pairs × (before, after) points
+    with pytest.raises(ValueError, match="columns"):
+        weight_change_chart(changes.drop(columns="change"))

@@ -1,18 +1,32 @@
-"""The few documented session-state keys, each holding a dataclass.
+"""The few documented session-state keys, each holding a dataclass, and the shared model cache.
 
 Session state holds only what one browser tab is looking at; anything that must survive a
-restart goes through core.store (SQLite).
+restart goes through core.store (SQLite) or core.registry (saved model folders).
 """
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
+from core.audit_models import AuditJob
 from core.baseline_eval import BaselineEvaluation
 from core.data import Dataset, ValidationReport
+from core.probes import ScanRun
+from core.registry import LoadedModel, load_model, read_card
+from core.store import Store, default_db_path
 
 ACTIVE_DATASET = "active_dataset"  # ActiveDataset: the data set every page works on
 BASELINE_RUN = "baseline_run"  # BaselineEvaluation of the active data set, if trained
+ACTIVE_MODEL = "active_model"  # str: folder of the saved model every page uses
+TRAIN_JOB = "train.job"  # TrainingRun: this session's training job (running or finished)
+CLASSIFY_JOB = "classify.job"  # ClassifyRun: this session's file classification job
+AUDIT_JOB = "audit.job"  # core.audit_models.AuditJob: this session's label audit (running or done)
+PROBE_SCAN = "probes.scan"  # core.probes.ScanRun: this session's data set scan (running or done)
+REVIEWER = "reviewer"  # str: the reviewer's name, entered once per session when there is no login
+# Query parameter that opens the Explain page on one row: `?row=N`, N the 1-based spreadsheet row
+# (core.data.Dataset.rows, header = row 1) of the active data set. Read it with `explain_row()`.
+EXPLAIN_ROW_PARAM = "row"
 
 
 @dataclass(frozen=True)
@@ -41,3 +55,95 @@ def get_baseline_run() -> BaselineEvaluation | None:
 
 def set_baseline_run(run: BaselineEvaluation) -> None:
     st.session_state[BASELINE_RUN] = run
+
+
+@st.cache_resource(max_entries=2, show_spinner="Loading the model…")
+def _load_shared_model(folder: str, created_at: str) -> LoadedModel:
+    """One loaded copy per saved model, shared by every session; never mutated.
+
+    `created_at` is part of the key so a model saved again under the same name reloads.
+    """
+    return load_model(folder)
+
+
+def set_active_model(folder: str | Path) -> None:
+    st.session_state[ACTIVE_MODEL] = str(folder)
+
+
+def get_active_model() -> LoadedModel | None:
+    """The active saved model, loaded once and shared; None when none is chosen or it is gone."""
+    folder = st.session_state.get(ACTIVE_MODEL)
+    if folder is None:
+        return None
+    try:
+        card = read_card(folder)
+    except ValueError:
+        st.session_state.pop(ACTIVE_MODEL, None)  # deleted or renamed meanwhile
+        return None
+    return _load_shared_model(folder, str(card.get("created_at", "")))
+
+
+@st.cache_resource(show_spinner=False)
+def _open_store(path: str) -> Store:
+    """One connection per database file, shared by every session (Store serialises calls)."""
+    return Store.open(path)
+
+
+def get_store() -> Store:
+    """The review store at core.store.default_db_path() (follows GRIEVANCE_LENS_DATA_DIR)."""
+    return _open_store(str(default_db_path()))
+
+
+def get_reviewer() -> str | None:
+    """Who is reviewing: the logged-in user's name or email when login (st.login) is configured,
+    else the name entered once in this session (None until then)."""
+    if st.user.get("is_logged_in"):
+        name = st.user.get("name") or st.user.get("email") or st.user.get("sub")
+        return str(name) if name else None
+    name = st.session_state.get(REVIEWER)
+    return name if isinstance(name, str) and name.strip() else None
+
+
+def reviewer_from_login() -> bool:
+    """Whether the reviewer's name comes from the login (st.user) rather than being typed."""
+    return bool(st.user.get("is_logged_in"))
+
+
+def set_reviewer(name: str) -> None:
+    st.session_state[REVIEWER] = " ".join(name.split())
+
+
+def get_audit_job() -> AuditJob | None:
+    return st.session_state.get(AUDIT_JOB)
+
+
+def set_audit_job(job: AuditJob) -> None:
+    """Keep `job` as this session's audit; a running previous one is cancelled first."""
+    previous = get_audit_job()
+    if previous is not None and previous is not job:
+        previous.cancel()
+    st.session_state[AUDIT_JOB] = job
+
+
+def get_probe_scan() -> ScanRun | None:
+    return st.session_state.get(PROBE_SCAN)
+
+
+def set_probe_scan(run: ScanRun) -> None:
+    """Keep `run` as this session's data set scan; a running previous one is cancelled first."""
+    previous = get_probe_scan()
+    if previous is not None and previous is not run:
+        previous.job.cancel()
+    st.session_state[PROBE_SCAN] = run
+
+
+def explain_row() -> int | None:
+    """The spreadsheet row asked for with `?row=N` (see EXPLAIN_ROW_PARAM), or None.
+
+    Anything that is not a whole number >= 2 (row 1 is the header) reads as None.
+    """
+    raw = st.query_params.get(EXPLAIN_ROW_PARAM)
+    if raw is None or not raw.strip().isascii() or not raw.strip().isdigit():
+        return None
+    row = int(raw.strip())
+    return row if row >= 2 else None

@@ -9,6 +9,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -49,15 +50,63 @@ def _wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = 90) ->
     raise RuntimeError(f"streamlit did not answer on {url} within {timeout_s} s")
 
 
+@contextmanager
+def serve_app(data_dir: Path, *, models_dir: Path | None = None) -> Iterator[str]:
+    """Run a server of its own on `data_dir` (its SQLite store) until the block ends; yields its
+    base URL. Two blocks in a row on one folder are an app restart."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "GRIEVANCE_LENS_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
+    if models_dir is not None:
+        env["GRIEVANCE_LENS_MODELS_DIR"] = str(models_dir)
+    port = _free_port()
+    with (data_dir / f"streamlit-{port}.log").open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ui.launch", "--server.port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_healthy(url, process)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=20)
+
+
 @pytest.fixture(scope="session")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test server's GRIEVANCE_LENS_MODELS_DIR: the saved models its Train page lists."""
+    return tmp_path_factory.mktemp("lens-models")
+
+
+@pytest.fixture(scope="session")
+def saved_tiny_model(models_dir: Path) -> Path:
+    """A tiny transformer trained for a few steps, saved as `models_dir/tiny-test` before the
+    server starts; pick it on the Train page ("Use this model")."""
+    from tests.models import save_tiny_model
+
+    return save_tiny_model(models_dir / "tiny-test")
+
+
+@pytest.fixture(scope="session")
+def app_url(
+    tmp_path_factory: pytest.TempPathFactory, models_dir: Path, saved_tiny_model: Path
+) -> Iterator[str]:
     """Start the app once per test session; yield its base URL."""
     port = _free_port()
     data_dir = tmp_path_factory.mktemp("lens-data")
-    env = {**os.environ, "GRIEVANCE_LENS_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "GRIEVANCE_LENS_DATA_DIR": str(data_dir),
+        "GRIEVANCE_LENS_MODELS_DIR": str(models_dir),
+        "PYTHONUNBUFFERED": "1",
+    }
     log = (data_dir / "streamlit.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
+        [sys.executable, "-m", "ui.launch", "--server.port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -79,7 +128,10 @@ def browser():
         if os.environ.get("CI"):
             pytest.fail("CI must install Debian's chromium (see .ci/run)")
         pytest.skip("Debian's chromium is not installed: apt-get install chromium")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    # Pages train and validate for real on a 2-core machine: give assertions time to turn true.
+    expect.set_options(timeout=30_000)
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

@@ -1,0 +1,115 @@
+"""Route many complaints at once with a saved model: the contract columns of `classify`.
+
+The output keeps every input column and the row order and adds `predicted_label`, `confidence`,
+`needs_review`, `bow_label`, `bow_confidence` and one `prob_<label>` column per class.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from core.jobs import BackgroundJob
+from core.registry import LoadedModel
+
+CHUNK = 256  # texts per progress report: small enough to cancel promptly, big enough to batch
+
+
+@dataclass(frozen=True)
+class ClassifyProgress:
+    done: int
+    total: int
+
+
+def chunked_proba(
+    model,
+    texts: Sequence[str],
+    *,
+    on_progress: Callable[[ClassifyProgress], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> np.ndarray | None:
+    """`model.predict_proba` in chunks with progress; (n, k), or None when cancelled."""
+    parts = []
+    for start in range(0, len(texts), CHUNK):
+        if cancel is not None and cancel.is_set():
+            return None
+        parts.append(model.predict_proba(list(texts[start : start + CHUNK])))
+        if on_progress is not None:
+            on_progress(ClassifyProgress(start + len(parts[-1]), len(texts)))
+    return np.vstack(parts) if parts else model.predict_proba([])
+
+
+def classification_columns(
+    loaded: LoadedModel,
+    texts: Sequence[str],
+    *,
+    review_threshold: float,
+    on_progress: Callable[[ClassifyProgress], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> pd.DataFrame | None:
+    """The contract columns for `texts` (one row each, same order); None when cancelled.
+
+    `needs_review` is set when the transformer's top probability is below `review_threshold`,
+    and always for an empty text, which is never routed blind.
+    """
+    if not 0.0 <= review_threshold <= 1.0:
+        raise ValueError(f"the review threshold must lie in 0..1, got {review_threshold}")
+    texts = ["" if t is None else str(t) for t in texts]
+    pred_probs = chunked_proba(loaded.transformer, texts, on_progress=on_progress, cancel=cancel)
+    if pred_probs is None:
+        return None
+    bow_probs = loaded.baseline.predict_proba(texts)
+    classes = [str(c) for c in loaded.transformer.classes_]
+    confidence = pred_probs.max(axis=1)
+    blank = np.array([not t.strip() for t in texts], dtype=bool)
+    columns = {
+        "predicted_label": [classes[i] for i in pred_probs.argmax(axis=1)],
+        "confidence": confidence,
+        "needs_review": (confidence < review_threshold) | blank,
+        "bow_label": [str(loaded.baseline.classes_[i]) for i in bow_probs.argmax(axis=1)],
+        "bow_confidence": bow_probs.max(axis=1),
+    }
+    columns.update({f"prob_{label}": pred_probs[:, i] for i, label in enumerate(classes)})
+    return pd.DataFrame(columns)
+
+
+def classify_table(
+    loaded: LoadedModel,
+    table: pd.DataFrame,
+    *,
+    text_col: str,
+    review_threshold: float,
+    on_progress: Callable[[ClassifyProgress], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> pd.DataFrame | None:
+    """`table` with the contract columns appended; None when cancelled."""
+    if text_col not in table.columns:
+        raise ValueError(f"no column '{text_col}' in the input; it has {list(table.columns)}")
+    texts = table[text_col].fillna("").astype(str).tolist()
+    result = classification_columns(
+        loaded, texts, review_threshold=review_threshold, on_progress=on_progress, cancel=cancel
+    )
+    if result is None:
+        return None
+    clash = sorted(set(result.columns) & set(map(str, table.columns)))
+    if clash:
+        raise ValueError(f"the input already has columns {clash}; rename them and run again")
+    return table.reset_index(drop=True).join(result)
+
+
+def classify_in_background(
+    loaded: LoadedModel, table: pd.DataFrame, *, text_col: str, review_threshold: float
+) -> BackgroundJob[ClassifyProgress, pd.DataFrame | None]:
+    """`classify_table` in a worker thread with progress and cancel (see core.jobs)."""
+
+    def work(*, on_progress, cancel):
+        return classify_table(
+            loaded, table, text_col=text_col, review_threshold=review_threshold,
+            on_progress=on_progress, cancel=cancel,
+        )  # fmt: skip
+
+    return BackgroundJob(work, name="classify").start()

@@ -1,0 +1,481 @@
+"""Why each model routed one complaint: every head's attention, Integrated Gradients attributions
+of the transformer and the bag-of-words contributions, both on the word grid of core.text.
+
+Decision: Integrated Gradients runs on the *word* embedding layer (`get_input_embeddings()`, or
+`.embeddings` of the tiny model), not on BERT's whole embedding block. That one layer exists in all
+three architectures (BERT with [CLS] pooling, the mean-pooled encoder, the tiny transformer), and
+it attributes the choice of each word: positions and token types are identical in the input and
+the baseline, so they need no share. The attributed quantity is the target's centred logit
+(logit minus the mean logit), the quantity the baseline's word contributions add up to, so both
+rows speak in log-odds against the average desk.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from captum.attr import LayerIntegratedGradients
+from torch import nn
+
+from core.probes import ModelOutput, check_pair
+from core.text import WordSpan, word_spans
+
+
+@dataclass(frozen=True)
+class ExplainConfig:
+    """What to explain and how finely to integrate."""
+
+    target: str | None = None  # the desk to explain; None: the transformer's predicted desk
+    # Integration steps (Gauss-Legendre). Measured on MiniLM (bench/bench_explain.py): 16 steps
+    # keep the convergence delta near 1% of the logit gap at half the cost of 32.
+    n_steps: int = 16
+    # Interpolated inputs per forward pass; None sends all n_steps at once, fastest for one
+    # complaint on CPU. Set it (e.g. 8) to cap memory for long texts on a small GPU.
+    internal_batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.target is not None and (not isinstance(self.target, str) or not self.target):
+            raise ValueError(f"target must be a desk name or None, got {self.target!r}")
+        _check_int("n_steps", self.n_steps, minimum=2)
+        if self.internal_batch_size is not None:
+            _check_int("internal_batch_size", self.internal_batch_size, minimum=1)
+
+
+def _check_int(name: str, value: object, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class EncodedText:
+    """One text as the transformer reads it (truncated to its max_length, no padding)."""
+
+    input_ids: torch.Tensor  # (1, seq)
+    attention_mask: torch.Tensor  # (1, seq)
+    tokens: tuple[str, ...]  # wordpieces (or tiny-model words), special tokens included
+    offsets: tuple[tuple[int, int], ...]  # character span of each token in the text; (0, 0) special
+    special: tuple[bool, ...]  # True for [CLS] / [SEP]
+
+
+@dataclass(frozen=True)
+class AttentionMaps:
+    """Every layer's and head's attention over the real tokens of one text.
+
+    weights (layers, heads, seq, seq): row q is where token q looks; each row sums to 1.
+    """
+
+    tokens: tuple[str, ...]
+    weights: np.ndarray
+    has_cls: bool  # whether position 0 is a [CLS] token (the tiny mean-pooled model has none)
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.weights.shape[0])
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.weights.shape[1])
+
+    def labels(self) -> list[str]:
+        """Position-prefixed token labels ("3 card"), so repeated words stay apart on axes."""
+        width = len(str(len(self.tokens) - 1))
+        return [f"{i:0{width}d} {token}" for i, token in enumerate(self.tokens)]
+
+    def cls_rows(self) -> np.ndarray:
+        """Where position 0 ([CLS]) looks, per layer and head: (layers, heads, seq)."""
+        return self.weights[:, :, 0, :]
+
+    def rollout(self) -> np.ndarray:
+        """Attention rollout (Abnar & Zuidema 2020) across all layers: (seq, seq), rows sum to 1."""
+        return attention_rollout(self.weights)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "layers": self.n_layers,
+            "heads": self.n_heads,
+            "tokens": list(self.tokens),
+            "rollout_cls": [float(x) for x in self.rollout()[0]] if self.has_cls else None,
+        }
+
+
+@dataclass(frozen=True)
+class TokenAttribution:
+    """Integrated Gradients per token, before the merge into words.
+
+    scores (seq,) sum to `logit_gap - delta`: the centred target logit of the text minus that of
+    the baseline (PAD tokens in every word position, [CLS] and [SEP] kept).
+    """
+
+    tokens: tuple[str, ...]
+    scores: np.ndarray
+    logit_gap: float
+    delta: float  # convergence delta: sum(scores) - logit_gap
+    n_steps: int
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Both models' reasoning for one complaint, word by word, for one target desk.
+
+    `transformer_scores[i]` and `bow_scores[i]` belong to `words[i]` (the words of
+    core.text.word_spans, original casing). Words cut off by the transformer's truncation have
+    `transformer_seen[i] = False` and a transformer score of 0.
+    """
+
+    text: str
+    words: tuple[WordSpan, ...]
+    transformer_scores: tuple[float, ...]
+    bow_scores: tuple[float, ...]
+    transformer_seen: tuple[bool, ...]
+    transformer: ModelOutput
+    bow: ModelOutput
+    target: str
+    unassigned: float  # attribution of tokens inside no word: punctuation, symbols, emoji
+    bow_intercept: float  # the baseline's centred intercept for the target (not in any word)
+    tokens: TokenAttribution
+    attention: AttentionMaps
+
+    @property
+    def delta(self) -> float:
+        return self.tokens.delta
+
+    @property
+    def logit_gap(self) -> float:
+        return self.tokens.logit_gap
+
+    @property
+    def relative_delta(self) -> float | None:
+        """|delta| / |logit gap|; None when the gap is 0 (nothing to attribute)."""
+        gap = abs(self.tokens.logit_gap)
+        return abs(self.tokens.delta) / gap if gap > 1e-12 else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The DESIGN.md `explain` document (and a few more keys)."""
+        return {
+            "text": self.text,
+            "words": [w.text for w in self.words],
+            "transformer_scores": list(self.transformer_scores),
+            "bow_scores": list(self.bow_scores),
+            "transformer_seen": list(self.transformer_seen),
+            "transformer": self.transformer.to_json(),
+            "bow": self.bow.to_json(),
+            "target": self.target,
+            "delta": self.delta,
+            "relative_delta": self.relative_delta,
+            "logit_gap": self.logit_gap,
+            "n_steps": self.tokens.n_steps,
+            "unassigned": self.unassigned,
+            "bow_intercept": self.bow_intercept,
+            "attention": self.attention.to_json(),
+        }
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def encode_text(transformer: Any, text: str) -> EncodedText:
+    """Tokenise `text` like `transformer.predict_proba` does, with character offsets.
+
+    `transformer` is a core.transformer.TransformerClassifier (a fast Hugging Face tokenizer or
+    core.tiny_transformer.TinyTokenizer).
+    """
+    tokenizer = transformer.tokenizer
+    if hasattr(tokenizer, "word_offsets"):  # the tiny model's word-level tokenizer
+        return _encode_tiny(tokenizer, text, transformer.max_length)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(
+            "explanations need a fast tokenizer (tokenizer.json); save the model again"
+        )
+    batch = tokenizer(
+        text,
+        truncation=True,
+        max_length=transformer.max_length,
+        return_offsets_mapping=True,
+        return_special_tokens_mask=True,
+        return_tensors="pt",
+    )
+    ids = batch["input_ids"]
+    return EncodedText(
+        input_ids=ids,
+        attention_mask=batch["attention_mask"],
+        tokens=tuple(tokenizer.convert_ids_to_tokens(ids[0].tolist())),
+        offsets=tuple((int(s), int(e)) for s, e in batch["offset_mapping"][0].tolist()),
+        special=tuple(bool(m) for m in batch["special_tokens_mask"][0].tolist()),
+    )
+
+
+def _encode_tiny(tokenizer: Any, text: str, max_length: int) -> EncodedText:
+    ids = tokenizer.encode(text, truncation=True, max_length=max_length)
+    offsets = tokenizer.word_offsets(text, truncation=True, max_length=max_length)
+    cls_id = tokenizer.cls_token_id
+    return EncodedText(
+        input_ids=torch.tensor([ids], dtype=torch.long),
+        attention_mask=torch.ones((1, len(ids)), dtype=torch.long),
+        tokens=tuple(tokenizer.convert_ids_to_tokens(ids)),
+        offsets=tuple((int(s), int(e)) for s, e in offsets),
+        special=tuple(cls_id is not None and i == cls_id for i in ids),
+    )
+
+
+# --------------------------------------------------------------------------- attention
+
+
+def attention_rollout(weights: np.ndarray) -> np.ndarray:
+    """Attention rollout (Abnar & Zuidema 2020): how much each token draws on each input token.
+
+    weights (layers, heads, seq, seq) → (seq, seq). Per layer the heads are averaged, the
+    identity is added for the residual connection and rows are renormalised; the layers are then
+    multiplied from the first up: R = A_L · ... · A_1. Rows of R sum to 1.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim != 4 or weights.shape[2] != weights.shape[3]:
+        raise ValueError(f"expected (layers, heads, seq, seq) weights, got shape {weights.shape}")
+    seq = weights.shape[-1]
+    rollout = np.eye(seq)
+    for layer in weights:
+        mixed = layer.mean(axis=0) + np.eye(seq)  # (seq, seq)
+        mixed /= mixed.sum(axis=-1, keepdims=True)
+        rollout = mixed @ rollout
+    return rollout
+
+
+def _forward(model: nn.Module, encoded: EncodedText, *, output_attentions: bool) -> Any:
+    device = _device(model)
+    with torch.inference_mode():
+        return model(
+            input_ids=encoded.input_ids.to(device),
+            attention_mask=encoded.attention_mask.to(device),
+            output_attentions=output_attentions,
+        )
+
+
+def attention_maps(model: nn.Module, encoded: EncodedText) -> tuple[AttentionMaps, np.ndarray]:
+    """Attention of every layer and head over the real tokens, and the logits (n_classes,).
+
+    The model must run eager attention (attention probabilities are materialised);
+    core.transformer loads every model that way.
+    """
+    out = _forward(model, encoded, output_attentions=True)
+    if not out.attentions:
+        raise ValueError(
+            "the model returned no attention maps; load it with attn_implementation='eager'"
+        )
+    stacked = torch.stack([a[0] for a in out.attentions])  # (layers, heads, seq, seq)
+    maps = AttentionMaps(
+        tokens=encoded.tokens,
+        weights=stacked.float().cpu().numpy().astype(np.float64),
+        has_cls=bool(encoded.special and encoded.special[0]),
+    )
+    return maps, out.logits[0].float().cpu().numpy()
+
+
+# --------------------------------------------------------------------------- attributions
+
+
+def embedding_layer(model: nn.Module) -> nn.Embedding:
+    """The word-embedding table Integrated Gradients attributes to (see the module docstring)."""
+    getter = getattr(model, "get_input_embeddings", None)
+    layer = getter() if callable(getter) else getattr(model, "embeddings", None)
+    if not isinstance(layer, nn.Embedding):
+        raise ValueError(
+            f"{type(model).__name__} has no word-embedding table to attribute to; expected a "
+            "Hugging Face model or core.tiny_transformer's model"
+        )
+    return layer
+
+
+def pad_baseline(encoded: EncodedText, pad_token_id: int) -> torch.Tensor:
+    """input_ids (1, seq) with every non-special token replaced by PAD ([CLS], [SEP] kept)."""
+    special = torch.tensor([encoded.special], dtype=torch.bool)
+    return torch.where(special, encoded.input_ids, torch.full_like(encoded.input_ids, pad_token_id))
+
+
+def _private_view(model: nn.Module) -> nn.Module:
+    """A copy of the module tree that shares every weight and buffer with `model`.
+
+    Captum attaches forward hooks to the embedding layer while it integrates; on the shared,
+    cached model those hooks would also rewrite the embeddings of any prediction another
+    session runs meanwhile. Hooks on a private copy of the (cheap) module objects touch no one.
+    """
+    shared = [*model.parameters(), *model.buffers()]
+    shared += [m.config for m in model.modules() if hasattr(m, "config")]  # read-only, slow to copy
+    return copy.deepcopy(model, {id(obj): obj for obj in shared})
+
+
+def integrated_gradients(
+    model: nn.Module,
+    encoded: EncodedText,
+    target_index: int,
+    *,
+    pad_token_id: int,
+    n_steps: int = ExplainConfig.n_steps,
+    internal_batch_size: int | None = None,
+    logits: np.ndarray | None = None,
+) -> TokenAttribution:
+    """Layer Integrated Gradients of the target's centred logit on the word embeddings.
+
+    Returns one score per token (seq,), the logit gap F(text) - F(baseline) and the convergence
+    delta sum(scores) - gap. `logits` (n_classes,), the text's logits when the caller already
+    has them, saves one forward pass.
+    """
+    view = _private_view(model)
+    device = _device(model)
+    input_ids = encoded.input_ids.to(device)
+    attention_mask = encoded.attention_mask.to(device)
+    baseline_ids = pad_baseline(encoded, pad_token_id).to(device)
+
+    def centred_logit(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        out = view(input_ids=ids, attention_mask=mask).logits.float()  # (batch, n_classes)
+        return out[:, target_index] - out.mean(dim=1)
+
+    explainer = LayerIntegratedGradients(centred_logit, embedding_layer(view))
+    attributions = explainer.attribute(
+        input_ids,
+        baselines=baseline_ids,
+        additional_forward_args=(attention_mask,),
+        n_steps=n_steps,
+        internal_batch_size=internal_batch_size,
+    )
+    scores = attributions[0].sum(dim=-1).detach().double().cpu().numpy()  # (seq,)
+    with torch.no_grad():  # Captum's own delta would run both end points again
+        start = float(centred_logit(baseline_ids, attention_mask)[0])
+        end = _centred(logits, target_index) if logits is not None else None
+        end = float(centred_logit(input_ids, attention_mask)[0]) if end is None else end
+    gap = end - start
+    return TokenAttribution(encoded.tokens, scores, gap, float(scores.sum()) - gap, n_steps)
+
+
+def _centred(logits: np.ndarray, index: int) -> float:
+    return float(logits[index] - logits.mean())
+
+
+# --------------------------------------------------------------------------- words
+
+
+def merge_to_words(
+    text: str, offsets: Sequence[tuple[int, int]], scores: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Sum token scores into the words of `core.text.word_spans(text)`.
+
+    offsets (seq,) character spans of the tokens, (0, 0) for special tokens; scores (seq,).
+    A token's score is shared among the words it overlaps in proportion to the characters it
+    covers in each (wordpieces lie inside one word; an [UNK] can span "x😀y"). Returns word
+    scores (n_words,), whether each word was seen at all (n_words,), and the summed score of
+    tokens that overlap no word (punctuation, "₹", emoji).
+    """
+    spans = word_spans(text)
+    starts = [s.start for s in spans]
+    word_scores = np.zeros(len(spans), dtype=np.float64)
+    seen = np.zeros(len(spans), dtype=bool)
+    unassigned = 0.0
+    for (start, end), score in zip(offsets, scores, strict=True):
+        if end <= start:
+            continue  # a special token
+        shares = _overlaps(spans, starts, start, end)
+        if not shares:
+            unassigned += float(score)
+        covered = sum(n for _, n in shares)
+        for index, n in shares:
+            word_scores[index] += float(score) * n / covered
+            seen[index] = True
+    return word_scores, seen, unassigned
+
+
+def _overlaps(
+    spans: list[WordSpan], starts: list[int], start: int, end: int
+) -> list[tuple[int, int]]:
+    """(word index, characters shared) for every word overlapping [start, end)."""
+    found = []
+    index = max(bisect.bisect_right(starts, start) - 1, 0)
+    while index < len(spans) and spans[index].start < end:
+        shared = min(end, spans[index].end) - max(start, spans[index].start)
+        if shared > 0:
+            found.append((index, shared))
+        index += 1
+    return found
+
+
+# --------------------------------------------------------------------------- the whole story
+
+
+def _check_text(text: object) -> str:
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a string, got {type(text).__name__}")
+    if not word_spans(text):
+        raise ValueError("the text has no words to explain; enter a complaint")
+    return text
+
+
+def _target_index(classes: list[str], target: str | None, logits: np.ndarray) -> int:
+    if target is None:
+        return int(np.argmax(logits))
+    if target not in classes:
+        raise ValueError(f"unknown target desk {target!r}; use one of {classes}")
+    return classes.index(target)
+
+
+def explain_text(
+    transformer: Any, baseline: Any, text: str, config: ExplainConfig = ExplainConfig()
+) -> Explanation:
+    """Explain one complaint with both models, for `config.target` (default: the prediction).
+
+    Parameters
+    ----------
+    transformer : core.transformer.TransformerClassifier
+        `.model` (eval mode, eager attention), `.tokenizer`, `.classes_`, `.max_length`.
+    baseline : core.baseline.BagOfWordsClassifier
+        Fitted on the same desks; its `word_contributions` give the bag-of-words row.
+    text : str
+        The complaint; it needs at least one word.
+    config : ExplainConfig
+        Target desk and integration settings.
+    """
+    text = _check_text(text)
+    classes = check_pair(transformer, baseline)
+    model = transformer.model
+    encoded = encode_text(transformer, text)
+    attention, logits = attention_maps(model, encoded)
+    target_index = _target_index(classes, config.target, logits)
+    tokens = integrated_gradients(
+        model, encoded, target_index,
+        pad_token_id=_pad_token_id(transformer.tokenizer),
+        n_steps=config.n_steps, internal_batch_size=config.internal_batch_size, logits=logits,
+    )  # fmt: skip
+    word_scores, seen, unassigned = merge_to_words(text, encoded.offsets, tokens.scores)
+    bow = baseline.word_contributions(text, target=classes[target_index])
+    return Explanation(
+        text=text,
+        words=tuple(bow.words),
+        transformer_scores=tuple(float(s) for s in word_scores),
+        bow_scores=tuple(float(s) for s in bow.scores),
+        transformer_seen=tuple(bool(s) for s in seen),
+        transformer=ModelOutput.of(classes, _softmax(logits)),
+        bow=ModelOutput.of(classes, np.array([bow.probabilities[c] for c in classes])),
+        target=classes[target_index],
+        unassigned=unassigned,
+        bow_intercept=bow.intercept,
+        tokens=tokens,
+        attention=attention,
+    )
+
+
+def _pad_token_id(tokenizer: Any) -> int:
+    pad = getattr(tokenizer, "pad_token_id", None)
+    if pad is None:
+        raise ValueError("the tokenizer has no PAD token to build the attribution baseline from")
+    return int(pad)
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = np.exp(logits - logits.max())
+    return shifted / shifted.sum()
+
+
+def _device(model: nn.Module) -> torch.device:
+    return next(model.parameters()).device

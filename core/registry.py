@@ -1,0 +1,323 @@
+"""Models on disk: save atomically, list, load safely (safetensors, npz, json), rename, delete.
+
+A model is a folder `models/<name>/` with the transformer (config.json, model.safetensors,
+tokenizer files), the bag-of-words baseline (baseline.npz + baseline.json) and card.json.
+A folder without card.json is not a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import uuid
+import warnings
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sklearn
+import torch
+import transformers
+from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
+
+from core import tiny_transformer
+from core.baseline import BagOfWordsClassifier
+from core.transformer import TrainResult, TransformerClassifier
+
+CARD_NAME = "card.json"
+CARD_FORMAT = "grievance-lens-model"
+CARD_VERSION = 1
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# Files that can run code when loaded (pickle-based checkpoints). Their presence makes the
+# whole folder untrusted: we refuse it rather than load the safe files beside them.
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib")
+ARCH_TRANSFORMERS = "transformers"  # loads with AutoModelForSequenceClassification
+ARCH_TINY = "tiny"  # core.tiny_transformer
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """One saved model as listed: enough to pick it without loading it."""
+
+    name: str
+    path: Path
+    created_at: str
+    backbone: str
+    labels: tuple[str, ...]
+    transformer_accuracy: float | None
+    transformer_macro_f1: float | None
+    bow_accuracy: float | None
+    bow_macro_f1: float | None
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A saved model ready to classify: both classifiers and the card they were saved with."""
+
+    transformer: TransformerClassifier
+    baseline: BagOfWordsClassifier
+    card: dict[str, Any]
+    path: Path
+
+
+def validate_model_name(name: str) -> str:
+    """Return `name` if it is a safe folder name; raise ValueError saying what to change."""
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or name.strip(".") == "":
+        raise ValueError(
+            f"model name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit (no slashes, no spaces)"
+        )
+    return name
+
+
+# --------------------------------------------------------------------------- save
+
+
+def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> dict[str, Any]:
+    """The card.json document for a finished training run."""
+    transformer = result.transformer
+    return {
+        "format": CARD_FORMAT,
+        "format_version": CARD_VERSION,
+        "labels": [str(c) for c in transformer.classes_],
+        "architecture": _architecture(transformer.model),
+        "backbone": result.config.backbone,
+        "pooling": result.config.pooling,
+        "max_length": transformer.max_length,
+        "metrics": {
+            "transformer": _report_json(result.transformer_report),
+            "bow": _report_json(result.baseline_report),
+        },
+        "twin_metrics": {
+            "transformer": _report_json(result.transformer_twin_report),
+            "bow": _report_json(result.baseline_twin_report),
+        },
+        "history": [asdict(record) for record in result.history],
+        "best_epoch": result.best_epoch,
+        "train_config": asdict(result.config),
+        "baseline_config": asdict(result.baseline_config),
+        "data_fingerprint": data_fingerprint or _combined(result),
+        "train_fingerprint": result.train_fingerprint,
+        "val_fingerprint": result.val_fingerprint,
+        "versions": _versions(),
+        "device": result.device,
+        "train_seconds": round(result.train_seconds, 3),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _architecture(model: torch.nn.Module) -> str:
+    if isinstance(model, PreTrainedModel):
+        return ARCH_TRANSFORMERS
+    if isinstance(model, tiny_transformer.TinyTransformerForSequenceClassification):
+        return ARCH_TINY
+    raise ValueError(f"cannot save a {type(model).__name__}; only transformers and tiny models")
+
+
+def _report_json(report: Any) -> dict[str, Any] | None:
+    return None if report is None else report.to_json()
+
+
+def _combined(result: TrainResult) -> str:
+    text = f"{result.train_fingerprint}:{result.val_fingerprint}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _versions() -> dict[str, str]:
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "sklearn": sklearn.__version__,
+        "numpy": np.__version__,
+    }
+
+
+def save_model(
+    result: TrainResult,
+    target: str | Path,
+    *,
+    data_fingerprint: str | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write a trained pair into the folder `target` atomically; returns the folder.
+
+    Everything is written into a hidden temporary folder beside `target`, which is renamed
+    into place only when complete: an interrupted save leaves no folder that lists as a model.
+    The folder name must pass `validate_model_name`.
+    """
+    if result.cancelled or result.transformer is None or result.baseline is None:
+        raise ValueError("this training run was cancelled; there is no model to save")
+    target = Path(target)
+    validate_model_name(target.name)
+    if target.exists() and not overwrite:
+        raise ValueError(f"{target} already exists; choose another name or pass overwrite=True")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.parent / f".{target.name}.saving-{uuid.uuid4().hex[:8]}"
+    try:
+        _write_model(result, staging, data_fingerprint)
+        _move_into_place(staging, target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return target
+
+
+def _write_model(result: TrainResult, folder: Path, data_fingerprint: str | None) -> None:
+    folder.mkdir()
+    result.transformer.model.save_pretrained(folder)
+    result.transformer.tokenizer.save_pretrained(folder)
+    result.baseline.save(folder)
+    card = build_card(result, data_fingerprint=data_fingerprint)
+    (folder / CARD_NAME).write_text(json.dumps(card, indent=2), encoding="utf-8")  # last
+
+
+def _move_into_place(staging: Path, target: Path) -> None:
+    """Rename `staging` to `target`; an existing `target` is swapped out, then removed."""
+    if not target.exists():
+        os.rename(staging, target)
+        return
+    retired = target.parent / f".{target.name}.replaced-{uuid.uuid4().hex[:8]}"
+    os.rename(target, retired)
+    os.rename(staging, target)
+    shutil.rmtree(retired)
+
+
+# --------------------------------------------------------------------------- load
+
+
+def read_card(folder: str | Path) -> dict[str, Any]:
+    """The parsed card.json of a model folder; ValueError when the folder is not a model."""
+    folder = Path(folder)
+    path = folder / CARD_NAME
+    if not path.is_file():
+        raise ValueError(f"{folder} is not a model: it has no {CARD_NAME}; train and save one")
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}); save the model again") from exc
+    if not isinstance(card, dict) or card.get("format") != CARD_FORMAT:
+        raise ValueError(f"{path} is not a Grievance Lens model card; save the model again")
+    return card
+
+
+def check_no_pickle(folder: str | Path) -> None:
+    """Raise ValueError if `folder` holds a pickle-based file (.bin, .pt, .pkl, ...)."""
+    found = sorted(p.name for p in Path(folder).rglob("*") if p.suffix.lower() in PICKLE_SUFFIXES)
+    if found:
+        raise ValueError(
+            f"refusing to load {folder}: it contains pickle-based files {found}, which can run "
+            "code when loaded; only safetensors, npz and json are accepted. Re-save the model "
+            "with this tool (safetensors) or remove those files if you trust the rest"
+        )
+
+
+def load_model(folder: str | Path, *, device: str = "cpu", precision: str = "auto") -> LoadedModel:
+    """Load a saved model folder; never unpickles anything.
+
+    Parameters
+    ----------
+    folder : path
+        A folder written by `save_model`.
+    device, precision : str
+        Where and how the transformer runs (see `TransformerClassifier`).
+    """
+    folder = Path(folder)
+    card = read_card(folder)
+    check_no_pickle(folder)
+    model, tokenizer = _load_transformer(folder, card.get("architecture"))
+    labels = [str(label) for label in card["labels"]]
+    transformer = TransformerClassifier(
+        model, tokenizer, labels,
+        max_length=int(card["max_length"]), device=device, precision=precision,
+    )  # fmt: skip
+    baseline = BagOfWordsClassifier.load(folder)
+    if [str(c) for c in baseline.classes_] != labels:
+        raise ValueError(f"{folder}: the baseline's labels differ from the card's; save again")
+    return LoadedModel(transformer=transformer, baseline=baseline, card=card, path=folder)
+
+
+def _load_transformer(folder: Path, architecture: Any) -> tuple[torch.nn.Module, Any]:
+    if architecture == ARCH_TINY:
+        model = tiny_transformer.TinyTransformerForSequenceClassification.from_pretrained(folder)
+        return model, tiny_transformer.TinyTokenizer.from_pretrained(folder)
+    if architecture != ARCH_TRANSFORMERS:
+        raise ValueError(f"{folder}: unknown architecture {architecture!r} in {CARD_NAME}")
+    model = AutoModelForSequenceClassification.from_pretrained(
+        folder, use_safetensors=True, local_files_only=True, attn_implementation="eager"
+    )
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    return model.eval(), tokenizer
+
+
+# --------------------------------------------------------------------------- list / rename / delete
+
+
+def list_models(root: str | Path) -> list[ModelSummary]:
+    """Every model folder under `root` (those with card.json), newest first."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    summaries = []
+    for folder in sorted(root.iterdir()):
+        if not folder.is_dir() or not NAME_PATTERN.fullmatch(folder.name):
+            continue  # hidden staging folders and odd names are never models
+        if not (folder / CARD_NAME).is_file():
+            continue
+        try:
+            summaries.append(_summary(folder, read_card(folder)))
+        except ValueError as exc:
+            warnings.warn(f"skipping {folder}: {exc}", stacklevel=2)
+    return sorted(summaries, key=lambda s: s.created_at, reverse=True)
+
+
+def _summary(folder: Path, card: dict[str, Any]) -> ModelSummary:
+    metrics = card.get("metrics") or {}
+    return ModelSummary(
+        name=folder.name,
+        path=folder,
+        created_at=str(card.get("created_at", "")),
+        backbone=str(card.get("backbone", "")),
+        labels=tuple(str(label) for label in card.get("labels", [])),
+        transformer_accuracy=_metric(metrics, "transformer", "accuracy"),
+        transformer_macro_f1=_metric(metrics, "transformer", "macro_f1"),
+        bow_accuracy=_metric(metrics, "bow", "accuracy"),
+        bow_macro_f1=_metric(metrics, "bow", "macro_f1"),
+    )
+
+
+def _metric(metrics: dict, model: str, key: str) -> float | None:
+    value = (metrics.get(model) or {}).get(key)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _model_folder(root: str | Path, name: str) -> Path:
+    folder = Path(root) / validate_model_name(name)
+    if not (folder / CARD_NAME).is_file():
+        raise ValueError(f"no model named {name!r} in {root}; pick one from the list")
+    return folder
+
+
+def rename_model(root: str | Path, name: str, new_name: str) -> Path:
+    """Rename model `name` under `root` to `new_name`; returns the new folder."""
+    folder = _model_folder(root, name)
+    target = Path(root) / validate_model_name(new_name)
+    if target.exists():
+        raise ValueError(f"{target} already exists; choose another name")
+    os.rename(folder, target)
+    return target
+
+
+def delete_model(root: str | Path, name: str) -> None:
+    """Delete model `name` under `root` (only folders that are models)."""
+    folder = _model_folder(root, name)
+    # Retire it under a hidden name first so a half-deleted folder never lists as a model.
+    retired = Path(root) / f".{name}.deleting-{uuid.uuid4().hex[:8]}"
+    os.rename(folder, retired)
+    shutil.rmtree(retired)

@@ -1,0 +1,164 @@
+"""Classify page: route one typed complaint, or a whole file, with the active model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from core.charts import probability_chart
+from core.classify import ClassifyProgress, classification_columns, classify_in_background
+from core.data import DataError, IntakeLimits, detect_columns, load_table
+from core.export import to_csv_bytes, to_xlsx_bytes
+from core.jobs import BackgroundJob, JobStatus
+from core.registry import LoadedModel
+from ui.safe import md_escape
+from ui.state import CLASSIFY_JOB, get_active_model
+
+MAX_TYPED_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class ClassifyRun:
+    """A file being classified in the background, and what the result will be called."""
+
+    job: BackgroundJob[ClassifyProgress, pd.DataFrame | None]
+    file_name: str
+
+
+@st.cache_data(show_spinner="Reading the file…", max_entries=4)
+def read_upload(name: str, content: bytes) -> pd.DataFrame:
+    return load_table(content, filename=name, limits=IntakeLimits.from_env())
+
+
+def render_single(model: LoadedModel, threshold: float) -> None:
+    with st.form("classify.one"):
+        text = st.text_area(
+            "Complaint", key="classify.text", height=140, max_chars=MAX_TYPED_CHARS,
+            placeholder="e.g. I paid by card, not by UPI, and the amount was debited twice.",
+        )  # fmt: skip
+        submitted = st.form_submit_button("Classify", type="primary")
+    if not submitted:
+        return
+    if not text.strip():
+        st.error("Type a complaint first.")
+        return
+    row = classification_columns(model, [text], review_threshold=threshold).iloc[0]
+    left, middle, right = st.columns(3)
+    left.metric("Transformer", str(row["predicted_label"]), f"{row['confidence']:.0%} sure",
+                delta_color="off")  # fmt: skip
+    middle.metric("Bag of words", str(row["bow_label"]), f"{row['bow_confidence']:.0%} sure",
+                  delta_color="off")  # fmt: skip
+    if row["needs_review"]:
+        right.warning(f"Needs review: confidence below {threshold:.0%}.")
+    else:
+        right.success("Confident enough to route.")
+    classes = [str(c) for c in model.transformer.classes_]
+    bow_probs = model.baseline.predict_proba([text])[0]
+    chart = probability_chart(
+        {
+            "transformer": {c: float(row[f"prob_{c}"]) for c in classes},
+            "bag of words": dict(zip(map(str, model.baseline.classes_), bow_probs, strict=True)),
+        }
+    )
+    st.altair_chart(chart, width="stretch")
+
+
+def render_file(model: LoadedModel, threshold: float) -> None:
+    upload = st.file_uploader(
+        "Complaints to classify (CSV, TSV, XLSX or Parquet)",
+        type=["csv", "tsv", "xlsx", "parquet"], key="classify.upload",
+    )  # fmt: skip
+    run: ClassifyRun | None = st.session_state.get(CLASSIFY_JOB)
+    if upload is not None:
+        try:
+            table = read_upload(upload.name, upload.getvalue())
+        except DataError as exc:
+            st.error(md_escape(exc))
+            return
+        text_col = pick_text_column(table, upload.name)
+        busy = run is not None and run.job.snapshot().status is JobStatus.RUNNING
+        if st.button(f"Classify {len(table):,} rows", key="classify.start", disabled=busy):
+            job = classify_in_background(
+                model, table, text_col=text_col, review_threshold=threshold
+            )
+            run = ClassifyRun(job, upload.name)
+            st.session_state[CLASSIFY_JOB] = run
+    if run is not None:
+        render_run(run)
+
+
+def pick_text_column(table: pd.DataFrame, name: str) -> str:
+    columns = list(table.columns)
+    try:
+        index = columns.index(detect_columns(table).text_col)
+    except DataError:
+        index = 0
+    return st.selectbox("Text column", columns, index=index, key=f"classify.col.{name}")
+
+
+def render_progress(run: ClassifyRun) -> None:
+    snapshot = run.job.snapshot()
+    if snapshot.status is not JobStatus.RUNNING:
+        st.rerun()
+    latest = snapshot.latest
+    done, total = (latest.done, latest.total) if latest else (0, 1)
+    rate = done / snapshot.elapsed_s if snapshot.elapsed_s > 0 else 0.0
+    eta = f" · about {(total - done) / rate:.0f} s left" if rate > 0 else ""
+    st.progress(done / total, text=f"{done:,} of {total:,} complaints{eta}")
+    if st.button("Cancel", key="classify.cancel"):
+        run.job.cancel()
+
+
+def render_run(run: ClassifyRun) -> None:
+    snapshot = run.job.snapshot()
+    if snapshot.status is JobStatus.RUNNING:
+        st.fragment(render_progress, run_every=0.5)(run)
+        return
+    if snapshot.status is JobStatus.FAILED:
+        st.error(md_escape(snapshot.error))
+        return
+    if snapshot.status is JobStatus.CANCELLED or snapshot.result is None:
+        st.info("Classification was cancelled.")
+        return
+    render_result(snapshot.result, run.file_name)
+
+
+def render_result(result: pd.DataFrame, file_name: str) -> None:
+    review = int(result["needs_review"].sum())
+    cols = st.columns(3)
+    cols[0].metric("Classified", f"{len(result):,}")
+    cols[1].metric("Need review", f"{review:,}")
+    cols[2].metric(
+        "Models disagree", f"{int((result['predicted_label'] != result['bow_label']).sum()):,}"
+    )
+    st.dataframe(result, hide_index=True, width="stretch")
+    stem = file_name.rsplit(".", 1)[0] + "_classified"
+    left, right = st.columns(2)
+    left.download_button("Download CSV", to_csv_bytes(result), f"{stem}.csv", "text/csv",
+                         key="classify.csv")  # fmt: skip
+    right.download_button(
+        "Download XLSX", to_xlsx_bytes(result), f"{stem}.xlsx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", key="classify.xlsx",
+    )  # fmt: skip
+
+
+st.title("Classify")
+model = get_active_model()
+if model is None:
+    st.info("No model is active. Train one or load a saved one on the Train page.")
+    st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
+    st.stop()
+st.caption(
+    f"Model: {md_escape(model.path.name)} · desks: {md_escape(', '.join(model.card['labels']))}"
+)
+threshold = st.slider(
+    "Human-review threshold", 0.0, 1.0, 0.6, 0.05, key="classify.threshold",
+    help="A prediction whose top probability is below this is flagged for a person to check.",
+)  # fmt: skip
+one, many = st.tabs(["One complaint", "A file"])
+with one:
+    render_single(model, threshold)
+with many:
+    render_file(model, threshold)

@@ -1,0 +1,207 @@
+"""Explain page: for one complaint, what each model relied on, word by word, and every head's
+attention."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.charts_explain import (
+    attention_grid_chart,
+    attention_head_chart,
+    cls_attention_chart,
+    escaped_explanation_document,
+    escaped_highlight_html,
+    rollout_chart,
+    word_scores_chart,
+)
+from core.data import Dataset
+from core.explain import ExplainConfig, Explanation, explain_text
+from core.probes import DEMO_TEXT, review_rows
+from core.registry import LoadedModel
+from ui.datasets import require_dataset
+from ui.safe import md_escape
+from ui.state import explain_row, get_active_model
+
+TYPED, PICKED = "Type a complaint", "Pick one from the data set"
+PREDICTED = "the transformer's prediction"
+REVIEW_SIZES = (60, 120, 240)  # rows classified for the picker; 120 take ~3 s with MiniLM on CPU
+DELTA_WARNING = 0.05  # a convergence delta above 5% of the logit gap deserves more steps
+
+
+def model_key(model: LoadedModel) -> str:
+    """What identifies a loaded model in the caches: its folder and when it was saved."""
+    return f"{model.path}@{model.card.get('created_at', '')}"
+
+
+@st.cache_data(max_entries=64, show_spinner="Explaining…")
+def explained(
+    _model: LoadedModel, key: str, text: str, target: str | None, n_steps: int
+) -> Explanation:
+    """Cached per (model, text, target, steps)."""
+    config = ExplainConfig(target=target, n_steps=n_steps)
+    return explain_text(_model.transformer, _model.baseline, text, config)
+
+
+@st.cache_data(max_entries=8, show_spinner="Classifying a sample of the data set with both models…")
+def reviewed(
+    _model: LoadedModel, key: str, _dataset: Dataset, fingerprint: str, size: int, include: int
+) -> pd.DataFrame:
+    """Cached per (model, data set, sample size, forced row)."""
+    extra = [include] if include >= 0 else []
+    return review_rows(_model.transformer, _model.baseline, _dataset, max_rows=size, include=extra)
+
+
+def render_typed() -> str | None:
+    """The typed complaint (the form keeps the last one explained; an example to start with)."""
+    with st.form("explain.typed"):
+        text = st.text_area("Complaint", value=DEMO_TEXT, key="explain.text", height=110)
+        st.form_submit_button("Explain", type="primary")
+    return text if text.strip() else None
+
+
+def _requested_position(dataset: Dataset) -> int:
+    """Position of the `?row=N` row in the data set, or -1."""
+    row = explain_row()
+    return dataset.rows.index(row) if row is not None and row in dataset.rows else -1
+
+
+def render_picked(model: LoadedModel) -> str | None:
+    active = require_dataset("explain")
+    if active is None:
+        return None
+    dataset = active.dataset
+    requested = _requested_position(dataset)
+    size = st.select_slider("Rows to classify", REVIEW_SIZES, value=120, key="explain.size")
+    frame = reviewed(model, model_key(model), dataset, dataset.fingerprint, size, requested)
+    st.caption(
+        f"A sample of {len(frame):,} of {len(dataset):,} complaints (same-bag twins first), "
+        "misclassified ones first. Rows the models were trained on look easier than they are."
+    )
+    st.dataframe(frame.drop(columns="position"), hide_index=True, width="stretch", height=220)
+    rows = frame["row"].tolist()
+    index = rows.index(dataset.rows[requested]) if requested >= 0 else 0
+    wrong = dict(zip(rows, frame["wrong"], strict=True))
+    row = st.selectbox(
+        "Row", rows, index=index, key="explain.row",
+        format_func=lambda r: f"row {r}" + (f" · wrong: {wrong[r]}" if wrong[r] else ""),
+    )  # fmt: skip
+    position = int(frame.loc[frame["row"] == row, "position"].iloc[0])
+    st.caption(f"Given desk: {md_escape(dataset.labels[position])}")
+    return dataset.texts[position]
+
+
+def render_target(model: LoadedModel) -> str | None:
+    options = [PREDICTED] + [str(c) for c in model.transformer.classes_]
+    choice = st.selectbox("Explain the desk", options, key="explain.target")
+    return None if choice == PREDICTED else choice
+
+
+def render_predictions(expl: Explanation) -> None:
+    left, right = st.columns(2)
+    t, b = expl.transformer, expl.bow
+    left.metric("Transformer", md_escape(t.label))
+    right.metric("Bag of words", md_escape(b.label))
+    frame = pd.DataFrame(
+        {
+            "desk": list(t.probabilities),
+            "transformer": list(t.probabilities.values()),
+            "bag of words": [b.probabilities[d] for d in t.probabilities],
+        }
+    )
+    st.dataframe(frame, hide_index=True, column_config=_probability_columns())
+
+
+def _probability_columns() -> dict:
+    return {
+        c: st.column_config.ProgressColumn(c, min_value=0.0, max_value=1.0, format="%.3f")
+        for c in ("transformer", "bag of words")
+    }
+
+
+def render_words(expl: Explanation) -> None:
+    st.subheader("Word by word")
+    # Raw HTML is justified here only: a two-row, word-aligned colour highlight that no Streamlit
+    # element draws. Every word, label and tooltip in it is html.escape'd by the builder.
+    st.html(escaped_highlight_html(expl))  # every string inside is html.escape'd
+    relative = expl.relative_delta
+    share = "n/a" if relative is None else f"{relative:.1%}"
+    st.caption(
+        f"Transformer: Integrated Gradients on the word embeddings ({expl.tokens.n_steps} steps, "
+        f"PAD baseline keeping [CLS]/[SEP]); convergence delta {expl.delta:+.4f}, {share} of the "
+        f"logit gap {expl.logit_gap:+.3f}. Bag of words: each word's share of the baseline's "
+        "centred logit. Both rows are in log-odds against the average desk, each row scaled to "
+        "its own largest value. Grey dashed words were cut off by the transformer's length limit."
+    )
+    if relative is not None and relative > DELTA_WARNING:
+        st.warning("The attributions have not converged well; raise the integration steps.")
+    with st.expander("Scores as bars"):
+        st.altair_chart(word_scores_chart(expl), width="stretch")
+    st.download_button(
+        "Download the explanation (HTML)",
+        escaped_explanation_document(expl),
+        file_name="explanation.html",
+        mime="text/html",
+        key="explain.download",
+    )
+
+
+def render_attention(expl: Explanation) -> None:
+    maps = expl.attention
+    st.subheader("Attention")
+    st.caption(
+        f"{maps.n_layers} layers × {maps.n_heads} heads over {len(maps.tokens)} tokens. Attention "
+        "shows where each token looks, not why the model decided: read it beside the attributions."
+    )
+    grid, zoom, cls, rollout = st.tabs(["Every head", "One head", "[CLS] row", "Rollout"])
+    grid.altair_chart(attention_grid_chart(maps))
+    with zoom:
+        left, right = st.columns(2)
+        layer = left.selectbox("Layer", range(1, maps.n_layers + 1), key="explain.layer")
+        head = right.selectbox("Head", range(1, maps.n_heads + 1), key="explain.head")
+        st.altair_chart(attention_head_chart(maps, layer - 1, head - 1))
+    if maps.has_cls:
+        cls.altair_chart(cls_attention_chart(maps))
+        rollout.altair_chart(rollout_chart(maps))
+    else:
+        cls.info("This model has no [CLS] token: it averages all tokens instead.")
+        rollout.altair_chart(rollout_chart(maps))
+
+
+def render_explanation(model: LoadedModel, text: str, target: str | None, n_steps: int) -> None:
+    st.text(text)  # the complaint exactly as given, never interpreted
+    try:
+        expl = explained(model, model_key(model), text, target, n_steps)
+    except ValueError as exc:
+        st.error(md_escape(exc))
+        return
+    render_predictions(expl)
+    render_words(expl)
+    render_attention(expl)
+
+
+st.title("Explain")
+st.write("What each model relied on for one complaint, and where every attention head looks.")
+model = get_active_model()
+if model is None:
+    st.info("No model is active. Train one or load a saved one on the Train page.")
+    st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
+    st.stop()
+st.caption(
+    f"Model: {md_escape(model.path.name)} · desks: {md_escape(', '.join(model.card['labels']))}"
+)
+source = st.radio(
+    "Where the complaint comes from", [TYPED, PICKED], index=1 if explain_row() else 0, horizontal=True,
+    key="explain.source",
+)  # fmt: skip
+text = render_typed() if source == TYPED else render_picked(model)
+if text is None:
+    st.stop()
+left, right = st.columns([2, 1])
+with left:
+    target = render_target(model)
+n_steps = right.slider(
+    "Integration steps", 4, 64, ExplainConfig.n_steps, 4, key="explain.steps",
+    help="More steps: a smaller convergence delta, proportionally slower.",
+)  # fmt: skip
+render_explanation(model, text, target, n_steps)

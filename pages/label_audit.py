@@ -1,0 +1,509 @@
+"""Label audit page: find rows whose label looks wrong, decide each one, export the corrections.
+
+The audit runs in a worker thread (core.audit_models.AuditJob) polled by a fragment; finished
+audits are cached per server process by data fingerprint and settings. Every decision goes to
+the review store (SQLite) in one transaction and is shown as saved only after the write returned.
+Page-private session keys: "audit.row" (the issue under review, a widget) and "audit.last_save"
+(SaveOutcome of the last decision, shown once).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+import streamlit as st
+from streamlit.errors import StreamlitPageNotFoundError
+
+from core.audit import AuditConfig, AuditResult, LabelIssue, audit_cache_key
+from core.audit_models import (
+    AuditJob,
+    AuditStatus,
+    train_config_from_card,
+    transformer_audit_config,
+)
+from core.data import Dataset
+from core.export import to_csv_bytes, to_xlsx_bytes
+from core.registry import LoadedModel
+from core.store import ReviewDecision, Store, apply_decisions
+from core.transformer import TrainConfig
+from ui.datasets import require_dataset
+from ui.safe import md_escape
+from ui.state import (
+    EXPLAIN_ROW_PARAM,
+    ActiveDataset,
+    get_active_model,
+    get_audit_job,
+    get_reviewer,
+    get_store,
+    reviewer_from_login,
+    set_audit_job,
+    set_reviewer,
+)
+
+BOW, TRANSFORMER = "bow", "transformer"
+ROW_KEY = "audit.row"
+LAST_SAVE_KEY = "audit.last_save"
+DECISION_LABELS = {
+    "keep": "Keep the given label",
+    "relabel": "Relabel to …",
+    "escalate": "Escalate (unsure: ask someone else)",
+}
+EXPLAIN_PAGE = "pages/explain.py"
+MAX_CACHED_AUDITS = 8
+
+
+@dataclass(frozen=True)
+class SaveOutcome:
+    """What happened to the last decision the reviewer submitted."""
+
+    saved: bool
+    message: str
+
+
+@st.cache_resource(show_spinner=False)
+def finished_audits() -> dict[str, AuditResult]:
+    """Finished audits of this server process by `audit_cache_key`, shared by all sessions."""
+    return {}
+
+
+def remember(key: str, result: AuditResult, store: Store) -> None:
+    """Cache a finished audit (evicting the oldest) and record the run once in the store."""
+    cache = finished_audits()
+    if key in cache:
+        return
+    while len(cache) >= MAX_CACHED_AUDITS:
+        cache.pop(next(iter(cache)))
+    cache[key] = result
+    store.record_run(
+        "audit",
+        parameters={
+            "model": result.model,
+            "folds": result.folds,
+            "fingerprint": result.fingerprint,
+        },
+        metrics={"issues": len(result.issues), "seconds": round(result.seconds, 3)},
+    )
+
+
+# ---------------------------------------------------------------------------------- reviewer
+
+
+def render_reviewer() -> str | None:
+    """The reviewer's name: from the login, or asked once per session."""
+    reviewer = get_reviewer()
+    if reviewer is not None:
+        how = "signed in" if reviewer_from_login() else "for this session"
+        st.caption(f"Reviewing as **{md_escape(reviewer)}** ({how}).")
+        return reviewer
+    with st.form("audit.reviewer_form"):
+        name = st.text_input("Your name, saved with each decision", key="audit.reviewer_name")
+        if st.form_submit_button("Start reviewing") and name.strip():
+            set_reviewer(name)
+            st.rerun()
+    return None
+
+
+# ---------------------------------------------------------------------------------- running
+
+
+def render_audit_form(active: ActiveDataset, model: LoadedModel | None) -> None:
+    """Model and folds; on submit, start (or reuse) the audit of the active data set."""
+    with st.form("audit.form"):
+        left, right = st.columns([3, 1])
+        choice = left.radio(
+            "Model that predicts each row without having seen it",
+            [BOW, TRANSFORMER],
+            key="audit.model",
+            format_func={
+                BOW: "Bag of words (seconds)",
+                TRANSFORMER: "Transformer, with the active model's training settings (minutes)",
+            }.get,
+        )
+        folds = right.number_input("Folds", 2, 10, 5, key="audit.folds")
+        submitted = st.form_submit_button("Run the audit", type="primary")
+    if model is None:
+        st.caption("The transformer audit needs a model: train or load one on **Train**.")
+    else:
+        st.caption(f"Active model: {md_escape(model.path.name)} ({_settings_text(model)}).")
+    if submitted:
+        start_audit(active.dataset, choice, int(folds), model)
+
+
+def _settings_text(model: LoadedModel) -> str:
+    try:
+        config = train_config_from_card(model.card)
+    except ValueError as exc:
+        return md_escape(exc)
+    return md_escape(
+        f"backbone {config.backbone}, {config.epochs} epochs, lr {config.lr:g}, "
+        f"max length {config.max_length}"
+    )
+
+
+def start_audit(dataset: Dataset, choice: str, folds: int, model: LoadedModel | None) -> None:
+    """Start the chosen audit in a worker thread, or reuse a finished one with equal settings."""
+    try:
+        config, train_config = audit_settings(choice, folds, model)
+    except ValueError as exc:
+        st.error(md_escape(exc))
+        return
+    fit_settings = asdict(train_config) if train_config is not None else None
+    key = audit_cache_key(dataset, config, fit_settings=fit_settings)
+    cached = finished_audits().get(key)
+    if cached is not None:
+        set_audit_job(AuditJob.finished(dataset, cached, key=key))
+        return
+    set_audit_job(AuditJob.start(dataset, config, train_config=train_config, key=key))
+
+
+def audit_settings(
+    choice: str, folds: int, model: LoadedModel | None
+) -> tuple[AuditConfig, TrainConfig | None]:
+    """The AuditConfig and, for the transformer audit, the TrainConfig to fine-tune with."""
+    config = AuditConfig(folds=folds)
+    if choice == BOW:
+        return config, None
+    if model is None:
+        raise ValueError("no active model: train or load one on Train, or audit with bag of words")
+    return transformer_audit_config(config), train_config_from_card(model.card)
+
+
+@st.fragment(run_every=1.0)
+def render_progress(job: AuditJob) -> None:
+    """Progress, ETA and Cancel of a running audit; reruns the page once it has finished."""
+    status = job.status()
+    if status.state != "running":
+        st.rerun()
+    st.progress(status.fraction, text=_progress_text(status))
+    if st.button("Cancel the audit", key="audit.cancel"):
+        job.cancel()
+        st.caption("Cancelling at the next step…")
+
+
+def _progress_text(status: AuditStatus) -> str:
+    text = f"Fold {min(status.fold + 1, status.folds)} of {status.folds}"
+    if status.total_steps:
+        text += f", step {status.step} of {status.total_steps}"
+    text += f" · {status.elapsed_s:.0f} s elapsed"
+    if status.eta_s is not None:
+        text += f", about {status.eta_s:.0f} s left"
+    return text
+
+
+# ---------------------------------------------------------------------------------- results
+
+
+def render_summary(issues: tuple[LabelIssue, ...], latest: dict[int, ReviewDecision]) -> None:
+    decided = [latest[x.row] for x in issues if x.row in latest]
+    counts = {kind: sum(d.decision == kind for d in decided) for kind in DECISION_LABELS}
+    cols = st.columns(5)
+    cols[0].metric("Flagged rows", f"{len(issues):,}")
+    cols[1].metric("Decided", f"{len(decided):,}")
+    cols[2].metric("Relabelled", f"{counts['relabel']:,}")
+    cols[3].metric("Kept", f"{counts['keep']:,}")
+    cols[4].metric("Escalated", f"{counts['escalate']:,}")
+    if issues:
+        share = len(decided) / len(issues)
+        st.progress(share, text=f"Review progress: {len(decided)} of {len(issues)} decided")
+
+
+def issues_frame(issues: tuple[LabelIssue, ...], latest: dict[int, ReviewDecision]) -> pd.DataFrame:
+    """The ranked issues as a table, with the current decision of each row."""
+    return pd.DataFrame(
+        {
+            "rank": range(1, len(issues) + 1),
+            "row": [x.row for x in issues],
+            "text": [x.text for x in issues],
+            "given": [x.given_label for x in issues],
+            "suggested": [x.suggested_label for x in issues],
+            "quality": [x.quality for x in issues],
+            "reason": [x.reason for x in issues],
+            "decision": [_decision_text(latest.get(x.row)) for x in issues],
+        }
+    )
+
+
+def _decision_text(decision: ReviewDecision | None) -> str:
+    if decision is None:
+        return ""
+    if decision.decision == "relabel":
+        return f"relabel to {decision.new_label}"
+    return decision.decision
+
+
+def render_issue_table(issues: tuple[LabelIssue, ...], latest: dict[int, ReviewDecision]) -> None:
+    st.dataframe(
+        issues_frame(issues, latest),
+        hide_index=True,
+        width="stretch",
+        height=320,
+        column_config={
+            "quality": st.column_config.ProgressColumn(
+                "quality",
+                help="cleanlab label quality: low = suspicious",
+                format="%.3f",
+                min_value=0.0,
+                max_value=1.0,
+            ),
+            "text": st.column_config.TextColumn("text", width="large"),
+            "reason": st.column_config.TextColumn("reason", width="medium"),
+        },
+    )
+
+
+def render_review(
+    active: ActiveDataset,
+    issues: tuple[LabelIssue, ...],
+    latest: dict[int, ReviewDecision],
+    reviewer: str,
+    store: Store,
+) -> None:
+    """Pick an issue, read it, and keep / relabel / escalate it with a note."""
+    by_row = {x.row: x for x in issues}
+    rows = list(by_row)
+    if st.session_state.get(ROW_KEY) not in by_row:
+        st.session_state[ROW_KEY] = _next_undecided(rows, set(latest), after=None)
+    row = st.selectbox(
+        "Issue to review",
+        rows,
+        key=ROW_KEY,
+        format_func=lambda r: _issue_option(by_row[r], latest.get(r)),
+    )
+    issue = by_row[row]
+    st.text(issue.text)
+    st.caption(f"Why: {md_escape(issue.reason)} · quality {issue.quality:.3f}")
+    render_explain_link(row)
+    render_decision_form(active, issue, rows, set(latest), reviewer, store)
+
+
+def _issue_option(issue: LabelIssue, decision: ReviewDecision | None) -> str:
+    status = f" · {_decision_text(decision)}" if decision is not None else ""
+    return f"row {issue.row}: {issue.given_label} → {issue.suggested_label}{status}"
+
+
+def _next_undecided(rows: list[int], decided: set[int], *, after: int | None) -> int:
+    """The first undecided row after `after` (wrapping around), else `after` or the first."""
+    start = rows.index(after) + 1 if after in rows else 0
+    for row in rows[start:] + rows[:start]:
+        if row not in decided:
+            return row
+    return after if after in rows else rows[0]
+
+
+def render_explain_link(row: int) -> None:
+    try:
+        st.page_link(
+            EXPLAIN_PAGE,
+            label=f"Explain row {row}",
+            icon=":material/search:",
+            query_params={EXPLAIN_ROW_PARAM: str(row)},
+        )
+    except StreamlitPageNotFoundError:  # the app was started without the Explain page
+        st.caption(f"The Explain page is not part of this app; look up row {row} there.")
+
+
+def render_decision_form(
+    active: ActiveDataset,
+    issue: LabelIssue,
+    rows: list[int],
+    decided: set[int],
+    reviewer: str,
+    store: Store,
+) -> None:
+    """Decision, new label and note for one row; saving happens in `save_decision`."""
+    labels = [c for c in active.dataset.classes if c != issue.given_label]
+    suggested = labels.index(issue.suggested_label) if issue.suggested_label in labels else 0
+    with st.form(f"audit.decide.{issue.row}"):
+        st.radio(
+            "Decision",
+            list(DECISION_LABELS),
+            key=f"audit.decision.{issue.row}",
+            format_func=DECISION_LABELS.get,
+            horizontal=True,
+        )
+        st.selectbox(
+            "New label (for a relabel)", labels, index=suggested, key=f"audit.label.{issue.row}"
+        )
+        st.text_input("Note (optional)", key=f"audit.note.{issue.row}", max_chars=500)
+        st.form_submit_button(
+            "Save decision",
+            type="primary",
+            on_click=save_decision,
+            args=(store, active.dataset.fingerprint, issue, reviewer, rows, decided),
+        )
+
+
+def save_decision(
+    store: Store,
+    fingerprint: str,
+    issue: LabelIssue,
+    reviewer: str,
+    rows: list[int],
+    decided: set[int],
+) -> None:
+    """Form callback: write the decision (one transaction), then move on to the next issue.
+
+    The outcome is kept for the rerun; "saved" is only ever reported after the write returned.
+    """
+    row = issue.row
+    choice = st.session_state[f"audit.decision.{row}"]
+    try:
+        decision_id = store.record_decision(
+            ReviewDecision(
+                fingerprint=fingerprint,
+                row=row,
+                text=issue.text,
+                given_label=issue.given_label,
+                decision=choice,
+                reviewer=reviewer,
+                new_label=st.session_state[f"audit.label.{row}"] if choice == "relabel" else None,
+                note=st.session_state.get(f"audit.note.{row}", "").strip(),
+            )
+        )
+    except (ValueError, sqlite3.Error) as exc:
+        st.session_state[LAST_SAVE_KEY] = SaveOutcome(False, f"Not saved: {exc}")
+        return
+    done = _decision_text(store.latest_decisions(fingerprint).get(row))
+    message = f"Saved decision #{decision_id}: row {row}, {done}."
+    st.session_state[LAST_SAVE_KEY] = SaveOutcome(True, message)
+    st.session_state[ROW_KEY] = _next_undecided(rows, {*decided, row}, after=row)
+
+
+def render_last_save() -> None:
+    outcome = st.session_state.pop(LAST_SAVE_KEY, None)
+    if outcome is None:
+        return
+    if outcome.saved:
+        st.success(md_escape(outcome.message), icon=":material/check:")
+    else:
+        st.error(md_escape(outcome.message))
+
+
+# ---------------------------------------------------------------------------------- export, history
+
+
+def render_export(active: ActiveDataset, store: Store) -> None:
+    """Corrected data set downloads; built from the store when clicked, formula-safe."""
+    dataset = active.dataset
+
+    def corrected() -> pd.DataFrame:
+        return apply_decisions(dataset, store.latest_decisions(dataset.fingerprint))
+
+    stem = "corrected-" + "".join(c if c.isalnum() else "-" for c in active.name).strip("-")
+    left, right = st.columns(2)
+    left.download_button(
+        "Download the corrected data set (CSV)",
+        lambda: to_csv_bytes(corrected()),
+        f"{stem}.csv",
+        "text/csv",
+        key="audit.export_csv",
+    )
+    right.download_button(
+        "Download the corrected data set (XLSX)",
+        lambda: to_xlsx_bytes(corrected()),
+        f"{stem}.xlsx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        key="audit.export_xlsx",
+    )
+    st.caption(
+        "Relabelled rows carry the new label; `original_label` keeps the old one and `review` "
+        "says what changed. Cells a spreadsheet would run as formulas are prefixed with '."
+    )
+
+
+def render_history(fingerprint: str, store: Store) -> None:
+    history_tab, trail_tab = st.tabs(["Decision history", "Audit trail"])
+    decisions = store.decisions(fingerprint)
+    if decisions:
+        last = decisions[-1]
+        history_tab.caption(
+            f"{len(decisions)} decisions on this data set; the latest: row {last.row}, "
+            f"{md_escape(_decision_text(last))}, by {md_escape(last.reviewer)} "
+            f"at {last.created_at[:19].replace('T', ' ')} UTC."
+        )
+        history_tab.dataframe(history_frame(decisions), hide_index=True, width="stretch")
+    else:
+        history_tab.write("No decisions yet for this data set.")
+    events = store.trail(limit=200)
+    trail_tab.caption("The latest 200 events of the append-only trail (every data set).")
+    trail_tab.dataframe(
+        pd.DataFrame(
+            {
+                "time": [e.created_at for e in events],
+                "action": [e.action for e in events],
+                "id": [e.entity_id for e in events],
+                "by": [e.actor for e in events],
+                "details": [str(e.details) for e in events],
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+
+
+def history_frame(decisions: list[ReviewDecision]) -> pd.DataFrame:
+    """Every decision on this data set, newest first."""
+    newest = decisions[::-1]
+    return pd.DataFrame(
+        {
+            "decision": [d.id for d in newest],
+            "time": [d.created_at for d in newest],
+            "row": [d.row for d in newest],
+            "given": [d.given_label for d in newest],
+            "verdict": [_decision_text(d) for d in newest],
+            "reviewer": [d.reviewer for d in newest],
+            "note": [d.note for d in newest],
+        }
+    )
+
+
+# ---------------------------------------------------------------------------------- page
+
+
+def current_result(job: AuditJob | None, active: ActiveDataset, store: Store) -> AuditResult | None:
+    """The session's finished audit of the active data set; progress while it runs."""
+    if job is None or job.fingerprint != active.dataset.fingerprint:
+        return None
+    status = job.status()
+    if status.state == "running":
+        render_progress(job)
+        return None
+    if status.state == "failed":
+        st.error(f"The audit failed: {md_escape(status.error)}")
+        return None
+    if status.state == "cancelled":
+        st.warning("The audit was cancelled; run it again to see issues.")
+        return None
+    remember(job.key, status.result, store)
+    return status.result
+
+
+st.title("Label audit")
+st.write(
+    "Find rows whose label looks wrong: a model trained without each row predicts it, and "
+    "cleanlab flags rows where it confidently disagrees; identical or same-words texts with "
+    "other labels are listed too. Decide each one; every decision is saved at once."
+)
+active = require_dataset("audit")
+if active is None:
+    st.stop()
+store = get_store()
+render_audit_form(active, get_active_model())
+result = current_result(get_audit_job(), active, store)
+if result is not None:
+    latest = store.latest_decisions(active.dataset.fingerprint)
+    st.subheader(f"Suspected issues ({result.model}, {result.folds} folds, {result.seconds:.0f} s)")
+    render_summary(result.issues, latest)
+    render_issue_table(result.issues, latest)
+    st.subheader("Review")
+    render_last_save()
+    reviewer = render_reviewer()
+    if not result.issues:
+        st.success("No suspected label issues in this data set with these settings.")
+    elif reviewer is not None:
+        render_review(active, result.issues, latest, reviewer, store)
+st.subheader("Export and history")
+render_export(active, store)
+render_history(active.dataset.fingerprint, store)

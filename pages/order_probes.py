@@ -1,0 +1,278 @@
+"""Order probes page: perturb a complaint and watch both models, and scan a data set for the
+complaints where word order decides the desk."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.charts_explain import capped_chart, flip_rate_chart, probe_shift_chart
+from core.data import Dataset
+from core.jobs import JobStatus
+from core.order_ablation import order_ablation, order_ablation_table
+from core.probes import (
+    DEMO_DESKS,
+    DEMO_TEXT,
+    ProbeConfig,
+    ProbeResult,
+    ScanConfig,
+    ScanResult,
+    ScanRun,
+    bow_ceiling,
+    bow_is_order_blind,
+    capped_frame,
+    kind_stats_table,
+    one_right_table,
+    order_demo,
+    probe_table,
+    run_probes,
+    start_scan,
+    twin_groups,
+    twin_table,
+)
+from core.registry import LoadedModel
+from ui.datasets import require_dataset
+from ui.safe import md_escape
+from ui.state import get_active_model, get_probe_scan, set_probe_scan
+
+SHIFT_FORMAT = "%+.3f"
+
+
+def model_key(model: LoadedModel) -> str:
+    """What identifies a loaded model in the caches: its folder and when it was saved."""
+    return f"{model.path}@{model.card.get('created_at', '')}"
+
+
+@st.cache_data(max_entries=32, show_spinner="Running both models on the perturbations…")
+def probed(_model: LoadedModel, key: str, text: str, config: ProbeConfig) -> ProbeResult:
+    return run_probes(_model.transformer, _model.baseline, text, config)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def demonstrated(_model: LoadedModel, key: str) -> ProbeResult:
+    return order_demo(_model.transformer, _model.baseline)
+
+
+@st.cache_data(max_entries=4, show_spinner="Grouping the complaints by their bag of words…")
+def twins_of(_dataset: Dataset, fingerprint: str) -> tuple:
+    return twin_groups(_dataset.texts, _dataset.labels, _dataset.rows)
+
+
+# ---------------------------------------------------------------------------------- one complaint
+
+
+def render_bow_note(model: LoadedModel) -> None:
+    if bow_is_order_blind(model.baseline):
+        st.info(
+            "Rows marked *same bag of words* contain exactly the same words as the complaint, "
+            "only in another order. The bag-of-words baseline sees only which words occur and how "
+            "often, so on those rows it **cannot** change its answer, by construction. Any change "
+            "there is the transformer reading word order."
+        )
+    else:
+        st.info(
+            "This baseline also counts pairs of neighbouring words (bigrams), so reordering can "
+            "move it a little; a pure bag of words could not change on the *same bag of words* "
+            "rows."
+        )
+
+
+def render_probe_form() -> tuple[str, ProbeConfig]:
+    with st.form("probes.form"):
+        text = st.text_area("Complaint", value=DEMO_TEXT, key="probes.text", height=100)
+        left, middle, right = st.columns(3)
+        shuffles = left.number_input("Random shuffles", 0, 10, 2, key="probes.shuffles")
+        seed = middle.number_input("Seed", 0, 2**31 - 1, 0, key="probes.seed")
+        invariance = right.checkbox("Typo, please, punctuation", True, key="probes.invariance")
+        st.form_submit_button("Probe", type="primary")
+    config = ProbeConfig(n_shuffles=int(shuffles), invariance=invariance, seed=int(seed))
+    return text, config
+
+
+def render_probe_result(result: ProbeResult) -> None:
+    t, b = result.transformer, result.bow
+    left, right = st.columns(2)
+    left.metric("Transformer on the original", md_escape(t.label))
+    right.metric("Bag of words on the original", md_escape(b.label))
+    if not result.outcomes:
+        st.info("No perturbation applies to this complaint; try a longer one.")
+        return
+    st.dataframe(
+        probe_table(result),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "transformer shift": st.column_config.NumberColumn(format=SHIFT_FORMAT),
+            "bag-of-words shift": st.column_config.NumberColumn(format=SHIFT_FORMAT),
+        },
+    )
+    st.altair_chart(probe_shift_chart(result), width="stretch")
+
+
+def render_ablation(model: LoadedModel, text: str) -> None:
+    st.markdown("**Positional ablation**")
+    st.caption(
+        "The same wordpieces with their position ids shuffled, or all at one position: how much "
+        "the transformer's answer owes to where the words stand."
+    )
+    transformer = model.transformer
+    try:
+        result = order_ablation(
+            transformer.model, transformer.tokenizer, text, max_length=transformer.max_length
+        )
+    except ValueError as exc:
+        st.info(f"Not available for this model: {md_escape(exc)}")
+        return
+    st.dataframe(order_ablation_table(result), hide_index=True, width="stretch")
+
+
+def render_one_complaint(model: LoadedModel) -> None:
+    st.subheader("Probe one complaint")
+    text, config = render_probe_form()
+    st.text(text)  # the complaint exactly as given, never interpreted
+    try:
+        result = probed(model, model_key(model), text, config)
+    except ValueError as exc:
+        st.error(md_escape(exc))
+        return
+    render_bow_note(model)
+    main, side = st.columns([3, 2])
+    with main:
+        render_probe_result(result)
+    with side:
+        render_ablation(model, text)
+
+
+# ---------------------------------------------------------------------------------- demonstration
+
+
+def render_demo(model: LoadedModel) -> None:
+    st.subheader("Paid by card, not by UPI")
+    result = demonstrated(model, model_key(model))
+    rows = [(result.text, result.transformer, result.bow)]
+    rows += [(o.perturbation.text, o.transformer, o.bow) for o in result.outcomes]
+    frame = pd.DataFrame(
+        [
+            {"complaint": text, "a reader's desk": DEMO_DESKS.get(text, ""),
+             "transformer": t.label, "bag of words": b.label}
+            for text, t, b in rows
+        ]
+    )  # fmt: skip
+    st.dataframe(frame, hide_index=True, width="stretch")
+    st.caption(
+        "Both complaints have exactly the same words. The bag of words must give them the same "
+        "desk, so it gets at most one of them right; a model that reads order can get both."
+    )
+
+
+# ---------------------------------------------------------------------------------- data set scan
+
+
+def render_twins(dataset: Dataset) -> None:
+    groups = twins_of(dataset, dataset.fingerprint)
+    ceiling = bow_ceiling(groups, len(dataset))
+    cols = st.columns(3)
+    cols[0].metric("Same-bag groups with several desks", f"{len(groups):,}")
+    capped = sum(len(g.labels) - g.reachable for g in groups)
+    cols[1].metric("Rows out of a bag of words' reach", f"{capped:,}")
+    cols[2].metric("Best possible bag-of-words accuracy", f"{ceiling:.1%}")
+    if not groups:
+        st.caption("No two complaints share a bag of words with different desks.")
+        return
+    left, right = st.columns([3, 2])
+    left.dataframe(twin_table(groups), hide_index=True, width="stretch", height=260)
+    right.altair_chart(capped_chart(capped_frame(groups)), width="stretch")
+
+
+def render_scan_form(model: LoadedModel, dataset: Dataset) -> None:
+    with st.form("probes.scan_form"):
+        cols = st.columns(3)
+        max_rows = cols[0].number_input("Rows to classify", 20, 5000, 400, 20, key="probes.rows")
+        perturb_rows = cols[1].number_input("Rows to perturb", 0, 500, 40, 10, key="probes.prows")
+        seed = cols[2].number_input("Seed", 0, 2**31 - 1, 0, key="probes.scan_seed")
+        submitted = st.form_submit_button("Scan with both models", type="primary")
+    if submitted:
+        config = ScanConfig(max_rows=int(max_rows), perturb_rows=int(perturb_rows), seed=int(seed))
+        run = start_scan(
+            model.transformer, model.baseline, dataset, config,
+            model_path=model_key(model), dataset_fingerprint=dataset.fingerprint,
+        )  # fmt: skip
+        set_probe_scan(run)
+
+
+def render_progress(run: ScanRun) -> None:
+    snapshot = run.job.snapshot()
+    if snapshot.status is not JobStatus.RUNNING:
+        st.rerun()
+    latest = snapshot.latest
+    done, total = (latest.done, latest.total) if latest else (0, 1)
+    eta = f" · about {latest.eta_s:.0f} s left" if latest and latest.eta_s is not None else ""
+    phase = latest.phase if latest else "starting"
+    st.progress(done / max(total, 1), text=f"{phase}: {done:,} of {total:,} texts{eta}")
+    if st.button("Cancel", key="probes.cancel"):
+        run.job.cancel()
+
+
+def render_scan_result(result: ScanResult) -> None:
+    if result.cancelled:
+        st.warning("The scan was cancelled; these are the results so far.")
+    if result.transformer_accuracy is not None:
+        cols = st.columns(3)
+        cols[0].metric("Rows classified", f"{len(result.scanned):,}")
+        cols[1].metric("Transformer accuracy", f"{result.transformer_accuracy:.1%}")
+        cols[2].metric("Bag-of-words accuracy", f"{result.bow_accuracy:.1%}")
+        st.caption(
+            "On a sample (same-bag twins first). Rows the models were trained on flatter both."
+        )
+        only_t, only_b = st.tabs(
+            [
+                f"Only the transformer is right ({len(result.transformer_only)})",
+                f"Only the bag of words is right ({len(result.bow_only)})",
+            ]
+        )
+        only_t.dataframe(one_right_table(result.transformer_only), hide_index=True)
+        only_b.dataframe(one_right_table(result.bow_only), hide_index=True)
+    if result.kind_stats:
+        st.markdown("**Flip rates over the perturbations**")
+        left, right = st.columns([3, 2])
+        left.dataframe(kind_stats_table(result.kind_stats), hide_index=True, width="stretch")
+        right.altair_chart(flip_rate_chart(result.kind_stats), width="stretch")
+
+
+def render_scan(model: LoadedModel) -> None:
+    st.subheader("Scan a data set")
+    active = require_dataset("probes")
+    if active is None:
+        return
+    dataset = active.dataset
+    st.caption(f"Data set: {md_escape(active.name)} · {len(dataset):,} complaints")
+    render_twins(dataset)
+    render_scan_form(model, dataset)
+    run = get_probe_scan()
+    if run is None or run.dataset_fingerprint != dataset.fingerprint:
+        return
+    if run.model_path != model_key(model):
+        st.caption("The last scan used another model; scan again for this one.")
+        return
+    snapshot = run.job.snapshot()
+    if snapshot.status is JobStatus.RUNNING:
+        st.fragment(render_progress, run_every=0.5)(run)
+    elif snapshot.status is JobStatus.FAILED:
+        st.error(md_escape(snapshot.error))
+    elif snapshot.result is not None:
+        render_scan_result(snapshot.result)
+
+
+st.title("Order probes")
+st.write("Where word order decides the desk, and which model notices.")
+model = get_active_model()
+if model is None:
+    st.info("No model is active. Train one or load a saved one on the Train page.")
+    st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
+    st.stop()
+st.caption(
+    f"Model: {md_escape(model.path.name)} · desks: {md_escape(', '.join(model.card['labels']))}"
+)
+render_one_complaint(model)
+render_demo(model)
+render_scan(model)

@@ -1,0 +1,249 @@
+"""Train page: fine-tune a transformer and its bag-of-words baseline; save, load, manage models."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+import streamlit as st
+
+from core.charts import (
+    confusion_chart,
+    f1_comparison_chart,
+    training_curve_chart,
+    validation_curve_chart,
+)
+from core.jobs import JobSnapshot, JobStatus
+from core.paths import models_dir
+from core.registry import delete_model, list_models, rename_model, save_model
+from core.train_job import TrainingRun, start_training
+from core.transformer import MINILM, TINY, TrainConfig, TrainProgress, TrainResult
+from ui.datasets import require_dataset
+from ui.safe import md_escape
+from ui.state import TRAIN_JOB, ActiveDataset, get_active_model, set_active_model
+
+# Learning rates that train well without tuning (see BENCHMARKS.md, "Transformer engine").
+DEFAULT_LR = {MINILM: 1e-4, TINY: 1e-3}
+
+
+def render_saved_models() -> None:
+    summaries = list_models(models_dir())
+    if not summaries:
+        st.caption(f"No saved models yet in {md_escape(models_dir())}.")
+        return
+    table = pd.DataFrame(
+        [
+            {
+                "name": s.name, "created": s.created_at, "backbone": s.backbone,
+                "desks": len(s.labels), "transformer accuracy": s.transformer_accuracy,
+                "bag-of-words accuracy": s.bow_accuracy,
+            }
+            for s in summaries
+        ]
+    )  # fmt: skip
+    st.dataframe(table, hide_index=True, width="stretch")
+    names = [s.name for s in summaries]
+    name = st.selectbox("Model", names, key="train.pick")
+    load, rename, delete = st.columns(3)
+    if load.button("Use this model", key="train.load", type="primary"):
+        set_active_model(models_dir() / name)
+        st.rerun()
+    with rename.popover("Rename"):
+        new_name = st.text_input("New name", key="train.new_name")
+        if st.button("Rename", key="train.rename") and new_name:
+            apply_registry_change(lambda: rename_model(models_dir(), name, new_name))
+    with delete.popover("Delete"):
+        st.write("This removes the model folder for every user.")
+        if st.button("Delete for good", key="train.delete"):
+            apply_registry_change(lambda: delete_model(models_dir(), name))
+
+
+def apply_registry_change(change) -> None:
+    try:
+        change()
+    except (ValueError, OSError) as exc:
+        st.error(md_escape(exc))
+        return
+    st.rerun()
+
+
+def _reset_lr() -> None:
+    """A new backbone gets its own good learning rate."""
+    st.session_state["train.lr"] = DEFAULT_LR.get(st.session_state["train.backbone"], 1e-4)
+
+
+def render_train_form(active: ActiveDataset) -> TrainConfig | None:
+    """The TrainConfig form; returns a config when submitted."""
+    left, right = st.columns([1, 2])
+    choice = left.selectbox(
+        "Backbone", [MINILM, TINY, "other"], key="train.backbone", on_change=_reset_lr,
+        format_func={MINILM: "MiniLM-L6 (bundled, pretrained)", TINY: "Tiny transformer (from "
+                     "scratch, seconds)", "other": "Another model folder or Hugging Face id"}.get,
+    )  # fmt: skip
+    custom = right.text_input(
+        "Model folder or id", key="train.custom", disabled=choice != "other",
+        help="A local folder with config.json, model.safetensors and tokenizer files, or the id "
+        "of a model already in the Hugging Face cache. Nothing is downloaded.",
+    )  # fmt: skip
+    with st.form("train.form"):
+        c = st.columns(4)
+        pooling = c[0].selectbox("Pooling", ["mean", "cls"], key="train.pooling")
+        epochs = c[1].number_input("Epochs", 1, 50, 4, key="train.epochs")
+        lr = c[2].number_input(
+            "Learning rate", 1e-6, 1e-1, DEFAULT_LR[MINILM], format="%.0e", key="train.lr"
+        )
+        batch_size = c[3].number_input("Batch size", 1, 256, 16, key="train.batch")
+        c = st.columns(4)
+        max_length = c[0].number_input("Max length (tokens)", 8, 512, 128, key="train.maxlen")
+        val_fraction = c[1].slider("Validation share", 0.1, 0.5, 0.2, 0.05, key="train.val")
+        seed = c[2].number_input("Seed", 0, 2**31 - 1, 0, key="train.seed")
+        max_steps = c[3].number_input(
+            "Stop after steps (0 = no limit)", 0, 1_000_000, 0, key="train.max_steps"
+        )
+        c = st.columns(4)
+        patience = c[0].number_input("Early-stopping patience", 1, 20, 2, key="train.patience")
+        class_weights = c[1].checkbox("Weight small desks", True, key="train.class_weights")
+        device = c[2].selectbox("Device", ["auto", "cpu", "cuda"], key="train.device")
+        submitted = st.form_submit_button("Start training", type="primary")
+    if not submitted:
+        return None
+    backbone = custom.strip() if choice == "other" else choice
+    try:
+        return TrainConfig(
+            backbone=backbone, pooling=pooling, epochs=int(epochs), lr=float(lr),
+            batch_size=int(batch_size), max_length=int(max_length),
+            val_fraction=float(val_fraction), seed=int(seed), patience=int(patience),
+            max_steps=int(max_steps) or None, class_weights=class_weights, device=device,
+        )  # fmt: skip
+    except ValueError as exc:
+        st.error(md_escape(exc))
+        return None
+
+
+def render_progress(run: TrainingRun) -> None:
+    """Live progress of a running job; polled by a fragment until the job ends."""
+    snapshot = run.job.snapshot()
+    if snapshot.status is not JobStatus.RUNNING:
+        st.rerun()  # the whole page now shows the result
+    latest = snapshot.latest
+    if latest is None:
+        st.progress(0.0, text="Loading the backbone and preparing batches…")
+    else:
+        eta = f"{latest.eta_s / 60:.1f} min" if latest.eta_s >= 60 else f"{latest.eta_s:.0f} s"
+        st.progress(
+            min(latest.step / latest.total_steps, 1.0),
+            text=f"Step {latest.step}/{latest.total_steps} · epoch {latest.epoch} · "
+            f"loss {latest.loss:.3f} · about {eta} left",
+        )
+        render_curves(snapshot)
+    if st.button("Cancel training", key="train.cancel"):
+        run.job.cancel()
+        st.toast("Cancelling at the next step…")
+
+
+def render_curves(snapshot: JobSnapshot[TrainProgress, TrainResult]) -> None:
+    history = snapshot.history
+    left, right = st.columns(2)
+    left.altair_chart(
+        training_curve_chart([p.step for p in history], [p.loss for p in history]),
+        width="stretch",
+    )
+    epochs = {p.epoch - 1: p for p in history if p.val_accuracy is not None}
+    if epochs:
+        right.altair_chart(
+            validation_curve_chart(
+                list(epochs), [p.val_accuracy for p in epochs.values()],
+                [p.val_macro_f1 for p in epochs.values()],
+            ),
+            width="stretch",
+        )  # fmt: skip
+
+
+def render_result(run: TrainingRun, result: TrainResult) -> None:
+    st.success(
+        f"Trained in {result.train_seconds:.0f} s on {md_escape(result.device)}; best epoch "
+        f"{result.best_epoch}."
+    )
+    rows = [("Transformer", result.transformer_report, result.transformer_twin_report),
+            ("Bag of words", result.baseline_report, result.baseline_twin_report)]  # fmt: skip
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {"model": name, "accuracy": rep.accuracy, "macro F1": rep.macro_f1,
+                 "accuracy on twins": twin.accuracy if twin else None}
+                for name, rep, twin in rows
+            ]
+        ),
+        hide_index=True, width="stretch",
+        column_config={c: st.column_config.NumberColumn(format="%.3f")
+                       for c in ("accuracy", "macro F1", "accuracy on twins")},
+    )  # fmt: skip
+    st.altair_chart(f1_comparison_chart({name: rep for name, rep, _ in rows}), width="stretch")
+    left, right = st.columns(2)
+    left.altair_chart(confusion_chart(rows[0][1], title="Transformer"), width="stretch")
+    right.altair_chart(confusion_chart(rows[1][1], title="Bag of words"), width="stretch")
+    render_save_form(run, result)
+
+
+def render_save_form(run: TrainingRun, result: TrainResult) -> None:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M")
+    default = (
+        f"{'custom' if run.config.backbone not in DEFAULT_LR else run.config.backbone}-{stamp}"
+    )
+    with st.form("train.save_form"):
+        name = st.text_input("Save as", default, key="train.save_name")
+        saved = st.form_submit_button("Save and use this model", type="primary")
+    if saved:
+        try:
+            folder = save_model(
+                result, models_dir() / name.strip(), data_fingerprint=run.dataset_fingerprint
+            )
+        except (ValueError, OSError) as exc:
+            st.error(md_escape(exc))
+            return
+        set_active_model(folder)
+        st.session_state.pop(TRAIN_JOB, None)
+        st.success(f"Saved as {md_escape(folder.name)}; it is now the active model.")
+
+
+def render_job(run: TrainingRun) -> None:
+    snapshot = run.job.snapshot()
+    st.caption(f"On {md_escape(run.dataset_name)} with backbone {md_escape(run.config.backbone)}.")
+    if snapshot.status is JobStatus.RUNNING:
+        st.fragment(render_progress, run_every=1.0)(run)
+    elif snapshot.status is JobStatus.FAILED:
+        st.error(f"Training failed: {md_escape(snapshot.error)}")
+    elif snapshot.status is JobStatus.CANCELLED:
+        st.info("Training was cancelled; nothing was saved.")
+    else:
+        render_result(run, snapshot.result)
+
+
+st.title("Train")
+st.write(
+    "Fine-tune a transformer on the active data set; a bag-of-words baseline is trained on the "
+    "same split so the two can be compared. Or load a saved model."
+)
+model = get_active_model()
+if model is not None:
+    st.caption(f"Active model: {md_escape(model.path.name)}")
+with st.expander("Saved models", expanded=model is None):
+    render_saved_models()
+
+st.subheader("Train a new model")
+active = require_dataset("train")
+run: TrainingRun | None = st.session_state.get(TRAIN_JOB)
+if active is not None:
+    st.caption(
+        f"Data set: {md_escape(active.name)} · {len(active.dataset):,} complaints · "
+        f"{len(active.dataset.classes)} desks"
+    )
+    busy = run is not None and run.job.snapshot().status is JobStatus.RUNNING
+    config = None if busy else render_train_form(active)
+    if busy:
+        st.info("A training run is in progress; cancel it to start another.")
+    if config is not None:
+        run = start_training(active.dataset, config, dataset_name=active.name)
+        st.session_state[TRAIN_JOB] = run
+if run is not None:
+    render_job(run)

@@ -1,0 +1,241 @@
+"""Triage queue page: a reviewer confirms or corrects the predictions the model was unsure about.
+
+Classify puts every prediction whose confidence is below the review threshold into the queue
+(core.store.enqueue_uncertain). Verdicts are written to the review store at once. Reviewed rows
+become training data by download: a labelled CSV of them, or the active data set with them
+appended, which the Data page loads as it is (the session's data set is never changed behind
+the reviewer's back). Page-private session keys: "triage.item" (widget) and "triage.last_save".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from core.export import to_csv_bytes
+from core.store import Store, TriageItem, triage_training_rows, with_training_rows
+from ui.safe import md_escape
+from ui.state import (
+    get_active_dataset,
+    get_reviewer,
+    get_store,
+    reviewer_from_login,
+    set_reviewer,
+)
+
+ALL = "All batches"
+ITEM_KEY = "triage.item"
+LAST_SAVE_KEY = "triage.last_save"
+QUEUE_LIMIT = 5000
+
+
+@dataclass(frozen=True)
+class SaveOutcome:
+    """What happened to the last verdict the reviewer submitted."""
+
+    saved: bool
+    message: str
+
+
+def render_reviewer() -> str | None:
+    """The reviewer's name: from the login, or asked once per session."""
+    reviewer = get_reviewer()
+    if reviewer is not None:
+        how = "signed in" if reviewer_from_login() else "for this session"
+        st.caption(f"Reviewing as **{md_escape(reviewer)}** ({how}).")
+        return reviewer
+    with st.form("triage.reviewer_form"):
+        name = st.text_input("Your name, saved with each verdict", key="triage.reviewer_name")
+        if st.form_submit_button("Start reviewing") and name.strip():
+            set_reviewer(name)
+            st.rerun()
+    return None
+
+
+def render_counts(items: list[TriageItem]) -> None:
+    counts = {s: sum(i.status == s for i in items) for s in ("open", "confirmed", "corrected")}
+    cols = st.columns(3)
+    cols[0].metric("Waiting", f"{counts['open']:,}")
+    cols[1].metric("Confirmed", f"{counts['confirmed']:,}")
+    cols[2].metric("Corrected", f"{counts['corrected']:,}")
+
+
+def queue_frame(items: list[TriageItem]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "item": [i.id for i in items],
+            "batch": [i.batch for i in items],
+            "row": pd.array([i.row for i in items], dtype="Int64"),
+            "text": [i.text for i in items],
+            "predicted": [i.predicted_label for i in items],
+            "confidence": [i.confidence for i in items],
+            "final": [i.final_label or "" for i in items],
+            "status": [i.status for i in items],
+            "reviewer": [i.reviewer or "" for i in items],
+        }
+    )
+
+
+def render_table(items: list[TriageItem]) -> None:
+    st.dataframe(
+        queue_frame(items),
+        hide_index=True,
+        width="stretch",
+        height=260,
+        column_config={
+            "confidence": st.column_config.NumberColumn("confidence", format="%.2f"),
+            "text": st.column_config.TextColumn("text", width="large"),
+        },
+    )
+
+
+def desk_options(item: TriageItem) -> list[str]:
+    """The desks to choose from: the model's classes (most probable first), then the data set's."""
+    ranked = sorted(item.probabilities, key=lambda label: -item.probabilities[label])
+    active = get_active_dataset()
+    extra = [c for c in (active.dataset.classes if active else ()) if c not in ranked]
+    return ranked + extra or [item.predicted_label]
+
+
+def render_item(item: TriageItem, open_ids: list[int], reviewer: str, store: Store) -> None:
+    """The complaint, the model's probabilities, and Confirm / Correct."""
+    where = f"row {item.row} of " if item.row is not None else ""
+    st.caption(f"Item #{item.id}: {where}{md_escape(item.batch)}")
+    st.text(item.text)
+    probabilities = pd.DataFrame(
+        {"desk": list(item.probabilities), "probability": list(item.probabilities.values())}
+    ).sort_values("probability", ascending=False)
+    st.dataframe(
+        probabilities,
+        hide_index=True,
+        column_config={
+            "probability": st.column_config.ProgressColumn(
+                "probability", format="%.2f", min_value=0.0, max_value=1.0
+            )
+        },
+    )
+    options = desk_options(item)
+    with st.form(f"triage.decide.{item.id}"):
+        st.selectbox("Correct desk (for a correction)", options, key=f"triage.label.{item.id}")
+        left, right = st.columns(2)
+        left.form_submit_button(
+            f"Confirm {item.predicted_label}",
+            type="primary",
+            on_click=decide,
+            args=(store, item, open_ids, reviewer, True),
+        )
+        right.form_submit_button(
+            "Correct to the chosen desk",
+            on_click=decide,
+            args=(store, item, open_ids, reviewer, False),
+        )
+
+
+def decide(
+    store: Store, item: TriageItem, open_ids: list[int], reviewer: str, confirm: bool
+) -> None:
+    """Button callback: write the verdict (one transaction), then move on to the next item."""
+    label = item.predicted_label if confirm else st.session_state[f"triage.label.{item.id}"]
+    try:
+        done = store.decide_triage(item.id, final_label=label, reviewer=reviewer)
+    except (ValueError, sqlite3.Error) as exc:
+        st.session_state[LAST_SAVE_KEY] = SaveOutcome(False, f"Not saved: {exc}")
+        return
+    message = f"Saved: item #{done.id} {done.status} as {done.final_label}."
+    st.session_state[LAST_SAVE_KEY] = SaveOutcome(True, message)
+    rest = [i for i in open_ids if i != item.id]
+    later = [i for i in rest if i > item.id]
+    if rest:
+        st.session_state[ITEM_KEY] = (later or rest)[0]
+
+
+def render_last_save() -> None:
+    outcome = st.session_state.pop(LAST_SAVE_KEY, None)
+    if outcome is None:
+        return
+    if outcome.saved:
+        st.success(md_escape(outcome.message), icon=":material/check:")
+    else:
+        st.error(md_escape(outcome.message))
+
+
+def render_queue(open_items: list[TriageItem], reviewer: str | None, store: Store) -> None:
+    if not open_items:
+        st.info("Nothing is waiting for review.")
+        return
+    render_table(open_items)
+    by_id = {i.id: i for i in open_items}
+    if st.session_state.get(ITEM_KEY) not in by_id:
+        st.session_state[ITEM_KEY] = open_items[0].id
+    item_id = st.selectbox(
+        "Item to review",
+        list(by_id),
+        key=ITEM_KEY,
+        format_func=lambda i: (
+            f"#{i}: {by_id[i].predicted_label} ({by_id[i].confidence:.0%}) · "
+            f"{' '.join(by_id[i].text.split())[:60]}"
+        ),
+    )
+    if reviewer is not None:
+        render_item(by_id[item_id], list(by_id), reviewer, store)
+
+
+def render_training_rows(reviewed: list[TriageItem]) -> None:
+    """Reviewed rows as training data: a labelled file, or the active data set plus them."""
+    include = st.radio(
+        "Rows to add to the training data",
+        ["confirmed and corrected", "corrected only"],
+        key="triage.include",
+        horizontal=True,
+    )
+    rows = triage_training_rows(reviewed, include_confirmed=include != "corrected only")
+    left, right = st.columns(2)
+    left.download_button(
+        f"Download {len(rows)} reviewed rows (CSV)",
+        to_csv_bytes(rows),
+        "triage-reviewed-rows.csv",
+        "text/csv",
+        key="triage.rows_csv",
+        disabled=rows.empty,
+    )
+    active = get_active_dataset()
+    if active is not None:
+        right.download_button(
+            f"Download {md_escape(active.name)} + {len(rows)} reviewed rows (CSV)",
+            lambda: to_csv_bytes(with_training_rows(active.dataset, rows)),
+            "training-data-with-triage.csv",
+            "text/csv",
+            key="triage.combined_csv",
+            disabled=rows.empty,
+        )
+    st.caption(
+        "Both files have `text` and `label` columns and a `source` column saying where each row "
+        "came from; load one on **Data** and train again to learn from the reviewed rows."
+    )
+
+
+st.title("Triage queue")
+st.write(
+    "Predictions the model was unsure about (confidence below the review threshold on "
+    "Classify) wait here. Confirm the predicted desk or correct it; every verdict is saved at once."
+)
+store = get_store()
+everything = store.triage_items(limit=QUEUE_LIMIT)
+render_counts(everything)
+batches = sorted({i.batch for i in everything})
+batch = st.selectbox("Batch", [ALL, *batches], key="triage.batch")
+chosen = None if batch == ALL else batch
+render_last_save()
+reviewer = render_reviewer()
+st.subheader("Waiting for review")
+render_queue(store.open_triage(batch=chosen, limit=QUEUE_LIMIT), reviewer, store)
+reviewed = [i for i in store.triage_items(batch=chosen, limit=QUEUE_LIMIT) if i.status != "open"]
+st.subheader(f"Reviewed ({len(reviewed)})")
+if reviewed:
+    render_table(reviewed)
+    render_training_rows(reviewed)
+else:
+    st.write("No verdicts yet.")

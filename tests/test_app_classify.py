@@ -1,0 +1,72 @@
+"""AppTest for the Classify page: one typed complaint, and a whole file with its download."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.models import save_tiny_model
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = str(ROOT / "pages" / "classify.py")
+CONTRACT = ["predicted_label", "confidence", "needs_review", "bow_label", "bow_confidence"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_tiny_model(tmp_path_factory.mktemp("models") / "tiny-test")
+
+
+@pytest.fixture()
+def app(model_dir: Path) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["active_model"] = str(model_dir)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_without_a_model_the_page_points_to_train():
+    # Through the router: st.page_link needs the pages registered by st.navigation.
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert any("No model is active" in i.value for i in at.info)
+
+
+def test_one_complaint_gets_both_predictions(app: AppTest):
+    app.text_area(key="classify.text").set_value("<b>UPI</b> payment failed, money debited")
+    app.button(key="FormSubmitter:classify.one-Classify").click().run()
+    assert not app.exception
+    labels = {m.label: m.value for m in app.metric}
+    desks = {"UPI Dispute", "Card Fraud", "Loan Query", "KYC Update"}
+    assert labels["Transformer"] in desks and labels["Bag of words"] in desks
+    assert labels["Bag of words"] == "UPI Dispute"
+
+
+def test_empty_complaint_is_refused(app: AppTest):
+    app.button(key="FormSubmitter:classify.one-Classify").click().run()
+    assert [e.value for e in app.error] == ["Type a complaint first."]
+
+
+def test_threshold_one_flags_everything_for_review(app: AppTest):
+    app.slider(key="classify.threshold").set_value(1.0)
+    app.text_area(key="classify.text").set_value("kyc documents rejected")
+    app.button(key="FormSubmitter:classify.one-Classify").click().run()
+    assert any("Needs review" in w.value for w in app.warning)
+
+
+def test_file_keeps_columns_and_order_and_adds_contract_columns(app: AppTest):
+    csv = "id,complaint,channel\n7,kyc documents rejected,app\n3,=HYPERLINK(1),email\n5,,chat\n"
+    app.file_uploader(key="classify.upload").set_value(("in.csv", csv.encode(), "text/csv")).run()
+    app.button(key="classify.start").click().run()
+    app.session_state["classify.job"].job.wait(60)
+    app.run()
+    assert not app.exception
+    result: pd.DataFrame = app.dataframe[0].value
+    assert list(result["id"]) == ["7", "3", "5"]
+    assert list(result.columns[:3]) == ["id", "complaint", "channel"]
+    assert set(CONTRACT) <= set(result.columns)
+    assert bool(result.loc[2, "needs_review"])  # an empty complaint always goes to a person
+    assert sum(c.startswith("prob_") for c in result.columns) == 4

@@ -1,0 +1,141 @@
+"""AppTest for the Explain page: a typed complaint, a hostile one, the target selector, a row
+picked from the data set (also through `?row=N`), and a model without [CLS]."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from core.probes import DEMO_TEXT
+from core.registry import save_model
+from core.transformer import TrainConfig, train_models
+from tests.conftest import make_dataset, separable_rows
+from tests.models import save_tiny_model
+from ui.state import ACTIVE_MODEL
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = str(ROOT / "pages" / "explain.py")
+HOSTILE = "<img src=x onerror=alert(1)> ![x](http://127.0.0.1:9/x.png) **card** fraud"
+
+
+def save_tiny_bert_model(backbone: Path, folder: Path) -> Path:
+    """A tiny random BERT with [CLS] pooling, trained for two steps, saved as a model folder."""
+    texts, labels = separable_rows(4)
+    data = make_dataset(texts, labels)
+    config = TrainConfig(
+        backbone=str(backbone), pooling="cls", lr=1e-2, batch_size=6, max_length=48,
+        max_steps=2, device="cpu",
+    )  # fmt: skip
+    return save_model(train_models(data, data, config), folder)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models gain nothing from threads; on the shared 2-core machine they only wait."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def bert_model(tiny_bert_dir, tmp_path_factory) -> Path:
+    return save_tiny_bert_model(tiny_bert_dir, tmp_path_factory.mktemp("models") / "tiny-bert")
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    return save_tiny_model(tmp_path_factory.mktemp("models") / "tiny", max_steps=2)
+
+
+def _open(model: Path, **query) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state[ACTIVE_MODEL] = str(model)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_without_a_model_the_page_points_to_train():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert any("No model is active" in i.value for i in at.info)
+
+
+def test_example_complaint_is_explained_with_both_models(bert_model):
+    at = _open(bert_model)
+    assert at.text[0].value == DEMO_TEXT
+    labels = {m.label: m.value for m in at.metric}
+    assert set(labels) == {"Transformer", "Bag of words"}
+    assert labels["Bag of words"] in {"UPI Dispute", "Card Fraud", "Loan Query"}
+    fragment = at.get("html")[0].value
+    for word in ("Croma", "card", "UPI"):
+        assert f">{word}</span>" in fragment
+    assert len(at.get("download_button")) == 1
+    assert len(at.tabs) >= 4  # every head, one head, [CLS] row, rollout
+
+
+def test_hostile_complaint_stays_text(bert_model):
+    at = _open(bert_model)
+    at.text_area(key="explain.text").set_value(HOSTILE)
+    at.button(key="FormSubmitter:explain.typed-Explain").click().run()
+    assert not at.exception
+    assert at.text[0].value == HOSTILE  # st.text: shown verbatim, never interpreted
+    fragment = at.get("html")[0].value
+    assert "<img" not in fragment and "http:" not in fragment  # words only, no markup
+    assert ">img</span>" in fragment and ">onerror</span>" in fragment
+
+
+def test_target_selector_changes_the_explained_desk(bert_model):
+    at = _open(bert_model)
+    at.selectbox(key="explain.target").set_value("Loan Query").run()
+    assert not at.exception
+    assert "Scores for the desk <b>Loan Query</b>" in at.get("html")[0].value
+    at.selectbox(key="explain.layer").set_value(2).run()
+    at.selectbox(key="explain.head").set_value(2).run()
+    assert not at.exception
+
+
+def test_pick_a_row_from_the_demo_data(bert_model):
+    at = _open(bert_model)
+    at.radio(key="explain.source").set_value("Pick one from the data set").run()
+    at.button(key="explain.use_demo").click().run()
+    assert not at.exception
+    picker = at.dataframe[0].value
+    assert {"row", "desk", "transformer", "bag of words", "wrong", "text"} <= set(picker.columns)
+    wrong = picker["wrong"].tolist()
+    assert wrong == sorted(
+        wrong, key=lambda w: ("both", "transformer", "bag of words", "").index(w)
+    )
+    row = int(picker["row"].iloc[3])
+    at.selectbox(key="explain.row").set_value(row).run()
+    assert not at.exception
+    assert at.text[0].value == picker.set_index("row").loc[row, "text"]
+
+
+def test_row_query_parameter_opens_that_row(bert_model):
+    first = _open(bert_model)
+    first.radio(key="explain.source").set_value("Pick one from the data set").run()
+    first.button(key="explain.use_demo").click().run()
+    active = first.session_state["active_dataset"]
+    row = active.dataset.rows[1234]
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state[ACTIVE_MODEL] = str(bert_model)
+    at.session_state["active_dataset"] = active
+    at.query_params["row"] = str(row)
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="explain.row").value == row
+    assert at.text[0].value == active.dataset.texts[1234]
+
+
+def test_model_without_cls_says_so(tiny_model):
+    at = _open(tiny_model)
+    assert any("no [CLS] token" in i.value for i in at.info)
+    assert at.get("html")

@@ -1,0 +1,200 @@
+"""AppTest for the Label audit page: audit the demo data, relabel a row, the decision is stored;
+the cached audit is reused; the transformer audit runs (and cancels) with a saved tiny model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from core.data import validate
+from core.registry import save_model
+from core.store import Store, default_db_path
+from core.transformer import TrainConfig, train_models
+from tests.conftest import separable_rows
+from ui.state import ACTIVE_DATASET, ACTIVE_MODEL, AUDIT_JOB, REVIEWER, ActiveDataset
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "label_audit.py")
+RUN = "FormSubmitter:audit.form-Run the audit"
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path, monkeypatch) -> Path:
+    """A fresh review store per test."""
+    monkeypatch.setenv("GRIEVANCE_LENS_DATA_DIR", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """One intra-op thread: on the shared 2-core dev machine two made tiny fits ~10x slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture()
+def app() -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def finish_audit(at: AppTest) -> None:
+    """Wait for the session's audit thread, then rerun as the polling fragment would."""
+    assert at.session_state[AUDIT_JOB].join(timeout=600)
+    at.run()
+    assert not at.exception
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def toy_active() -> ActiveDataset:
+    """90 separable complaints, three desks, through the same validate() as the Data page."""
+    texts, labels = separable_rows(30)
+    dataset, report = validate(pd.DataFrame({"text": texts, "desk": labels}), label_col="desk")
+    return ActiveDataset(name="toy complaints", dataset=dataset, report=report)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    """A saved model with the from-scratch tiny backbone, trained in seconds on the toy data."""
+    data = toy_active().dataset
+    train, val = data.subset(range(0, 90, 2)), data.subset(range(1, 90, 2))
+    config = TrainConfig(
+        backbone="tiny", epochs=3, lr=1e-2, batch_size=8, max_length=32, device="cpu"
+    )
+    result = train_models(train, val, config)
+    return save_model(result, tmp_path_factory.mktemp("models") / "toy-tiny")
+
+
+def test_without_data_the_page_offers_the_demo_data(app: AppTest):
+    assert app.title[0].value == "Label audit"
+    assert any("use the built-in demo data" in i.value for i in app.info)
+    assert app.button(key="audit.use_demo")
+
+
+@pytest.mark.slow  # the 3000-row demo data: 5 to 15 s on the shared 2-core machine
+def test_audit_the_demo_data_then_relabel_one_row(app: AppTest, data_dir: Path):
+    app.button(key="audit.use_demo").click().run()
+    app.button(key=RUN).click().run()
+    assert not app.exception
+    finish_audit(app)
+    flagged = int(metric(app, "Flagged rows").replace(",", ""))
+    assert flagged > 50 and metric(app, "Decided") == "0"
+    table = app.dataframe[0].value
+    assert list(table.columns[:5]) == ["rank", "row", "text", "given", "suggested"]
+    assert table["quality"].is_monotonic_increasing
+
+    app.text_input(key="audit.reviewer_name").set_value("Asha Rao")
+    app.button(key="FormSubmitter:audit.reviewer_form-Start reviewing").click().run()
+    row = app.selectbox(key="audit.row").value
+    assert row == table.loc[0, "row"]  # the most suspicious row comes first
+    given, suggested = table.loc[0, "given"], table.loc[0, "suggested"]
+    app.radio(key=f"audit.decision.{row}").set_value("relabel")
+    assert app.selectbox(key=f"audit.label.{row}").value == suggested  # pre-selected
+    app.text_input(key=f"audit.note.{row}").set_value("mentions a KYC form")
+    app.button(key=f"FormSubmitter:audit.decide.{row}-Save decision").click().run()
+    assert not app.exception
+
+    assert [s.value for s in app.success] == [
+        f"Saved decision \\#1\\: row {row}\\, relabel to {suggested}\\."
+    ]
+    with Store.open(default_db_path()) as store:
+        (stored,) = store.decisions(app.session_state[ACTIVE_DATASET].dataset.fingerprint)
+    assert default_db_path().parent == data_dir
+    assert (stored.row, stored.given_label, stored.decision, stored.new_label) == (
+        row,
+        given,
+        "relabel",
+        suggested,
+    )
+    assert (stored.reviewer, stored.note) == ("Asha Rao", "mentions a KYC form")
+    assert metric(app, "Decided") == "1" and metric(app, "Relabelled") == "1"
+    assert app.selectbox(key="audit.row").value != row  # moved on to the next undecided row
+    history = app.dataframe[1].value
+    assert history.loc[0, "row"] == row and history.loc[0, "verdict"] == f"relabel to {suggested}"
+
+
+def test_the_same_audit_again_is_served_from_the_cache():
+    app = AppTest.from_file(PAGE, default_timeout=120)
+    app.session_state[ACTIVE_DATASET] = toy_active()
+    app.run()
+    app.button(key=RUN).click().run()
+    finish_audit(app)
+    first = app.session_state[AUDIT_JOB].status().result
+    app.button(key=RUN).click().run()
+    job = app.session_state[AUDIT_JOB]
+    assert job.status().state == "done" and job.status().result is first  # no new thread
+    app.number_input(key="audit.folds").set_value(3)
+    app.button(key=RUN).click().run()
+    assert app.session_state[AUDIT_JOB] is not job  # other settings, a new audit
+    finish_audit(app)
+    assert "3 folds" in app.subheader[0].value
+
+
+def test_the_transformer_audit_needs_an_active_model(app: AppTest):
+    app.button(key="audit.use_demo").click().run()
+    app.radio(key="audit.model").set_value("transformer")
+    app.button(key=RUN).click().run()
+    assert not app.exception
+    assert any("no active model" in e.value for e in app.error)
+    assert AUDIT_JOB not in app.session_state
+
+
+def test_transformer_audit_with_a_saved_tiny_model(tiny_model: Path):
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state[ACTIVE_DATASET] = toy_active()
+    at.session_state[ACTIVE_MODEL] = str(tiny_model)
+    at.session_state[REVIEWER] = "Ben"
+    at.run()
+    assert any("backbone tiny" in c.value for c in at.caption)
+    at.radio(key="audit.model").set_value("transformer")
+    at.number_input(key="audit.folds").set_value(2)
+    at.button(key=RUN).click().run()
+    assert not at.exception
+    finish_audit(at)
+    result = at.session_state[AUDIT_JOB].status().result
+    assert (result.model, result.folds) == ("transformer", 2)
+    assert result.pred_probs.shape == (90, 3)
+    assert at.subheader[0].value.startswith("Suspected issues (transformer, 2 folds")
+
+
+@pytest.fixture()
+def slow_model(tiny_model: Path, tmp_path: Path) -> Path:
+    """The tiny model with training settings that take minutes per fold (200 epochs, no early
+    stop), so its audit is surely still running when the test looks, however fast the machine."""
+    folder = tmp_path / "slow-tiny"
+    shutil.copytree(tiny_model, folder)
+    card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
+    card["train_config"].update(epochs=200, patience=200)
+    (folder / "card.json").write_text(json.dumps(card), encoding="utf-8")
+    return folder
+
+
+def test_a_running_transformer_audit_shows_progress_and_can_be_cancelled(slow_model: Path):
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state[ACTIVE_DATASET] = toy_active()
+    at.session_state[ACTIVE_MODEL] = str(slow_model)
+    at.run()
+    at.radio(key="audit.model").set_value("transformer")
+    at.number_input(key="audit.folds").set_value(3)
+    at.button(key=RUN).click().run()
+    assert not at.exception
+    assert at.session_state[AUDIT_JOB].status().state == "running"
+    assert at.button(key="audit.cancel")
+    assert at.get("progress") and "Fold 1 of 3" in at.get("progress")[0].proto.text
+    at.button(key="audit.cancel").click().run()
+    finish_audit(at)
+    assert at.session_state[AUDIT_JOB].status().state == "cancelled"
+    assert any("cancelled" in w.value for w in at.warning)
+    assert not at.metric  # no issue table from a cancelled audit

@@ -1,0 +1,120 @@
+"""AppTest for the Triage queue page: unsure predictions wait in the queue, a reviewer confirms
+one and corrects another, the verdicts are stored, and the reviewed rows can be downloaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.store import Store, default_db_path, enqueue_uncertain
+from core.transformer import Prediction
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "triage.py")
+TEXTS = [
+    "UPI se paisa gaya, merchant ko nahi mila",
+    "card stolen, unknown charge",
+    "**EMI** bounced <script>alert(1)</script>",
+]
+
+
+def prediction(label: str, confidence: float, other: str) -> Prediction:
+    probabilities = {label: confidence, other: round(1 - confidence, 6)}
+    return Prediction(label, confidence, confidence < 0.5, probabilities)
+
+
+@pytest.fixture()
+def queued(tmp_path, monkeypatch) -> list[int]:
+    """Three classified complaints, two below the 0.5 threshold, queued as Classify would."""
+    monkeypatch.setenv("GRIEVANCE_LENS_DATA_DIR", str(tmp_path / "state"))
+    predictions = [
+        prediction("UPI Dispute", 0.41, "Card Fraud"),
+        prediction("Card Fraud", 0.93, "Other"),
+        prediction("Other", 0.38, "Loan Query"),
+    ]
+    with Store.open(default_db_path()) as store:
+        return enqueue_uncertain(
+            store, TEXTS, predictions, threshold=0.5, batch="march.csv", rows=[2, 3, 4]
+        )
+
+
+@pytest.fixture()
+def app(queued) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def sign_in(at: AppTest, name: str = "Ben") -> None:
+    at.text_input(key="triage.reviewer_name").set_value(name)
+    at.button(key="FormSubmitter:triage.reviewer_form-Start reviewing").click().run()
+    assert not at.exception
+
+
+def test_unsure_predictions_wait_in_the_queue(app: AppTest, queued: list[int]):
+    assert app.title[0].value == "Triage queue"
+    assert (metric(app, "Waiting"), metric(app, "Confirmed")) == ("2", "0")
+    table = app.dataframe[0].value
+    assert table["item"].tolist() == queued
+    assert table["text"].tolist() == [TEXTS[0], TEXTS[2]]  # shown as data, verbatim
+    assert app.selectbox(key="triage.batch").options == ["All batches", "march.csv"]
+    assert not [b for b in app.button if "triage.decide" in (b.key or "")]  # no name yet
+
+
+def test_confirm_one_and_correct_another(app: AppTest, queued: list[int]):
+    sign_in(app)
+    first, second = queued
+    assert app.selectbox(key="triage.item").value == first
+    app.button(key=f"FormSubmitter:triage.decide.{first}-Confirm UPI Dispute").click().run()
+    assert not app.exception
+    assert [s.value for s in app.success] == [
+        f"Saved\\: item \\#{first} confirmed as UPI Dispute\\."
+    ]
+    assert app.selectbox(key="triage.item").value == second  # moved on
+
+    app.selectbox(key=f"triage.label.{second}").set_value("Loan Query")
+    app.button(key=f"FormSubmitter:triage.decide.{second}-Correct to the chosen desk").click()
+    app.run()
+    assert not app.exception
+    assert (metric(app, "Waiting"), metric(app, "Confirmed"), metric(app, "Corrected")) == (
+        "0",
+        "1",
+        "1",
+    )
+    assert any("Nothing is waiting" in i.value for i in app.info)
+    with Store.open(default_db_path()) as store:
+        decided = {i.id: i for i in store.triage_items()}
+    assert (decided[first].status, decided[first].final_label) == ("confirmed", "UPI Dispute")
+    assert (decided[second].status, decided[second].final_label) == ("corrected", "Loan Query")
+    assert decided[second].reviewer == "Ben"
+    labels = [b.proto.label for b in app.get("download_button")]
+    assert labels == ["Download 2 reviewed rows (CSV)"]
+    app.radio(key="triage.include").set_value("corrected only").run()
+    assert [b.proto.label for b in app.get("download_button")] == ["Download 1 reviewed rows (CSV)"]
+
+
+def test_an_item_decided_elsewhere_is_refused_not_overwritten(app: AppTest, queued: list[int]):
+    sign_in(app, "Asha")
+    first = queued[0]
+    with Store.open(default_db_path()) as other_session:
+        other_session.decide_triage(first, final_label="Card Fraud", reviewer="Ravi")
+    app.button(key=f"FormSubmitter:triage.decide.{first}-Confirm UPI Dispute").click().run()
+    assert not app.exception
+    assert any("already corrected" in e.value for e in app.error)
+    with Store.open(default_db_path()) as store:
+        item = next(i for i in store.triage_items() if i.id == first)
+    assert (item.final_label, item.reviewer) == ("Card Fraud", "Ravi")
+
+
+def test_the_reviewer_is_asked_once_per_session(app: AppTest):
+    assert app.text_input(key="triage.reviewer_name")
+    sign_in(app, "  Asha   Rao ")
+    assert any("Asha Rao" in c.value for c in app.caption)
+    app.run()
+    assert not app.text_input  # not asked again

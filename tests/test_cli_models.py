@@ -1,0 +1,147 @@
+"""The command-line contract of DESIGN.md for `train`, `evaluate` and `classify`.
+
+The backbone is the tiny random BERT of conftest (a local folder), trained for a few steps.
+Commands run in-process through `core.cli.main` (importing torch per subprocess costs seconds);
+one test runs `python -m core` as users do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core.cli import main
+from tests.conftest import separable_rows
+
+ROOT = Path(__file__).resolve().parent.parent
+DESKS = ["Card Fraud", "Loan Query", "UPI Dispute"]
+CONTRACT_COLUMNS = ["predicted_label", "confidence", "needs_review", "bow_label", "bow_confidence"]
+
+
+@dataclass(frozen=True)
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str) -> Run:
+    """`python -m core ARGS` in this process: exit code, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse errors exit
+            code = exc.code
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory) -> Path:
+    texts, labels = separable_rows(8)
+    path = tmp_path_factory.mktemp("cli") / "complaints.csv"
+    pd.DataFrame({"id": range(len(texts)), "complaint": texts, "desk": labels}).to_csv(
+        path, index=False
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained(labelled, tiny_bert_dir) -> tuple[Path, dict, Run]:
+    out = labelled.parent / "models" / "cli-model"
+    result = run_cli(
+        "train", str(labelled), "--out", str(out), "--backbone", str(tiny_bert_dir),
+        "--epochs", "2", "--batch-size", "8", "--lr", "0.01", "--max-length", "32",
+        "--val-fraction", "0.25", "--seed", "1", "--device", "cpu", "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return out, json.loads(result.stdout), result
+
+
+def test_train_json_has_the_contract_keys_and_saves_a_model(trained):
+    out, document, result = trained
+    assert document["model_dir"] == str(out) and document["train_seconds"] > 0
+    for name in ("transformer", "bow"):
+        assert {"accuracy", "macro_f1", "per_class"} <= set(document[name])
+        assert set(document[name]["per_class"]) == set(DESKS)
+    assert document["rows"] == {"train": 18, "val": 6}
+    card = json.loads((out / "card.json").read_text(encoding="utf-8"))
+    assert card["train_config"]["epochs"] == 2 and card["train_config"]["lr"] == 0.01
+    assert "train" in result.stderr  # the tqdm bar goes to stderr
+
+
+def test_train_refuses_an_existing_folder_and_bad_names(trained, labelled):
+    out, _, _ = trained
+    result = run_cli("train", str(labelled), "--out", str(out))
+    assert result.returncode == 2 and result.stderr.startswith("error: ")
+    assert "already exists" in result.stderr and "Traceback" not in result.stderr
+    bad = run_cli("train", str(labelled), "--out", str(labelled.parent / "bad name"))
+    assert bad.returncode == 2 and "model name" in bad.stderr
+
+
+def test_evaluate_json(trained, labelled):
+    out, _, _ = trained
+    result = run_cli("evaluate", "--model", str(out), str(labelled), "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["rows"] == 24
+    for name in ("transformer", "bow"):
+        assert 0.0 <= document[name]["accuracy"] <= 1.0
+        assert {"macro_f1", "per_class"} <= set(document[name])
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".xlsx"])
+def test_classify_keeps_columns_and_order_and_neutralises_formulas(trained, tmp_path, suffix):
+    out, _, _ = trained
+    source = tmp_path / "incoming.csv"
+    frame = pd.DataFrame(
+        {
+            "ref": ["r3", "r1", "r2", "r4"],
+            "text": ["=HYPERLINK(1) upi payment failed", "loan emi", "@card stolen", "  "],
+            "note": ["+91 call", "ok", "-", "x"],
+        }
+    )
+    frame.to_csv(source, index=False)
+    target = tmp_path / f"routed{suffix}"
+    result = run_cli("classify", "--model", str(out), str(source), "--out", str(target), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"rows": 4, "out": str(target), "text_col": "text"}
+    routed = (
+        pd.read_csv(target, dtype=str) if suffix == ".csv" else pd.read_excel(target, dtype=str)
+    )
+    probs = [f"prob_{d}" for d in DESKS]
+    assert list(routed.columns) == ["ref", "text", "note", *CONTRACT_COLUMNS, *probs]
+    assert routed["ref"].tolist() == ["r3", "r1", "r2", "r4"]
+    assert routed["text"].tolist()[:3] == [
+        "'=HYPERLINK(1) upi payment failed",
+        "loan emi",
+        "'@card stolen",
+    ]
+    assert routed["note"].tolist()[:3] == ["'+91 call", "ok", "'-"]
+    assert set(routed["predicted_label"]) <= set(DESKS)
+    assert routed["needs_review"].tolist()[3] in ("True", "TRUE")  # blank text
+    sums = routed[probs].astype(float).sum(axis=1)
+    assert sums.round(5).tolist() == [1.0] * 4
+
+
+@pytest.mark.slow  # a real `python -m core` process: importing torch takes ~10 s
+def test_classify_refuses_a_pickle_model_folder(trained, tmp_path, labelled):
+    import shutil
+
+    out, _, _ = trained
+    folder = shutil.copytree(out, tmp_path / "unsafe")
+    (folder / "pytorch_model.bin").write_bytes(b"\x80\x04K\x01.")
+    result = subprocess.run(
+        [sys.executable, "-m", "core", "classify", "--model", str(folder), str(labelled)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 2 and "pickle" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,303 @@
+"""core.explain and core.charts_explain: attention maps, rollout, Integrated Gradients, the word
+merge, the side-by-side result and its escaped HTML, on a tiny random BERT and the tiny model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from core.baseline import BagOfWordsClassifier
+from core.charts_explain import (
+    attention_grid_chart,
+    attention_head_chart,
+    cls_attention_chart,
+    escaped_explanation_document,
+    escaped_highlight_html,
+    rollout_chart,
+    word_scores_chart,
+)
+from core.cli import main
+from core.explain import (
+    ExplainConfig,
+    attention_rollout,
+    embedding_layer,
+    encode_text,
+    explain_text,
+    merge_to_words,
+    pad_baseline,
+)
+from core.text import word_spans
+from core.tiny_transformer import create_tiny_classifier
+from core.transformer import TrainConfig, TransformerClassifier, load_backbone
+from tests.conftest import separable_rows
+from tests.models import save_tiny_model
+
+TEXT = "My UPI payment failed, money debited twice; the merchant refund is still pending."
+TRICKY = "UPI ₹500 debited!! मेरा card x😀y <script>alert(1)</script> KYC's, Rs.2,000 पैसा"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models gain nothing from threads; on the shared 2-core machine OpenMP threads
+    waiting for each other made these tests ten times slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return separable_rows(6)
+
+
+@pytest.fixture(scope="module")
+def baseline(corpus):
+    return BagOfWordsClassifier().fit(*corpus)
+
+
+def _bert(tiny_bert_dir, corpus, pooling: str, max_length: int = 48) -> TransformerClassifier:
+    torch.manual_seed(0)
+    classes = sorted(set(corpus[1]))
+    config = TrainConfig(backbone=str(tiny_bert_dir), pooling=pooling)
+    model, tokenizer = load_backbone(config, classes)
+    return TransformerClassifier(model, tokenizer, classes, max_length=max_length)
+
+
+def _tiny(corpus, pooling: str) -> TransformerClassifier:
+    classes = sorted(set(corpus[1]))
+    model, tokenizer = create_tiny_classifier(
+        corpus[0], classes, pooling=pooling, n_layers=2, dropout=0.0, seed=1
+    )
+    return TransformerClassifier(model, tokenizer, classes, max_length=64)
+
+
+@pytest.fixture(scope="module", params=["bert-cls", "bert-mean", "tiny-cls", "tiny-mean"])
+def transformer(request, tiny_bert_dir, corpus):
+    kind, pooling = request.param.split("-")
+    return _bert(tiny_bert_dir, corpus, pooling) if kind == "bert" else _tiny(corpus, pooling)
+
+
+@pytest.fixture(scope="module")
+def bert_cls(tiny_bert_dir, corpus):
+    return _bert(tiny_bert_dir, corpus, "cls")
+
+
+def _config_shape(model) -> tuple[int, int]:
+    config = model.config
+    if hasattr(config, "n_layers"):  # the tiny model
+        return config.n_layers, config.n_heads
+    encoder = getattr(config, "encoder", None) or config
+    return encoder.num_hidden_layers, encoder.num_attention_heads
+
+
+def test_attention_shapes_match_the_model_and_rows_sum_to_one(transformer, baseline):
+    expl = explain_text(transformer, baseline, TEXT, ExplainConfig(n_steps=8))
+    maps = expl.attention
+    layers, heads = _config_shape(transformer.model)
+    seq = len(encode_text(transformer, TEXT).tokens)
+    assert maps.weights.shape == (layers, heads, seq, seq)
+    np.testing.assert_allclose(maps.weights.sum(axis=-1), 1.0, atol=1e-5)
+    assert maps.cls_rows().shape == (layers, heads, seq)
+    np.testing.assert_allclose(maps.rollout().sum(axis=-1), 1.0, atol=1e-9)
+    assert len(maps.labels()) == seq and len(set(maps.labels())) == seq
+
+
+def _centred(model, ids, mask, target: int) -> float:
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask).logits[0].double()
+    return float(logits[target] - logits.mean())
+
+
+def test_attributions_sum_to_the_logit_gap_within_the_reported_delta(transformer, baseline):
+    target = "Card Fraud"
+    expl = explain_text(transformer, baseline, TEXT, ExplainConfig(target=target, n_steps=64))
+    encoded = encode_text(transformer, TEXT)
+    index = list(transformer.classes_).index(target)
+    pad = int(transformer.tokenizer.pad_token_id)
+    gap = _centred(transformer.model, encoded.input_ids, encoded.attention_mask, index) - _centred(
+        transformer.model, pad_baseline(encoded, pad), encoded.attention_mask, index
+    )
+    total = sum(expl.transformer_scores) + expl.unassigned
+    assert expl.logit_gap == pytest.approx(gap, abs=1e-4)  # the gap is measured, not assumed
+    assert total - gap == pytest.approx(expl.delta, abs=1e-4)
+    assert abs(total - gap) <= 0.05 * abs(gap) + 1e-3  # and 64 steps integrate it closely
+    special = np.asarray(encoded.special)
+    np.testing.assert_allclose(expl.tokens.scores[special], 0.0, atol=1e-6)  # [CLS]/[SEP] kept
+
+
+def test_fewer_steps_report_a_larger_delta_not_a_wrong_sum(bert_cls, baseline):
+    coarse = explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=2))
+    fine = explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=64))
+    assert coarse.logit_gap == pytest.approx(fine.logit_gap, abs=1e-5)
+    for expl in (coarse, fine):
+        total = float(np.sum(expl.tokens.scores))
+        assert total - expl.logit_gap == pytest.approx(expl.delta, abs=1e-6)
+    assert abs(fine.delta) <= abs(coarse.delta) + 1e-6
+
+
+def test_words_follow_the_shared_word_grid_on_tricky_text(transformer, baseline):
+    expl = explain_text(transformer, baseline, TRICKY, ExplainConfig(n_steps=4))
+    spans = word_spans(TRICKY)
+    assert [w.text for w in expl.words] == [s.text for s in spans]
+    assert "UPI" in [w.text for w in expl.words]  # original casing kept
+    assert len(expl.transformer_scores) == len(expl.bow_scores) == len(spans)
+    total = sum(expl.transformer_scores) + expl.unassigned
+    assert total == pytest.approx(float(expl.tokens.scores.sum()), abs=1e-9)
+    assert all(expl.transformer_seen)
+    bow = baseline.word_contributions(TRICKY, target=expl.target)
+    assert expl.bow_scores == pytest.approx(bow.scores)
+
+
+def test_merge_shares_a_token_across_the_words_it_spans():
+    text = "ab x😀y ₹5"
+    # tokens: [CLS], "ab", "x😀y" as one [UNK], "₹", "5", [SEP]
+    offsets = [(0, 0), (0, 2), (3, 6), (7, 8), (8, 9), (0, 0)]
+    assert text[3:6] == "x😀y"
+    scores, seen, unassigned = merge_to_words(text, offsets, [9.0, 1.0, 3.0, 0.5, 2.0, 9.0])
+    assert [s.text for s in word_spans(text)] == ["ab", "x", "y", "5"]
+    np.testing.assert_allclose(scores, [1.0, 1.5, 1.5, 2.0])  # 2 of 3 characters are words
+    assert unassigned == pytest.approx(0.5)  # "₹" belongs to no word
+    assert seen.all()
+
+
+def test_truncated_words_are_marked_unseen(tiny_bert_dir, corpus, baseline):
+    short = _bert(tiny_bert_dir, corpus, "cls", max_length=6)
+    expl = explain_text(short, baseline, TEXT, ExplainConfig(n_steps=4))
+    assert expl.transformer_seen[:4] == (True,) * 4
+    assert not any(expl.transformer_seen[4:])
+    assert all(s == 0.0 for s in expl.transformer_scores[4:])
+    assert len(expl.bow_scores) == len(word_spans(TEXT))
+
+
+def test_target_defaults_to_the_prediction_and_can_be_chosen(bert_cls, baseline):
+    default = explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=4))
+    assert default.target == default.transformer.label
+    assert default.transformer.probabilities == pytest.approx(
+        dict(zip(bert_cls.classes_, bert_cls.predict_proba([TEXT])[0], strict=True)), abs=1e-5
+    )
+    other = next(c for c in bert_cls.classes_ if c != default.target)
+    chosen = explain_text(bert_cls, baseline, TEXT, ExplainConfig(target=str(other), n_steps=4))
+    assert chosen.target == other
+    assert chosen.bow_scores == pytest.approx(
+        baseline.word_contributions(TEXT, target=str(other)).scores
+    )
+    with pytest.raises(ValueError, match="unknown target desk"):
+        explain_text(bert_cls, baseline, TEXT, ExplainConfig(target="Nope"))
+
+
+def test_bad_input_is_refused_with_a_clear_message(bert_cls, baseline):
+    with pytest.raises(ValueError, match="no words"):
+        explain_text(bert_cls, baseline, "!!! 😀", ExplainConfig(n_steps=4))
+    with pytest.raises(ValueError, match="n_steps"):
+        ExplainConfig(n_steps=1)
+    with pytest.raises(ValueError, match="internal_batch_size"):
+        ExplainConfig(internal_batch_size=0)
+    other = BagOfWordsClassifier().fit(["a b", "c d"], ["X", "Y"])
+    with pytest.raises(ValueError, match="differ from the baseline"):
+        explain_text(bert_cls, other, TEXT)
+
+
+def test_shared_model_keeps_no_hooks_and_internal_batches_agree(bert_cls, baseline):
+    whole = explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=8))
+    batched = explain_text(
+        bert_cls, baseline, TEXT, ExplainConfig(n_steps=8, internal_batch_size=3)
+    )
+    np.testing.assert_allclose(batched.tokens.scores, whole.tokens.scores, atol=1e-5)
+    layer = embedding_layer(bert_cls.model)
+    assert not layer._forward_hooks and not layer._forward_pre_hooks
+    assert not bert_cls.model.training
+
+
+def test_rollout_follows_abnar_and_zuidema():
+    one_layer = np.array([[[[0.2, 0.8], [0.6, 0.4]], [[1.0, 0.0], [0.0, 1.0]]]])  # (1, 2, 2, 2)
+    mean = one_layer[0].mean(axis=0) + np.eye(2)
+    np.testing.assert_allclose(attention_rollout(one_layer), mean / mean.sum(1, keepdims=True))
+    rng = np.random.default_rng(0)
+    raw = rng.random((3, 2, 4, 4))
+    weights = raw / raw.sum(-1, keepdims=True)
+    layers = [
+        (w.mean(0) + np.eye(4)) / (w.mean(0) + np.eye(4)).sum(1, keepdims=True) for w in weights
+    ]
+    np.testing.assert_allclose(attention_rollout(weights), layers[2] @ layers[1] @ layers[0])
+    with pytest.raises(ValueError, match="layers, heads, seq, seq"):
+        attention_rollout(np.ones((2, 3, 3)))
+
+
+def test_to_json_has_the_contract_keys_and_is_valid_json(bert_cls, baseline):
+    expl = explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=4))
+    document = json.loads(json.dumps(expl.to_json(), allow_nan=False))
+    assert {"words", "transformer_scores", "bow_scores", "transformer", "bow", "target"} <= set(
+        document
+    )
+    assert {"delta", "attention"} <= set(document)
+    assert len(document["transformer_scores"]) == len(document["words"])
+    assert set(document["transformer"]) == {"label", "probabilities"}
+    assert set(document["bow"]) == {"label", "probabilities"}
+    assert document["attention"]["layers"] == 2 and document["attention"]["heads"] == 2
+    assert document["attention"]["tokens"][0] == "[CLS]"
+
+
+HOSTILE = '<img src=x onerror=alert(1)> ![x](http://127.0.0.1:9/x.png) "quoted" UPI'
+
+
+def test_html_escapes_every_word_and_label(bert_cls, baseline):
+    expl = explain_text(bert_cls, baseline, HOSTILE, ExplainConfig(n_steps=4))
+    fragment = escaped_highlight_html(expl)
+    document = escaped_explanation_document(expl)
+    for markup in (fragment, document):
+        assert "<img" not in markup and "<script" not in markup
+        assert "onerror=alert" not in markup.replace("onerror=alert(1)&gt;", "")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in document  # the text, shown as text
+    assert "default-src 'none'" in document  # a downloaded file loads nothing
+    assert fragment.count('title="') == 2 * len(expl.words)
+
+
+def test_charts_build_and_carry_position_prefixed_labels(bert_cls, baseline):
+    expl = explain_text(bert_cls, baseline, "card card card upi", ExplainConfig(n_steps=4))
+    maps = expl.attention
+    zoom = attention_head_chart(maps, 1, 0)
+    assert sorted(set(zoom.data["query"])) == maps.labels()
+    assert zoom.data["weight"].sum() == pytest.approx(len(maps.tokens), abs=1e-5)
+    for chart in (
+        zoom,
+        attention_grid_chart(maps),
+        cls_attention_chart(maps),
+        rollout_chart(maps),
+        word_scores_chart(expl),
+    ):
+        assert isinstance(chart.to_dict(), dict)
+    with pytest.raises(ValueError, match="out of range"):
+        attention_head_chart(maps, 5, 0)
+
+
+@pytest.fixture(scope="module")
+def saved_model(tmp_path_factory):
+    return save_tiny_model(tmp_path_factory.mktemp("models") / "tiny", max_steps=2)
+
+
+def test_cli_explain_prints_the_contract_json(saved_model, capsys):
+    code = main(["explain", "--model", str(saved_model), "UPI payment failed, ₹500", "--json"])
+    assert code == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["words"] == ["UPI", "payment", "failed", "500"]
+    assert len(document["transformer_scores"]) == len(document["bow_scores"]) == 4
+    assert document["target"] == document["transformer"]["label"]
+    assert set(document["attention"]) >= {"layers", "heads", "tokens"}
+
+
+def test_cli_explain_text_output_and_one_line_errors(saved_model, tmp_path, capsys):
+    assert main(["explain", "--model", str(saved_model), "kyc documents rejected"]) == 0
+    assert "bag of words" in capsys.readouterr().out
+    for argv in (
+        ["explain", "--model", str(tmp_path), "kyc"],  # a folder that is not a model
+        ["explain", "--model", str(saved_model), "?!"],  # no words
+        ["explain", "--model", str(saved_model), "kyc", "--target", "Nope"],
+        ["explain", "--model", str(saved_model), "kyc", "--steps", "1"],
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err

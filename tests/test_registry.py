@@ -1,0 +1,190 @@
+"""core.registry: atomic saves, safe loading (no pickle), names, list / rename / delete."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+
+import numpy as np
+import pytest
+
+from core import registry
+from core.baseline import BagOfWordsClassifier
+from core.registry import (
+    delete_model,
+    list_models,
+    load_model,
+    rename_model,
+    save_model,
+    validate_model_name,
+)
+from core.transformer import TrainConfig, train_models
+from tests.conftest import make_dataset, separable_rows
+
+TEXTS = ["upi payment failed", "card stolen fraud charge since yesterday", "loan emi", "kyc"]
+
+
+@pytest.fixture(scope="module")
+def result(tiny_bert_dir):
+    texts, labels = separable_rows(4)
+    data = make_dataset(texts, labels)
+    config = TrainConfig(
+        backbone=str(tiny_bert_dir), lr=1e-2, batch_size=6, max_length=32, max_steps=2, device="cpu"
+    )
+    return train_models(data, data, config)
+
+
+@pytest.fixture(scope="module")
+def saved(result, tmp_path_factory):
+    return save_model(
+        result, tmp_path_factory.mktemp("models") / "desk-router", data_fingerprint="f" * 64
+    )
+
+
+def test_save_then_load_gives_identical_probabilities(result, saved):
+    loaded = load_model(saved)
+    np.testing.assert_array_equal(
+        loaded.transformer.predict_proba(TEXTS), result.transformer.predict_proba(TEXTS)
+    )
+    np.testing.assert_array_equal(
+        loaded.baseline.predict_proba(TEXTS), result.baseline.predict_proba(TEXTS)
+    )
+    assert loaded.transformer.max_length == 32
+    assert loaded.transformer.classes_.tolist() == ["Card Fraud", "Loan Query", "UPI Dispute"]
+
+
+def test_folder_layout_and_card(saved):
+    names = {p.name for p in saved.iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} <= names
+    assert {"baseline.npz", "baseline.json", "card.json"} <= names
+    card = json.loads((saved / "card.json").read_text(encoding="utf-8"))
+    assert card["labels"] == ["Card Fraud", "Loan Query", "UPI Dispute"]
+    assert card["data_fingerprint"] == "f" * 64
+    assert set(card["metrics"]) == {"transformer", "bow"}
+    assert 0.0 <= card["metrics"]["transformer"]["accuracy"] <= 1.0
+    assert "macro_f1" in card["metrics"]["bow"] and "per_class" in card["metrics"]["bow"]
+    assert card["train_config"]["max_steps"] == 2 and card["train_config"]["pooling"] == "mean"
+    assert {"torch", "transformers", "sklearn"} <= set(card["versions"])
+    assert card["device"] == "cpu" and card["train_seconds"] > 0 and card["created_at"]
+    assert card["backbone"].endswith("tiny-bert0")
+    config = json.loads((saved / "config.json").read_text(encoding="utf-8"))
+    assert config["id2label"] == {"0": "Card Fraud", "1": "Loan Query", "2": "UPI Dispute"}
+
+
+@pytest.mark.parametrize("name", ["pytorch_model.bin", "weights.pt", "model.pkl", "x.pickle"])
+def test_folder_with_pickle_files_is_refused_without_running_them(saved, tmp_path, name):
+    folder = shutil.copytree(saved, tmp_path / "suspicious")
+    sentinel = tmp_path / "pwned"
+    (folder / name).write_bytes(pickle.dumps(_Trap(str(sentinel))))
+    with pytest.raises(ValueError, match="pickle-based files"):
+        load_model(folder)
+    assert not sentinel.exists()
+
+
+class _Trap:
+    """Unpickling this object would create a file: proof that loading ran pickle."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_folder_without_card_is_not_a_model(saved, tmp_path):
+    folder = shutil.copytree(saved, tmp_path / "no-card")
+    (folder / "card.json").unlink()
+    with pytest.raises(ValueError, match="not a model"):
+        load_model(folder)
+    assert list_models(tmp_path) == []
+
+
+def test_failed_save_leaves_nothing_behind(result, tmp_path, monkeypatch):
+    def explode(self, directory):
+        (directory / "baseline.npz").write_bytes(b"half written")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(BagOfWordsClassifier, "save", explode)
+    with pytest.raises(OSError, match="disk full"):
+        save_model(result, tmp_path / "broken")
+    assert list(tmp_path.iterdir()) == []
+    assert list_models(tmp_path) == []
+
+
+def test_failed_overwrite_keeps_the_old_model(result, saved, tmp_path, monkeypatch):
+    folder = shutil.copytree(saved, tmp_path / "kept")
+    monkeypatch.setattr(registry, "build_card", _raise)
+    with pytest.raises(RuntimeError):
+        save_model(result, folder, overwrite=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"]
+    assert load_model(folder).card["data_fingerprint"] == "f" * 64
+
+
+def _raise(*args, **kwargs):
+    raise RuntimeError("interrupted")
+
+
+def test_save_refuses_existing_target_and_cancelled_runs(result, saved):
+    with pytest.raises(ValueError, match="already exists"):
+        save_model(result, saved)
+    cancelled = type(result)(**{**result.__dict__, "cancelled": True, "transformer": None})
+    with pytest.raises(ValueError, match="cancelled"):
+        save_model(cancelled, saved.parent / "other")
+
+
+def test_overwrite_replaces_the_model(result, saved, tmp_path):
+    folder = shutil.copytree(saved, tmp_path / "again")
+    save_model(result, folder, overwrite=True, data_fingerprint="0" * 64)
+    assert load_model(folder).card["data_fingerprint"] == "0" * 64
+    assert [p.name for p in tmp_path.iterdir()] == ["again"]
+
+
+@pytest.mark.parametrize(
+    "name", ["", "..", ".hidden", "../escape", "a/b", "a\\b", "with space", "x" * 65, "-dash", "é"]
+)
+def test_bad_model_names_are_refused(name, result, tmp_path):
+    with pytest.raises(ValueError, match="model name"):
+        validate_model_name(name)
+    if name and "/" not in name and "\\" not in name:
+        with pytest.raises(ValueError, match="model name"):
+            save_model(result, tmp_path / name)
+
+
+@pytest.mark.parametrize("name", ["a", "desk-router_v2.1", "M" * 64, "2025-01-run"])
+def test_good_model_names_pass(name):
+    assert validate_model_name(name) == name
+
+
+def test_list_rename_delete(saved, tmp_path):
+    for name, created in [
+        ("old", "2024-01-01T00:00:00+00:00"),
+        ("new", "2025-06-01T00:00:00+00:00"),
+    ]:
+        folder = shutil.copytree(saved, tmp_path / name)
+        card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
+        card["created_at"] = created
+        (folder / "card.json").write_text(json.dumps(card), encoding="utf-8")
+    (tmp_path / "notes").mkdir()  # a folder without card.json is not a model
+    summaries = list_models(tmp_path)
+    assert [s.name for s in summaries] == ["new", "old"]
+    assert summaries[0].labels == ("Card Fraud", "Loan Query", "UPI Dispute")
+    assert summaries[0].transformer_accuracy is not None and summaries[0].bow_macro_f1 is not None
+
+    renamed = rename_model(tmp_path, "old", "older")
+    assert renamed == tmp_path / "older" and load_model(renamed).card["labels"]
+    assert [s.name for s in list_models(tmp_path)] == ["new", "older"]
+    with pytest.raises(ValueError, match="already exists"):
+        rename_model(tmp_path, "new", "older")
+
+    delete_model(tmp_path, "new")
+    assert [s.name for s in list_models(tmp_path)] == ["older"]
+    with pytest.raises(ValueError, match="no model named"):
+        delete_model(tmp_path, "notes")
+    with pytest.raises(ValueError, match="model name"):
+        delete_model(tmp_path, "../older")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes", "older"]
+
+
+def test_list_models_of_missing_root_is_empty(tmp_path):
+    assert list_models(tmp_path / "nowhere") == []
