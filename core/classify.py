@@ -15,6 +15,7 @@ import pandas as pd
 
 from core.jobs import BackgroundJob
 from core.registry import LoadedModel
+from core.transformer import Prediction
 
 CHUNK = 256  # texts per progress report: small enough to cancel promptly, big enough to batch
 
@@ -113,3 +114,17 @@ def classify_in_background(
         )  # fmt: skip
 
     return BackgroundJob(work, name="classify").start()
+
+
+def routed_predictions(result: pd.DataFrame) -> list[Prediction]:
+    """One `Prediction` per row of a `classify_table` result (for the triage queue)."""
+    prob_columns = [c for c in result.columns if str(c).startswith("prob_")]
+    return [
+        Prediction(
+            label=str(row["predicted_label"]),
+            confidence=float(row["confidence"]),
+            needs_review=bool(row["needs_review"]),
+            probabilities={str(c)[len("prob_") :]: float(row[c]) for c in prob_columns},
+        )
+        for _, row in result.iterrows()
+    ]

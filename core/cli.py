@@ -164,15 +164,18 @@ def _print_scores(document: dict, headline: str) -> None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> None:
+    from core.classify import chunked_proba
     from core.data import load_dataset
-    from core.metrics import evaluate_model
+    from core.metrics import evaluate_model, evaluate_proba
     from core.registry import load_model
 
     loaded = load_model(Path(args.model))
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
     texts, labels = list(dataset.texts), list(dataset.labels)
+    with _progress_bar("evaluate", total=len(texts), unit="text") as bar:
+        pred_probs = chunked_proba(loaded.transformer, texts, on_progress=_advance(bar))
     document = {
-        "transformer": evaluate_model(_Chunked(loaded.transformer, "evaluate"), texts, labels),
+        "transformer": evaluate_proba(labels, pred_probs, loaded.transformer.classes_),
         "bow": evaluate_model(loaded.baseline, texts, labels),
     }
     document = {name: report.to_json() for name, report in document.items()}
@@ -183,26 +186,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
         _print_scores(document, f"{args.file}: {len(dataset)} rows")
 
 
-class _Chunked:
-    """A classifier wrapper that predicts in chunks and advances a tqdm bar on stderr."""
-
-    CHUNK = 512
-
-    def __init__(self, model, description: str) -> None:
-        self.model, self.description, self.classes_ = model, description, model.classes_
-
-    def predict_proba(self, texts):
-        import numpy as np
-
-        parts = []
-        with _progress_bar(self.description, total=len(texts), unit="text") as bar:
-            for start in range(0, len(texts), self.CHUNK):
-                parts.append(self.model.predict_proba(texts[start : start + self.CHUNK]))
-                bar.update(len(parts[-1]))
-        return np.vstack(parts) if parts else self.model.predict_proba([])
+def _advance(bar):
+    """An on_progress callback moving a tqdm bar to `progress.done`."""
+    return lambda progress: bar.update(progress.done - bar.n)
 
 
 def _cmd_classify(args: argparse.Namespace) -> None:
+    from core.classify import classify_table
     from core.data import load_table
     from core.export import write_table
     from core.registry import load_model
@@ -212,13 +202,13 @@ def _cmd_classify(args: argparse.Namespace) -> None:
     loaded = load_model(Path(args.model))
     table = load_table(Path(args.input))
     text_col = _classify_text_col(table, args.text_col)
-    texts = table[text_col].fillna("").astype(str).tolist()
     out = Path(args.out) if args.out else _default_out(Path(args.input))
-    result = _classification_columns(loaded, texts, args.review_threshold)
-    clash = sorted(set(result.columns) & set(table.columns))
-    if clash:
-        raise CommandError(f"the input already has columns {clash}; rename them and run again")
-    write_table(table.join(result), out)
+    with _progress_bar("classify", total=len(table), unit="text") as bar:
+        result = classify_table(
+            loaded, table, text_col=text_col, review_threshold=args.review_threshold,
+            on_progress=_advance(bar),
+        )  # fmt: skip
+    write_table(result, out)
     if args.json:
         _emit_json({"rows": len(table), "out": str(out), "text_col": text_col})
     else:
@@ -250,27 +240,6 @@ def _classify_text_col(table, given: str | None) -> str:
 
 def _default_out(path: Path) -> Path:
     return path.with_name(f"{path.stem}_classified.csv")
-
-
-def _classification_columns(loaded, texts: list[str], threshold: float):
-    """The contract columns for `texts`: labels, confidences, review flag, probabilities."""
-    import numpy as np
-    import pandas as pd
-
-    pred_probs = _Chunked(loaded.transformer, "classify").predict_proba(texts)
-    bow_probs = loaded.baseline.predict_proba(texts)
-    classes = [str(c) for c in loaded.transformer.classes_]
-    confidence = pred_probs.max(axis=1)
-    blank = np.array([not t.strip() for t in texts], dtype=bool)
-    columns = {
-        "predicted_label": [classes[i] for i in pred_probs.argmax(axis=1)],
-        "confidence": confidence,
-        "needs_review": (confidence < threshold) | blank,  # an empty text is never routed blind
-        "bow_label": [str(loaded.baseline.classes_[i]) for i in bow_probs.argmax(axis=1)],
-        "bow_confidence": bow_probs.max(axis=1),
-    }
-    columns.update({f"prob_{label}": pred_probs[:, i] for i, label in enumerate(classes)})
-    return pd.DataFrame(columns)
 
 
 def _add_train(sub: argparse._SubParsersAction) -> None:

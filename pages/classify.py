@@ -8,13 +8,19 @@ import pandas as pd
 import streamlit as st
 
 from core.charts import probability_chart
-from core.classify import ClassifyProgress, classification_columns, classify_in_background
+from core.classify import (
+    ClassifyProgress,
+    classification_columns,
+    classify_in_background,
+    routed_predictions,
+)
 from core.data import DataError, IntakeLimits, detect_columns, load_table
 from core.export import to_csv_bytes, to_xlsx_bytes
 from core.jobs import BackgroundJob, JobStatus
 from core.registry import LoadedModel
+from core.store import enqueue_uncertain, triage_batch_id
 from ui.safe import md_escape
-from ui.state import CLASSIFY_JOB, get_active_model
+from ui.state import CLASSIFY_JOB, get_active_model, get_store
 
 MAX_TYPED_CHARS = 20_000
 
@@ -25,6 +31,8 @@ class ClassifyRun:
 
     job: BackgroundJob[ClassifyProgress, pd.DataFrame | None]
     file_name: str
+    text_col: str
+    threshold: float
 
 
 @st.cache_data(show_spinner="Reading the file…", max_entries=4)
@@ -83,7 +91,7 @@ def render_file(model: LoadedModel, threshold: float) -> None:
             job = classify_in_background(
                 model, table, text_col=text_col, review_threshold=threshold
             )
-            run = ClassifyRun(job, upload.name)
+            run = ClassifyRun(job, upload.name, text_col, threshold)
             st.session_state[CLASSIFY_JOB] = run
     if run is not None:
         render_run(run)
@@ -123,6 +131,7 @@ def render_run(run: ClassifyRun) -> None:
         st.info("Classification was cancelled.")
         return
     render_result(snapshot.result, run.file_name)
+    render_send_to_triage(snapshot.result, run)
 
 
 def render_result(result: pd.DataFrame, file_name: str) -> None:
@@ -142,6 +151,21 @@ def render_result(result: pd.DataFrame, file_name: str) -> None:
         "Download XLSX", to_xlsx_bytes(result), f"{stem}.xlsx",
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", key="classify.xlsx",
     )  # fmt: skip
+
+
+def render_send_to_triage(result: pd.DataFrame, run: ClassifyRun) -> None:
+    unsure = int(result["needs_review"].sum())
+    if unsure == 0:
+        return
+    if st.button(f"Send {unsure:,} unsure predictions to the triage queue", key="classify.triage"):
+        texts = result[run.text_col].fillna("").astype(str).tolist()
+        added = enqueue_uncertain(
+            get_store(), texts, routed_predictions(result), threshold=run.threshold,
+            batch=triage_batch_id(run.file_name, texts), rows=range(2, len(texts) + 2),
+        )  # fmt: skip
+        st.success(f"{len(added):,} added to the triage queue ({unsure - len(added):,} were "
+                   "already there).")  # fmt: skip
+        st.page_link("pages/triage.py", label="Open the triage queue", icon=":material/inbox:")
 
 
 st.title("Classify")

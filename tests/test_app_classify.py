@@ -20,9 +20,11 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture()
 def app(model_dir: Path) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120)
+    # Through the router, so st.page_link finds the pages registered by st.navigation.
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.session_state["active_model"] = str(model_dir)
     at.run()
+    at.switch_page(PAGE).run()
     assert not at.exception
     return at
 
@@ -70,3 +72,20 @@ def test_file_keeps_columns_and_order_and_adds_contract_columns(app: AppTest):
     assert set(CONTRACT) <= set(result.columns)
     assert bool(result.loc[2, "needs_review"])  # an empty complaint always goes to a person
     assert sum(c.startswith("prob_") for c in result.columns) == 4
+
+
+def test_unsure_predictions_go_to_the_triage_queue(
+    app: AppTest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("GRIEVANCE_LENS_DATA_DIR", str(tmp_path))
+    app.slider(key="classify.threshold").set_value(1.0)  # every prediction is unsure
+    csv = "complaint\nkyc documents rejected\nupi refund not received\n"
+    app.file_uploader(key="classify.upload").set_value(("q.csv", csv.encode(), "text/csv")).run()
+    app.button(key="classify.start").click().run()
+    app.session_state["classify.job"].job.wait(60)
+    app.run()
+    app.button(key="classify.triage").click().run()
+    assert not app.exception
+    assert any("2 added to the triage queue" in s.value for s in app.success)
+    app.button(key="classify.triage").click().run()
+    assert any("0 added" in s.value and "2 were already there" in s.value for s in app.success)

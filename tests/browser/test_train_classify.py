@@ -12,9 +12,11 @@ def test_demo_train_then_classify(page, app_url: str):
     expect(page.get_by_text("Data set: Built-in demo data")).to_be_visible()
     page.get_by_test_id("stSelectbox").filter(has_text="Backbone").click()
     page.get_by_role("option", name="Tiny transformer").click()
-    # Wait for the rerun that puts the tiny backbone's learning rate in the form.
-    expect(page.get_by_role("spinbutton", name="Learning rate")).to_have_value("1e-3")
-    steps = page.get_by_label("Stop after steps (0 = no limit)")
+    # Wait for the rerun that puts the tiny backbone's learning rate in the form; elements of
+    # the previous run stay on screen, marked stale, until it ends.
+    live = page.locator('[data-testid="stElementContainer"][data-stale="false"]')
+    expect(live.get_by_role("spinbutton", name="Learning rate")).to_have_value("1e-3")
+    steps = live.get_by_label("Stop after steps (0 = no limit)")
     steps.fill("5")
     steps.press("Tab")  # number inputs commit on blur
     page.get_by_role("button", name="Start training").click()
