@@ -27,9 +27,8 @@ def render_sidebar(container) -> None:
         if model is None:
             st.caption("No model loaded. Train or load one on **Train**.")
         else:
-            st.caption(
-                f"Model: {md_escape(model.path.name)} ({md_escape(model.card.get('backbone', '?'))})"
-            )
+            backbone = md_escape(model.card.get("backbone", "?"))
+            st.caption(f"Model: {md_escape(model.path.name)} ({backbone})")
         active = get_active_dataset()
         if active is None:
             st.caption("No data set loaded. Open **Data** to upload one or use the demo data.")

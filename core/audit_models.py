@@ -1,5 +1,5 @@
 """Audit with a saved model's transformer settings: a per-fold fine-tuning `fit`, and a job that
-runs any audit in a worker thread with progress (per optimiser step), ETA and cancel.
+runs any audit in a worker thread (core.jobs) with progress per optimiser step, ETA and cancel.
 
 The audit never reuses a saved model's weights: they saw every row, so their predictions on the
 training rows say nothing about label errors. It fine-tunes afresh on each fold's training rows
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -18,6 +17,7 @@ from typing import Any, Literal
 from core.audit import AuditConfig, AuditProgress, AuditResult, FitModel, run_audit
 from core.data import Dataset, split_dataset
 from core.device import configure_cpu_threads, resolve_device, set_seed
+from core.jobs import BackgroundJob, JobSnapshot, JobStatus
 from core.transformer import (
     TrainConfig,
     TrainProgress,
@@ -30,6 +30,7 @@ from core.transformer import (
 TRANSFORMER = "transformer"  # AuditConfig.model of an audit that fine-tunes per fold
 StepCallback = Callable[[TrainProgress], None]
 JobState = Literal["running", "done", "cancelled", "failed"]
+AuditEvent = AuditProgress | TrainProgress
 
 
 def transformer_fit(
@@ -104,11 +105,12 @@ class AuditStatus:
 
 
 class AuditJob:
-    """One audit running in a worker thread that makes no UI calls; poll `status()`.
+    """One audit running in a worker thread (core.jobs.BackgroundJob) that makes no UI calls;
+    poll `status()`.
 
     Start with `AuditJob.start(...)` (or build it, then `begin()`); `cancel()` asks it to stop
-    at the next optimiser step or fold. Progress is the share of folds done plus, for the transformer audit, the share of the
-    current fold's optimiser steps.
+    at the next optimiser step or fold. Progress is the share of folds done plus, for the
+    transformer audit, the share of the current fold's optimiser steps.
     """
 
     def __init__(
@@ -124,15 +126,13 @@ class AuditJob:
         self.fingerprint = dataset.fingerprint
         self._dataset = dataset
         self._train_config = train_config
-        self._cancel = threading.Event()
         self._lock = threading.Lock()
-        self._started = time.perf_counter()
         self._fold, self._step, self._total_steps = 0, 0, 0
-        self._state: JobState = "running"
-        self._result: AuditResult | None = None
-        self._error: str | None = None
         self._eta: float | None = None
-        self._thread = threading.Thread(target=self._run, name="grievance-lens-audit", daemon=True)
+        self._cached: AuditResult | None = None  # set by finished(): no thread at all
+        self._job: BackgroundJob[AuditEvent, AuditResult] = BackgroundJob(
+            self._work, name="grievance-lens-audit"
+        )
 
     @classmethod
     def start(
@@ -148,7 +148,7 @@ class AuditJob:
 
     def begin(self) -> AuditJob:
         """Start the worker thread (once) and return the job."""
-        self._thread.start()
+        self._job.start()
         return self
 
     @classmethod
@@ -156,60 +156,60 @@ class AuditJob:
         """A job that is already done with `result` (e.g. from a cache); starts no thread."""
         if result.fingerprint != dataset.fingerprint:
             raise ValueError("the cached audit result belongs to another data set; run it again")
-        config = AuditConfig(folds=result.folds, model=result.model)
-        job = cls(dataset, config, key=key)
-        job._result, job._fold = result, result.folds
-        job._state = "cancelled" if result.cancelled else "done"
+        job = cls(dataset, AuditConfig(folds=result.folds, model=result.model), key=key)
+        job._cached, job._fold = result, result.folds
         return job
 
     def cancel(self) -> None:
         """Ask the audit to stop; `status().state` becomes "cancelled" soon after."""
-        self._cancel.set()
+        self._job.cancel()
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the thread (up to `timeout` seconds); True when it has finished."""
-        if self._thread.ident is not None:  # never started: a finished() job
-            self._thread.join(timeout)
+        if self._cached is None:
+            self._job.wait(timeout)
         return self.status().state != "running"
 
     def status(self) -> AuditStatus:
         """The current state, progress and (when finished) the result."""
+        snapshot = self._snapshot()
+        state = snapshot.status.value
         with self._lock:
             folds = self.config.folds
             within = self._step / self._total_steps if self._total_steps else 0.0
-            fraction = 1.0 if self._state == "done" else min(1.0, (self._fold + within) / folds)
+            fraction = 1.0 if state == "done" else min(1.0, (self._fold + within) / folds)
             return AuditStatus(
-                state=self._state,
+                state=state,
                 fraction=fraction,
                 fold=self._fold,
                 folds=folds,
                 step=self._step,
                 total_steps=self._total_steps,
-                elapsed_s=time.perf_counter() - self._started,
+                elapsed_s=snapshot.elapsed_s,
                 eta_s=self._eta,
-                result=self._result,
-                error=self._error,
+                result=snapshot.result,
+                error=snapshot.error,
             )
 
-    def _run(self) -> None:
+    def _snapshot(self) -> JobSnapshot[AuditEvent, AuditResult]:
+        if self._cached is None:
+            return self._job.snapshot()
+        state = "cancelled" if self._cached.cancelled else "done"
+        return JobSnapshot(JobStatus(state), None, (), self._cached, None, 0.0)
+
+    def _work(
+        self, *, on_progress: Callable[[AuditEvent], None], cancel: threading.Event
+    ) -> AuditResult:
+        """The worker: run the audit, counting folds and steps for `status()`."""
+
+        def on_fold(progress: AuditProgress) -> None:
+            self._on_fold(progress)
+            on_progress(progress)
+
         fit = None
         if self._train_config is not None:
-            fit = transformer_fit(
-                self._train_config, on_progress=self._on_step, cancel=self._cancel
-            )
-        try:
-            result = run_audit(
-                self._dataset, self.config, fit=fit, on_progress=self._on_fold, cancel=self._cancel
-            )
-        # The thread's last line of defence: anything raised must reach the UI as a message,
-        # or the page would wait for a job that died.
-        except Exception as exc:
-            with self._lock:
-                self._state, self._error = "failed", " ".join(str(exc).split()) or repr(exc)
-            return
-        with self._lock:
-            self._result = result
-            self._state = "cancelled" if result.cancelled else "done"
+            fit = transformer_fit(self._train_config, on_progress=self._on_step, cancel=cancel)
+        return run_audit(self._dataset, self.config, fit=fit, on_progress=on_fold, cancel=cancel)
 
     def _on_fold(self, progress: AuditProgress) -> None:
         with self._lock:
@@ -220,5 +220,5 @@ class AuditJob:
         with self._lock:
             self._step, self._total_steps = progress.step, progress.total_steps
             done = (self._fold + progress.step / progress.total_steps) / self.config.folds
-            elapsed = time.perf_counter() - self._started
+            elapsed = self._job.snapshot().elapsed_s
             self._eta = elapsed / done * (1 - done) if done > 0 else None

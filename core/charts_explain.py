@@ -291,7 +291,7 @@ def probe_shift_chart(result: ProbeResult) -> alt.Chart:
             y=alt.Y("perturbation:N", title=None),
             x=alt.X("shift:Q", title="probability shift", scale=alt.Scale(domain=[-1, 1])),
             yOffset="model:N",
-            color=alt.Color("model:N", title="model"),
+            color=alt.Color("model:N", title="model", legend=alt.Legend(orient="bottom")),
             tooltip=["perturbation:N", "model:N", alt.Tooltip("shift:Q", format="+.3f")],
         )
     )
@@ -309,6 +309,7 @@ def capped_chart(frame: pd.DataFrame) -> alt.Chart:
             color=alt.Color(
                 "status:N",
                 title=None,
+                legend=alt.Legend(orient="bottom", direction="vertical"),
                 scale=alt.Scale(
                     domain=["reachable at best", "out of reach for a bag of words"],
                     range=["#9ecae1", "#de2d26"],
@@ -337,7 +338,7 @@ def flip_rate_chart(stats: Sequence[KindStats]) -> alt.Chart:
             y=alt.Y("kind:N", title=None),
             x=alt.X("flip rate:Q", title="flip rate", scale=alt.Scale(domain=[0, 1])),
             yOffset="model:N",
-            color=alt.Color("model:N", title="model"),
+            color=alt.Color("model:N", title="model", legend=alt.Legend(orient="bottom")),
             tooltip=["kind:N", "model:N", alt.Tooltip("flip rate:Q", format=".0%")],
         )
     )

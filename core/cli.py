@@ -192,20 +192,22 @@ def _advance(bar):
 
 
 def _cmd_classify(args: argparse.Namespace) -> None:
-    from core.classify import classify_table
+    from core.classify import DEFAULT_REVIEW_THRESHOLD, classify_table
     from core.data import load_table
     from core.export import write_table
     from core.registry import load_model
 
-    if not 0.0 <= args.review_threshold <= 1.0:
-        raise CommandError(f"--review-threshold must lie in 0..1, got {args.review_threshold}")
+    threshold = args.review_threshold
+    threshold = DEFAULT_REVIEW_THRESHOLD if threshold is None else threshold
+    if not 0.0 <= threshold <= 1.0:
+        raise CommandError(f"--review-threshold must lie in 0..1, got {threshold}")
     loaded = load_model(Path(args.model))
     table = load_table(Path(args.input))
     text_col = _classify_text_col(table, args.text_col)
     out = Path(args.out) if args.out else _default_out(Path(args.input))
     with _progress_bar("classify", total=len(table), unit="text") as bar:
         result = classify_table(
-            loaded, table, text_col=text_col, review_threshold=args.review_threshold,
+            loaded, table, text_col=text_col, review_threshold=threshold,
             on_progress=_advance(bar),
         )  # fmt: skip
     write_table(result, out)
@@ -279,8 +281,8 @@ def _add_classify(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="output .csv or .xlsx (default: INPUT_classified.csv)")
     p.add_argument("--text-col", help="column holding the complaint text (default: detected)")
     p.add_argument(
-        "--review-threshold", type=float, default=0.5,
-        help="flag needs_review when the top probability is below this (default 0.5)",
+        "--review-threshold", type=float,
+        help="flag needs_review below this top probability (default: the app's, 0.6)",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print rows and out path as JSON")
     p.set_defaults(handler=_cmd_classify)

@@ -705,6 +705,7 @@ def scan_dataset(
     perturbations = {p: perturb(texts[p], config.probe) for p in probe_rows}
     n_probe = sum(len(v) + 1 for v in perturbations.values())
     progress = _Progress(2 * (len(scanned) + n_probe), on_progress)
+    progress.add(0, "classify (transformer)")  # the total is known before the first batch
     partial = _ScanParts(classes, texts, labels, list(dataset.rows), groups, scanned)
     return _run_scan(transformer, baseline, partial, perturbations, config, progress, cancel)
 
@@ -836,28 +837,42 @@ def review_rows(
     baseline: Any,
     dataset: Any,
     *,
-    max_rows: int = 120,
+    max_rows: int = 60,
     seed: int = 0,
     include: Sequence[int] = (),
-) -> pd.DataFrame:
+    batch_size: int = 16,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> pd.DataFrame | None:
     """A sample of labelled rows with both models' answers, misclassified rows first.
 
     Twin-group rows are sampled first (as in the scan); positions in `include` are always kept.
     Columns: position, row, desk, transformer, transformer confidence, bag of words,
     bag-of-words confidence, wrong ("both", "transformer", "bag of words" or ""), text.
+    Returns None when `cancel` is set before the end.
     """
     classes = check_pair(transformer, baseline)
     texts, labels = list(dataset.texts), list(dataset.labels)
+    config = ScanConfig(max_rows=max_rows, seed=seed, batch_size=batch_size)
     groups = twin_groups(texts, labels, dataset.rows)
-    config = ScanConfig(max_rows=max_rows, seed=seed)
     positions = sorted(set(sample_positions(len(texts), groups, config)) | set(include))
     sample = [texts[p] for p in positions]
-    outputs = [transformer.predict_proba(sample), baseline.predict_proba(sample)]
+    progress = _Progress(2 * len(sample), on_progress)
+    progress.add(0, "classify (transformer)")
+    outputs = []
+    for name, model in (("transformer", transformer), ("bag of words", baseline)):
+        pred_probs = _predict_batched(model, sample, config, progress, f"classify ({name})", cancel)
+        if pred_probs is None:
+            return None
+        outputs.append(pred_probs)
     records = [
         _review_record(p, dataset.rows[p], labels[p], texts[p], classes, t, b)
         for p, t, b in zip(positions, *outputs, strict=True)
     ]
-    frame = pd.DataFrame(records, columns=list(_REVIEW_COLUMNS))
+    return _misclassified_first(pd.DataFrame(records, columns=list(_REVIEW_COLUMNS)))
+
+
+def _misclassified_first(frame: pd.DataFrame) -> pd.DataFrame:
     order = frame["wrong"].map(_WRONG_ORDER)
     return (
         frame.assign(_order=order)
@@ -980,3 +995,37 @@ def start_scan(
 
     job: BackgroundJob[ScanProgress, ScanResult] = BackgroundJob(work, name="probe-scan")
     return ScanRun(job.start(), config, model_path, dataset_fingerprint)
+
+
+@dataclass(frozen=True)
+class ReviewRun:
+    """A background `review_rows` job and what it was started on."""
+
+    job: BackgroundJob[ScanProgress, pd.DataFrame | None]
+    model_path: str
+    dataset_fingerprint: str
+    max_rows: int
+    include: tuple[int, ...]
+
+
+def start_review(
+    transformer: Any,
+    baseline: Any,
+    dataset: Any,
+    *,
+    max_rows: int,
+    include: Sequence[int] = (),
+    model_path: str,
+    dataset_fingerprint: str,
+) -> ReviewRun:
+    """Run `review_rows` in a worker thread; poll `run.job.snapshot()`, stop with `cancel()`."""
+    include = tuple(include)
+
+    def work(*, on_progress, cancel) -> pd.DataFrame | None:
+        return review_rows(
+            transformer, baseline, dataset,
+            max_rows=max_rows, include=include, on_progress=on_progress, cancel=cancel,
+        )  # fmt: skip
+
+    job: BackgroundJob[ScanProgress, pd.DataFrame | None] = BackgroundJob(work, name="review")
+    return ReviewRun(job.start(), model_path, dataset_fingerprint, max_rows, include)

@@ -9,6 +9,7 @@ import streamlit as st
 
 from core.charts import probability_chart
 from core.classify import (
+    DEFAULT_REVIEW_THRESHOLD,
     ClassifyProgress,
     classification_columns,
     classify_in_background,
@@ -178,7 +179,7 @@ st.caption(
     f"Model: {md_escape(model.path.name)} · desks: {md_escape(', '.join(model.card['labels']))}"
 )
 threshold = st.slider(
-    "Human-review threshold", 0.0, 1.0, 0.6, 0.05, key="classify.threshold",
+    "Human-review threshold", 0.0, 1.0, DEFAULT_REVIEW_THRESHOLD, 0.05, key="classify.threshold",
     help="A prediction whose top probability is below this is flagged for a person to check.",
 )  # fmt: skip
 one, many = st.tabs(["One complaint", "A file"])

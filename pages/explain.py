@@ -17,15 +17,16 @@ from core.charts_explain import (
 )
 from core.data import Dataset
 from core.explain import ExplainConfig, Explanation, explain_text
-from core.probes import DEMO_TEXT, review_rows
+from core.jobs import JobStatus
+from core.probes import DEMO_TEXT, ReviewRun, start_review
 from core.registry import LoadedModel
 from ui.datasets import require_dataset
 from ui.safe import md_escape
-from ui.state import explain_row, get_active_model
+from ui.state import explain_row, get_active_model, get_explain_review, set_explain_review
 
 TYPED, PICKED = "Type a complaint", "Pick one from the data set"
 PREDICTED = "the transformer's prediction"
-REVIEW_SIZES = (60, 120, 240)  # rows classified for the picker; 120 take ~3 s with MiniLM on CPU
+REVIEW_SIZES = (30, 60, 120, 240)  # rows both models classify for the picker (a background job)
 DELTA_WARNING = 0.05  # a convergence delta above 5% of the logit gap deserves more steps
 
 
@@ -43,15 +44,6 @@ def explained(
     return explain_text(_model.transformer, _model.baseline, text, config)
 
 
-@st.cache_data(max_entries=8, show_spinner="Classifying a sample of the data set with both models…")
-def reviewed(
-    _model: LoadedModel, key: str, _dataset: Dataset, fingerprint: str, size: int, include: int
-) -> pd.DataFrame:
-    """Cached per (model, data set, sample size, forced row)."""
-    extra = [include] if include >= 0 else []
-    return review_rows(_model.transformer, _model.baseline, _dataset, max_rows=size, include=extra)
-
-
 def render_typed() -> str | None:
     """The typed complaint (the form keeps the last one explained; an example to start with)."""
     with st.form("explain.typed"):
@@ -66,14 +58,37 @@ def _requested_position(dataset: Dataset) -> int:
     return dataset.rows.index(row) if row is not None and row in dataset.rows else -1
 
 
-def render_picked(model: LoadedModel) -> str | None:
-    active = require_dataset("explain")
-    if active is None:
-        return None
-    dataset = active.dataset
-    requested = _requested_position(dataset)
-    size = st.select_slider("Rows to classify", REVIEW_SIZES, value=120, key="explain.size")
-    frame = reviewed(model, model_key(model), dataset, dataset.fingerprint, size, requested)
+def current_review(
+    model: LoadedModel, dataset: Dataset, size: int, include: tuple[int, ...]
+) -> ReviewRun:
+    """This session's classified sample for (model, data set, size, row), started if missing."""
+    run = get_explain_review()
+    wanted = (model_key(model), dataset.fingerprint, size, include)
+    if (
+        run is None
+        or (run.model_path, run.dataset_fingerprint, run.max_rows, run.include) != wanted
+    ):
+        run = start_review(
+            model.transformer, model.baseline, dataset, max_rows=size, include=include,
+            model_path=model_key(model), dataset_fingerprint=dataset.fingerprint,
+        )  # fmt: skip
+        set_explain_review(run)
+    return run
+
+
+def render_review_progress(run: ReviewRun) -> None:
+    snapshot = run.job.snapshot()
+    if snapshot.status is not JobStatus.RUNNING:
+        st.rerun()
+    latest = snapshot.latest
+    done, total = (latest.done, latest.total) if latest else (0, 1)
+    eta = f" · about {latest.eta_s:.0f} s left" if latest and latest.eta_s is not None else ""
+    st.progress(done / max(total, 1), text=f"Classifying the sample: {done} of {total}{eta}")
+    if st.button("Cancel", key="explain.cancel_review"):
+        run.job.cancel()
+
+
+def render_row_choice(frame: pd.DataFrame, dataset: Dataset, requested: int) -> str:
     st.caption(
         f"A sample of {len(frame):,} of {len(dataset):,} complaints (same-bag twins first), "
         "misclassified ones first. Rows the models were trained on look easier than they are."
@@ -89,6 +104,27 @@ def render_picked(model: LoadedModel) -> str | None:
     position = int(frame.loc[frame["row"] == row, "position"].iloc[0])
     st.caption(f"Given desk: {md_escape(dataset.labels[position])}")
     return dataset.texts[position]
+
+
+def render_picked(model: LoadedModel) -> str | None:
+    active = require_dataset("explain")
+    if active is None:
+        return None
+    dataset = active.dataset
+    requested = _requested_position(dataset)
+    size = st.select_slider("Rows to classify", REVIEW_SIZES, value=60, key="explain.size")
+    run = current_review(model, dataset, size, (requested,) if requested >= 0 else ())
+    snapshot = run.job.snapshot()
+    if snapshot.status is JobStatus.RUNNING:
+        st.fragment(render_review_progress, run_every=0.5)(run)
+        return None
+    if snapshot.status is JobStatus.FAILED:
+        st.error(md_escape(snapshot.error))
+        return None
+    if snapshot.result is None:
+        st.info("Classifying the sample was cancelled; change the number of rows to start again.")
+        return None
+    return render_row_choice(snapshot.result, dataset, requested)
 
 
 def render_target(model: LoadedModel) -> str | None:
@@ -191,8 +227,8 @@ st.caption(
     f"Model: {md_escape(model.path.name)} · desks: {md_escape(', '.join(model.card['labels']))}"
 )
 source = st.radio(
-    "Where the complaint comes from", [TYPED, PICKED], index=1 if explain_row() else 0, horizontal=True,
-    key="explain.source",
+    "Where the complaint comes from", [TYPED, PICKED],
+    index=1 if explain_row() else 0, horizontal=True, key="explain.source",
 )  # fmt: skip
 text = render_typed() if source == TYPED else render_picked(model)
 if text is None:

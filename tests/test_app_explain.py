@@ -9,12 +9,13 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from core.jobs import JobStatus
 from core.probes import DEMO_TEXT
 from core.registry import save_model
 from core.transformer import TrainConfig, train_models
 from tests.conftest import make_dataset, separable_rows
 from tests.models import save_tiny_model
-from ui.state import ACTIVE_MODEL
+from ui.state import ACTIVE_MODEL, EXPLAIN_REVIEW
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages" / "explain.py")
@@ -102,11 +103,19 @@ def test_target_selector_changes_the_explained_desk(bert_model):
     assert not at.exception
 
 
+def _finish_review(at: AppTest) -> None:
+    """Wait for the background classification of the sample, then rerun the page."""
+    assert at.session_state[EXPLAIN_REVIEW].job.wait(timeout=120).status is JobStatus.DONE
+    at.run()
+    assert not at.exception
+
+
 def test_pick_a_row_from_the_demo_data(bert_model):
     at = _open(bert_model)
     at.radio(key="explain.source").set_value("Pick one from the data set").run()
     at.button(key="explain.use_demo").click().run()
     assert not at.exception
+    _finish_review(at)
     picker = at.dataframe[0].value
     assert {"row", "desk", "transformer", "bag of words", "wrong", "text"} <= set(picker.columns)
     wrong = picker["wrong"].tolist()
@@ -124,6 +133,7 @@ def test_row_query_parameter_opens_that_row(bert_model):
     first.radio(key="explain.source").set_value("Pick one from the data set").run()
     first.button(key="explain.use_demo").click().run()
     active = first.session_state["active_dataset"]
+    first.session_state[EXPLAIN_REVIEW].job.cancel()
     row = active.dataset.rows[1234]
     at = AppTest.from_file(PAGE, default_timeout=120)
     at.session_state[ACTIVE_MODEL] = str(bert_model)
@@ -131,6 +141,7 @@ def test_row_query_parameter_opens_that_row(bert_model):
     at.query_params["row"] = str(row)
     at.run()
     assert not at.exception
+    _finish_review(at)
     assert at.selectbox(key="explain.row").value == row
     assert at.text[0].value == active.dataset.texts[1234]
 

@@ -39,6 +39,7 @@ from core.probes import (
     review_rows,
     run_probes,
     scan_dataset,
+    start_review,
     start_scan,
     twin_groups,
     twin_table,
@@ -366,3 +367,19 @@ def test_cli_probe_prints_the_contract_json_and_one_line_errors(tmp_path, capsys
     assert main(["probe", "--model", str(tmp_path), DEMO_TEXT]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_review_rows_report_progress_and_stop_when_cancelled():
+    data = _planted()
+    seen: list[ScanProgress] = []
+    frame = review_rows(FirstMethodModel(), BagModel(), data, batch_size=3, on_progress=seen.append)
+    assert len(frame) == 8 and seen[-1].done == seen[-1].total == 16
+    cancel = threading.Event()
+    cancel.set()
+    assert review_rows(FirstMethodModel(), BagModel(), data, cancel=cancel) is None
+    run = start_review(
+        FirstMethodModel(), BagModel(), data, max_rows=5, include=(7,), model_path="m",
+        dataset_fingerprint="f",
+    )  # fmt: skip
+    snapshot = run.job.wait(timeout=60)
+    assert snapshot.status is JobStatus.DONE and 7 in set(snapshot.result["position"])

@@ -12,7 +12,7 @@ import streamlit as st
 from core.audit_models import AuditJob
 from core.baseline_eval import BaselineEvaluation
 from core.data import Dataset, ValidationReport
-from core.probes import ScanRun
+from core.probes import ReviewRun, ScanRun
 from core.registry import LoadedModel, load_model, read_card
 from core.store import Store, default_db_path
 
@@ -23,6 +23,7 @@ TRAIN_JOB = "train.job"  # TrainingRun: this session's training job (running or 
 CLASSIFY_JOB = "classify.job"  # ClassifyRun: this session's file classification job
 AUDIT_JOB = "audit.job"  # core.audit_models.AuditJob: this session's label audit (running or done)
 PROBE_SCAN = "probes.scan"  # core.probes.ScanRun: this session's data set scan (running or done)
+EXPLAIN_REVIEW = "explain.review"  # core.probes.ReviewRun: the Explain page's classified sample
 REVIEWER = "reviewer"  # str: the reviewer's name, entered once per session when there is no login
 # Query parameter that opens the Explain page on one row: `?row=N`, N the 1-based spreadsheet row
 # (core.data.Dataset.rows, header = row 1) of the active data set. Read it with `explain_row()`.
@@ -135,6 +136,18 @@ def set_probe_scan(run: ScanRun) -> None:
     if previous is not None and previous is not run:
         previous.job.cancel()
     st.session_state[PROBE_SCAN] = run
+
+
+def get_explain_review() -> ReviewRun | None:
+    return st.session_state.get(EXPLAIN_REVIEW)
+
+
+def set_explain_review(run: ReviewRun) -> None:
+    """Keep `run` as this session's Explain sample; a running previous one is cancelled first."""
+    previous = get_explain_review()
+    if previous is not None and previous is not run:
+        previous.job.cancel()
+    st.session_state[EXPLAIN_REVIEW] = run
 
 
 def explain_row() -> int | None:

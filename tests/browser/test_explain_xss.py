@@ -8,7 +8,8 @@ pytestmark = pytest.mark.browser
 
 HOSTILE = "<img src=x onerror=alert(1)> ![x](http://127.0.0.1:9/x.png) paid by card, not by UPI"
 TRAP = "127.0.0.1:9"
-FIRST_LOAD_MS = 120_000  # a cold server imports torch and transformers on the first run
+# A cold server imports torch and transformers on the first run, on a shared, busy machine.
+FIRST_LOAD_MS = 180_000
 
 
 def _use_saved_model(page, name: str) -> None:
@@ -39,12 +40,14 @@ def test_hostile_complaint_is_plain_text_on_both_pages(page, saved_tiny_model):
     _use_saved_model(page, saved_tiny_model.name)
 
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Explain", exact=True).click()
+    expect(page.get_by_text("Word by word")).to_be_visible(timeout=FIRST_LOAD_MS)  # page idle
     _submit(page, "Explain")
     expect(page.get_by_text("Word by word")).to_be_visible(timeout=FIRST_LOAD_MS)
     expect(page.get_by_test_id("stMetric").filter(has_text="Transformer")).to_be_visible()
     expect(page.locator("img[src='x'], img[src*='127.0.0.1']")).to_have_count(0)
 
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Order probes").click()
+    expect(page.get_by_text("Positional ablation")).to_be_visible(timeout=FIRST_LOAD_MS)
     _submit(page, "Probe")
     expect(page.get_by_text("Positional ablation")).to_be_visible(timeout=FIRST_LOAD_MS)
     expect(page.locator("img[src='x'], img[src*='127.0.0.1']")).to_have_count(0)

@@ -27,7 +27,8 @@ def test_demo_train_then_classify(page, app_url: str):
     expect(page.get_by_test_id("stSidebar")).to_contain_text("Model: browser-tiny")
 
     page.get_by_test_id("stSidebarNav").get_by_text("Classify").click()
-    page.get_by_role("textbox", name="Complaint").fill("My UPI payment failed but the money was debited")
+    complaint = "My UPI payment failed but the money was debited"
+    page.get_by_role("textbox", name="Complaint").fill(complaint)
     page.get_by_role("button", name="Classify", exact=True).click()
     transformer = page.get_by_test_id("stMetric").filter(has_text="Transformer")
     expect(transformer).to_contain_text("sure")
