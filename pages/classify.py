@@ -21,7 +21,8 @@ from core.jobs import BackgroundJob, JobStatus
 from core.registry import LoadedModel
 from core.store import enqueue_uncertain, triage_batch_id
 from ui.safe import md_escape
-from ui.state import CLASSIFY_JOB, get_active_model, get_store
+from ui.state import CLASSIFY_JOB, get_store
+from ui.widgets import require_model
 
 MAX_TYPED_CHARS = 20_000
 
@@ -170,14 +171,7 @@ def render_send_to_triage(result: pd.DataFrame, run: ClassifyRun) -> None:
 
 
 st.title("Classify")
-model = get_active_model()
-if model is None:
-    st.info("No model is active. Train one or load a saved one on the Train page.")
-    st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
-    st.stop()
-st.caption(
-    f"Model: {md_escape(model.path.name)} · desks: {md_escape(', '.join(model.card['labels']))}"
-)
+model = require_model()
 threshold = st.slider(
     "Human-review threshold", 0.0, 1.0, DEFAULT_REVIEW_THRESHOLD, 0.05, key="classify.threshold",
     help="A prediction whose top probability is below this is flagged for a person to check.",

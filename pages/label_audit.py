@@ -35,12 +35,10 @@ from ui.state import (
     ActiveDataset,
     get_active_model,
     get_audit_job,
-    get_reviewer,
     get_store,
-    reviewer_from_login,
     set_audit_job,
-    set_reviewer,
 )
+from ui.widgets import render_reviewer
 
 BOW, TRANSFORMER = "bow", "transformer"
 ROW_KEY = "audit.row"
@@ -88,21 +86,6 @@ def remember(key: str, result: AuditResult, store: Store) -> None:
 
 
 # ---------------------------------------------------------------------------------- reviewer
-
-
-def render_reviewer() -> str | None:
-    """The reviewer's name: from the login, or asked once per session."""
-    reviewer = get_reviewer()
-    if reviewer is not None:
-        how = "signed in" if reviewer_from_login() else "for this session"
-        st.caption(f"Reviewing as **{md_escape(reviewer)}** ({how}).")
-        return reviewer
-    with st.form("audit.reviewer_form"):
-        name = st.text_input("Your name, saved with each decision", key="audit.reviewer_name")
-        if st.form_submit_button("Start reviewing") and name.strip():
-            set_reviewer(name)
-            st.rerun()
-    return None
 
 
 # ---------------------------------------------------------------------------------- running
@@ -499,7 +482,7 @@ if result is not None:
     render_issue_table(result.issues, latest)
     st.subheader("Review")
     render_last_save()
-    reviewer = render_reviewer()
+    reviewer = render_reviewer("audit", prompt="Your name, saved with each decision")
     if not result.issues:
         st.success("No suspected label issues in this data set with these settings.")
     elif reviewer is not None:

@@ -20,11 +20,9 @@ from core.store import Store, TriageItem, triage_training_rows, with_training_ro
 from ui.safe import md_escape
 from ui.state import (
     get_active_dataset,
-    get_reviewer,
     get_store,
-    reviewer_from_login,
-    set_reviewer,
 )
+from ui.widgets import render_reviewer
 
 ALL = "All batches"
 ITEM_KEY = "triage.item"
@@ -38,21 +36,6 @@ class SaveOutcome:
 
     saved: bool
     message: str
-
-
-def render_reviewer() -> str | None:
-    """The reviewer's name: from the login, or asked once per session."""
-    reviewer = get_reviewer()
-    if reviewer is not None:
-        how = "signed in" if reviewer_from_login() else "for this session"
-        st.caption(f"Reviewing as **{md_escape(reviewer)}** ({how}).")
-        return reviewer
-    with st.form("triage.reviewer_form"):
-        name = st.text_input("Your name, saved with each verdict", key="triage.reviewer_name")
-        if st.form_submit_button("Start reviewing") and name.strip():
-            set_reviewer(name)
-            st.rerun()
-    return None
 
 
 def render_counts(items: list[TriageItem]) -> None:
@@ -229,7 +212,7 @@ batches = sorted({i.batch for i in everything})
 batch = st.selectbox("Batch", [ALL, *batches], key="triage.batch")
 chosen = None if batch == ALL else batch
 render_last_save()
-reviewer = render_reviewer()
+reviewer = render_reviewer("triage", prompt="Your name, saved with each verdict")
 st.subheader("Waiting for review")
 render_queue(store.open_triage(batch=chosen, limit=QUEUE_LIMIT), reviewer, store)
 reviewed = [i for i in store.triage_items(batch=chosen, limit=QUEUE_LIMIT) if i.status != "open"]

@@ -1,0 +1,35 @@
+"""Small pieces of UI that several pages show the same way."""
+
+import streamlit as st
+
+from core.registry import LoadedModel
+from ui.safe import md_escape
+from ui.state import get_active_model, get_reviewer, reviewer_from_login, set_reviewer
+
+
+def require_model() -> LoadedModel:
+    """The active model with a one-line caption; otherwise a pointer to Train, and the page
+    stops here."""
+    model = get_active_model()
+    if model is None:
+        st.info("No model is active. Train one or load a saved one on the Train page.")
+        st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
+        st.stop()
+    desks = ", ".join(map(str, model.card["labels"]))
+    st.caption(f"Model: {md_escape(model.path.name)} · desks: {md_escape(desks)}")
+    return model
+
+
+def render_reviewer(page_key: str, *, prompt: str) -> str | None:
+    """The reviewer's name: from the login, or asked once per session (None until given)."""
+    reviewer = get_reviewer()
+    if reviewer is not None:
+        how = "signed in" if reviewer_from_login() else "for this session"
+        st.caption(f"Reviewing as **{md_escape(reviewer)}** ({how}).")
+        return reviewer
+    with st.form(f"{page_key}.reviewer_form"):
+        name = st.text_input(prompt, key=f"{page_key}.reviewer_name")
+        if st.form_submit_button("Start reviewing") and name.strip():
+            set_reviewer(name)
+            st.rerun()
+    return None
