@@ -226,11 +226,18 @@ class MeanPoolForSequenceClassification(PreTrainedModel):
         attention_mask: torch.Tensor,
         labels: torch.Tensor | None = None,
         output_attentions: bool = False,
+        position_ids: torch.Tensor | None = None,
         **kwargs: Any,
     ) -> SequenceClassifierOutput:
-        """Logits (batch, num_labels) from the mean of real-token states (batch, seq, hidden)."""
+        """Logits (batch, num_labels) from the mean of real-token states (batch, seq, hidden).
+
+        `position_ids` (batch, seq) reach the encoder, so order ablations work on this head too.
+        """
         out = self.encoder(
-            input_ids=input_ids, attention_mask=attention_mask, output_attentions=output_attentions
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            output_attentions=output_attentions,
         )
         mask = attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)  # (batch, seq, 1)
         pooled = (out.last_hidden_state * mask).sum(1) / mask.sum(1).clamp(min=1.0)

@@ -56,9 +56,9 @@ def render_single(model: LoadedModel, threshold: float) -> None:
         return
     row = classification_columns(model, [text], review_threshold=threshold).iloc[0]
     left, middle, right = st.columns(3)
-    left.metric("Transformer", str(row["predicted_label"]), f"{row['confidence']:.0%} sure",
+    left.metric("Transformer", md_escape(row["predicted_label"]), f"{row['confidence']:.0%} sure",
                 delta_color="off")  # fmt: skip
-    middle.metric("Bag of words", str(row["bow_label"]), f"{row['bow_confidence']:.0%} sure",
+    middle.metric("Bag of words", md_escape(row["bow_label"]), f"{row['bow_confidence']:.0%} sure",
                   delta_color="off")  # fmt: skip
     if row["needs_review"]:
         right.warning(f"Needs review: confidence below {threshold:.0%}.")

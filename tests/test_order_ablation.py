@@ -126,3 +126,23 @@ def test_model_must_be_in_eval_mode_and_take_position_ids(bert):
         order_ablation(NoPositions().eval(), tokenizer, "paid by card")
     with pytest.raises(ValueError, match="no words"):
         order_ablation(model, tokenizer, "   ")
+
+
+def test_mean_pooled_head_takes_position_ids_too(bert):
+    from core.transformer import MeanPoolConfig, MeanPoolForSequenceClassification
+
+    model, tokenizer = bert
+    torch.manual_seed(0)
+    head = MeanPoolForSequenceClassification(
+        MeanPoolConfig(
+            encoder=model.config, id2label=model.config.id2label,
+            label2id=model.config.label2id,
+        ),
+        encoder=model.bert,
+    ).eval()  # fmt: skip
+    a = order_ablation(head, tokenizer, "India defeated Australia")
+    b = order_ablation(head, tokenizer, "Australia defeated India")
+    pa, pb = (np.array(list(r.single_position.probabilities.values())) for r in (a, b))
+    np.testing.assert_allclose(pa, pb, atol=1e-6)  # mean pooling + one position: a bag
+    na, nb = (np.array(list(r.normal.probabilities.values())) for r in (a, b))
+    assert np.abs(na - nb).max() > 1e-4

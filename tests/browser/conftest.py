@@ -96,30 +96,8 @@ def app_url(
     tmp_path_factory: pytest.TempPathFactory, models_dir: Path, saved_tiny_model: Path
 ) -> Iterator[str]:
     """Start the app once per test session; yield its base URL."""
-    port = _free_port()
-    data_dir = tmp_path_factory.mktemp("lens-data")
-    env = {
-        **os.environ,
-        "GRIEVANCE_LENS_DATA_DIR": str(data_dir),
-        "GRIEVANCE_LENS_MODELS_DIR": str(models_dir),
-        "PYTHONUNBUFFERED": "1",
-    }
-    log = (data_dir / "streamlit.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ui.launch", "--server.port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, process)
+    with serve_app(tmp_path_factory.mktemp("lens-data"), models_dir=models_dir) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
-        log.close()
 
 
 @pytest.fixture(scope="session")
