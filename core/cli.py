@@ -93,6 +93,7 @@ _TRAIN_OPTIONS = {  # CLI flag dest -> TrainConfig field
     "backbone": "backbone", "epochs": "epochs", "batch_size": "batch_size", "lr": "lr",
     "max_length": "max_length", "val_fraction": "val_fraction", "seed": "seed",
     "device": "device", "pooling": "pooling", "max_steps": "max_steps",
+    "positional_encoding": "positional_encoding",
 }  # fmt: skip
 
 
@@ -110,6 +111,8 @@ def _cmd_train(args: argparse.Namespace) -> None:
         for dest, field in _TRAIN_OPTIONS.items()
         if getattr(args, dest) is not None
     }
+    if "positional_encoding" in options:
+        options["positional_encoding"] = options["positional_encoding"] == "on"
     config = TrainConfig(**options)
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
     train, val = split_dataset(dataset, val_fraction=config.val_fraction, seed=config.seed)
@@ -258,6 +261,10 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"))
     p.add_argument("--pooling", choices=("mean", "cls"), help="head over mean of tokens or [CLS]")
     p.add_argument("--max-steps", type=int, help="stop after this many steps (quick runs)")
+    p.add_argument(
+        "--positional-encoding", choices=("on", "off"),
+        help="tiny backbone: sinusoidal positions on (default) or off (order-blind)",
+    )  # fmt: skip
     p.add_argument("--text-col", help="column holding the complaint text (default: detected)")
     p.add_argument("--label-col", help="column holding the desk label (default: detected)")
     p.add_argument("--json", action="store_true", help="print the scores as JSON on stdout")

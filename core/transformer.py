@@ -82,6 +82,9 @@ class TrainConfig:
     device: Literal["auto", "cpu", "cuda"] = "auto"
     max_steps: int | None = None  # stop after this many optimiser steps (quick runs, tests)
     classifier_dropout: float = 0.1  # dropout before the linear head (BERT's own value)
+    # Tiny backbone only: sinusoidal positions on (order visible) or off (attention is then
+    # permutation-equivariant and, pooled, exactly as order-blind as a bag of words).
+    positional_encoding: bool = True
 
     def __post_init__(self) -> None:
         _check_str("backbone", self.backbone)
@@ -98,6 +101,10 @@ class TrainConfig:
         _check_fraction("weight_decay", self.weight_decay, low=-1e-12, high=1.0)
         _check_fraction("val_fraction", self.val_fraction, low=0.0, high=0.5)
         _check_fraction("classifier_dropout", self.classifier_dropout, low=-1e-12, high=0.9)
+        if not isinstance(self.positional_encoding, bool):
+            raise ValueError(
+                f"positional_encoding must be True or False, got {self.positional_encoding!r}"
+            )
         if not isinstance(self.class_weights, bool):
             raise ValueError(f"class_weights must be True or False, got {self.class_weights!r}")
         if self.device not in ("auto", "cpu", "cuda"):
@@ -279,8 +286,9 @@ def load_backbone(
     """
     if config.backbone == TINY:
         return create_tiny_classifier(
-            texts, classes, pooling=config.pooling, max_length=config.max_length, seed=config.seed
-        )
+            texts, classes, pooling=config.pooling, max_length=config.max_length,
+            seed=config.seed, positional_encoding=config.positional_encoding,
+        )  # fmt: skip
     source = resolve_backbone(config.backbone)
     id2label = {i: label for i, label in enumerate(classes)}
     label2id = {label: i for i, label in id2label.items()}

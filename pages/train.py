@@ -104,6 +104,10 @@ def render_train_form(active: ActiveDataset) -> TrainConfig | None:
         patience = c[0].number_input("Early-stopping patience", 1, 20, 2, key="train.patience")
         class_weights = c[1].checkbox("Weight small desks", True, key="train.class_weights")
         device = c[2].selectbox("Device", ["auto", "cpu", "cuda"], key="train.device")
+        positional = c[3].checkbox(
+            "Positional encoding", True, key="train.positional", disabled=choice != TINY,
+            help="Tiny transformer only. Off, it sees a bag of words: word order is invisible.",
+        )  # fmt: skip
         submitted = st.form_submit_button("Start training", type="primary")
     if not submitted:
         return None
@@ -114,6 +118,7 @@ def render_train_form(active: ActiveDataset) -> TrainConfig | None:
             batch_size=int(batch_size), max_length=int(max_length),
             val_fraction=float(val_fraction), seed=int(seed), patience=int(patience),
             max_steps=int(max_steps) or None, class_weights=class_weights, device=device,
+            positional_encoding=bool(positional),
         )  # fmt: skip
     except ValueError as exc:
         st.error(md_escape(exc))

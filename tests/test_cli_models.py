@@ -145,3 +145,23 @@ def test_classify_refuses_a_pickle_model_folder(trained, tmp_path, labelled):
     )  # fmt: skip
     assert result.returncode == 2 and "pickle" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_train_tiny_without_positions(labelled, tmp_path):
+    out = tmp_path / "tiny-off"
+    result = run_cli(
+        "train", str(labelled), "--out", str(out), "--backbone", "tiny",
+        "--positional-encoding", "off", "--max-steps", "3", "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    card = json.loads((out / "card.json").read_text())
+    assert card["train_config"]["positional_encoding"] is False
+    assert json.loads((out / "config.json").read_text())["positional_encoding"] is False
+
+
+def test_positional_encoding_flag_takes_only_on_or_off(labelled, tmp_path):
+    result = run_cli(
+        "train", str(labelled), "--out", str(tmp_path / "m"), "--backbone", "tiny",
+        "--positional-encoding", "maybe",
+    )  # fmt: skip
+    assert result.returncode == 2 and result.stderr.startswith("error: ")
