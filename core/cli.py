@@ -7,6 +7,7 @@ and exits 2, never a traceback. `--json` prints one JSON document on stdout.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -334,10 +335,17 @@ def _transformer_audit(dataset, config, folder: Path):
     train_config = train_config_from_card(read_card(folder))
     config = transformer_audit_config(config)
     folds_done = [0]
-    # delay: a backbone that fails to load ends with the error line alone, no empty bar
-    with _progress_bar(f"audit ({train_config.backbone})", unit="step", delay=0.5) as bar:
+    # The bar opens at the first step, so a backbone that fails to load ends with the error
+    # line alone, and a fast run still shows its progress.
+    with contextlib.ExitStack() as stack:
+        bars = []
 
         def on_step(progress) -> None:
+            if not bars:
+                bars.append(stack.enter_context(
+                    _progress_bar(f"audit ({train_config.backbone})", unit="step")
+                ))  # fmt: skip
+            bar = bars[0]
             bar.total = progress.total_steps * config.folds
             bar.update(folds_done[0] * progress.total_steps + progress.step - bar.n)
             bar.set_postfix({"fold": f"{folds_done[0] + 1}/{config.folds}"}, refresh=False)
