@@ -22,7 +22,8 @@ from core.probes import DEMO_TEXT, ReviewRun, start_review
 from core.registry import LoadedModel
 from ui.datasets import require_dataset
 from ui.safe import md_escape
-from ui.state import explain_row, get_active_model, get_explain_review, set_explain_review
+from ui.state import explain_row, get_explain_review, set_explain_review
+from ui.widgets import require_model
 
 TYPED, PICKED = "Type a complaint", "Pick one from the data set"
 PREDICTED = "the transformer's prediction"
@@ -218,14 +219,7 @@ def render_explanation(model: LoadedModel, text: str, target: str | None, n_step
 
 st.title("Explain")
 st.write("What each model relied on for one complaint, and where every attention head looks.")
-model = get_active_model()
-if model is None:
-    st.info("No model is active. Train one or load a saved one on the Train page.")
-    st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
-    st.stop()
-st.caption(
-    f"Model: {md_escape(model.path.name)} · desks: {md_escape(', '.join(model.card['labels']))}"
-)
+model = require_model()
 source = st.radio(
     "Where the complaint comes from", [TYPED, PICKED],
     index=1 if explain_row() else 0, horizontal=True, key="explain.source",

@@ -33,7 +33,8 @@ from core.probes import (
 from core.registry import LoadedModel
 from ui.datasets import require_dataset
 from ui.safe import md_escape
-from ui.state import get_active_model, get_probe_scan, set_probe_scan
+from ui.state import get_probe_scan, set_probe_scan
+from ui.widgets import require_model
 
 SHIFT_FORMAT = "%+.3f"
 
@@ -265,14 +266,7 @@ def render_scan(model: LoadedModel) -> None:
 
 st.title("Order probes")
 st.write("Where word order decides the desk, and which model notices.")
-model = get_active_model()
-if model is None:
-    st.info("No model is active. Train one or load a saved one on the Train page.")
-    st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
-    st.stop()
-st.caption(
-    f"Model: {md_escape(model.path.name)} · desks: {md_escape(', '.join(model.card['labels']))}"
-)
+model = require_model()
 render_one_complaint(model)
 render_demo(model)
 render_scan(model)
