@@ -10,7 +10,7 @@ Page-private session keys: "audit.row" (the issue under review, a widget) and "a
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import pandas as pd
 import streamlit as st
@@ -38,7 +38,7 @@ from ui.state import (
     get_store,
     set_audit_job,
 )
-from ui.widgets import render_reviewer
+from ui.widgets import SaveOutcome, remember_save, render_last_save, render_reviewer
 
 BOW, TRANSFORMER = "bow", "transformer"
 ROW_KEY = "audit.row"
@@ -50,14 +50,6 @@ DECISION_LABELS = {
 }
 EXPLAIN_PAGE = "pages/explain.py"
 MAX_CACHED_AUDITS = 8
-
-
-@dataclass(frozen=True)
-class SaveOutcome:
-    """What happened to the last decision the reviewer submitted."""
-
-    saved: bool
-    message: str
 
 
 @st.cache_resource(show_spinner=False)
@@ -346,22 +338,12 @@ def save_decision(
             )
         )
     except (ValueError, sqlite3.Error) as exc:
-        st.session_state[LAST_SAVE_KEY] = SaveOutcome(False, f"Not saved: {exc}")
+        remember_save(LAST_SAVE_KEY, SaveOutcome(False, f"Not saved: {exc}"))
         return
     done = _decision_text(store.latest_decisions(fingerprint).get(row))
     message = f"Saved decision #{decision_id}: row {row}, {done}."
-    st.session_state[LAST_SAVE_KEY] = SaveOutcome(True, message)
+    remember_save(LAST_SAVE_KEY, SaveOutcome(True, message))
     st.session_state[ROW_KEY] = _next_undecided(rows, {*decided, row}, after=row)
-
-
-def render_last_save() -> None:
-    outcome = st.session_state.pop(LAST_SAVE_KEY, None)
-    if outcome is None:
-        return
-    if outcome.saved:
-        st.success(md_escape(outcome.message), icon=":material/check:")
-    else:
-        st.error(md_escape(outcome.message))
 
 
 # ---------------------------------------------------------------------------------- export, history
@@ -481,7 +463,7 @@ if result is not None:
     render_summary(result.issues, latest)
     render_issue_table(result.issues, latest)
     st.subheader("Review")
-    render_last_save()
+    render_last_save(LAST_SAVE_KEY)
     reviewer = render_reviewer("audit", prompt="Your name, saved with each decision")
     if not result.issues:
         st.success("No suspected label issues in this data set with these settings.")

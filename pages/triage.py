@@ -10,7 +10,6 @@ the reviewer's back). Page-private session keys: "triage.item" (widget) and "tri
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
@@ -22,20 +21,12 @@ from ui.state import (
     get_active_dataset,
     get_store,
 )
-from ui.widgets import render_reviewer
+from ui.widgets import SaveOutcome, remember_save, render_last_save, render_reviewer
 
 ALL = "All batches"
 ITEM_KEY = "triage.item"
 LAST_SAVE_KEY = "triage.last_save"
 QUEUE_LIMIT = 5000
-
-
-@dataclass(frozen=True)
-class SaveOutcome:
-    """What happened to the last verdict the reviewer submitted."""
-
-    saved: bool
-    message: str
 
 
 def render_counts(items: list[TriageItem]) -> None:
@@ -125,24 +116,14 @@ def decide(
     try:
         done = store.decide_triage(item.id, final_label=label, reviewer=reviewer)
     except (ValueError, sqlite3.Error) as exc:
-        st.session_state[LAST_SAVE_KEY] = SaveOutcome(False, f"Not saved: {exc}")
+        remember_save(LAST_SAVE_KEY, SaveOutcome(False, f"Not saved: {exc}"))
         return
     message = f"Saved: item #{done.id} {done.status} as {done.final_label}."
-    st.session_state[LAST_SAVE_KEY] = SaveOutcome(True, message)
+    remember_save(LAST_SAVE_KEY, SaveOutcome(True, message))
     rest = [i for i in open_ids if i != item.id]
     later = [i for i in rest if i > item.id]
     if rest:
         st.session_state[ITEM_KEY] = (later or rest)[0]
-
-
-def render_last_save() -> None:
-    outcome = st.session_state.pop(LAST_SAVE_KEY, None)
-    if outcome is None:
-        return
-    if outcome.saved:
-        st.success(md_escape(outcome.message), icon=":material/check:")
-    else:
-        st.error(md_escape(outcome.message))
 
 
 def render_queue(open_items: list[TriageItem], reviewer: str | None, store: Store) -> None:
@@ -211,7 +192,7 @@ render_counts(everything)
 batches = sorted({i.batch for i in everything})
 batch = st.selectbox("Batch", [ALL, *batches], key="triage.batch")
 chosen = None if batch == ALL else batch
-render_last_save()
+render_last_save(LAST_SAVE_KEY)
 reviewer = render_reviewer("triage", prompt="Your name, saved with each verdict")
 st.subheader("Waiting for review")
 render_queue(store.open_triage(batch=chosen, limit=QUEUE_LIMIT), reviewer, store)

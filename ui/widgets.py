@@ -1,5 +1,7 @@
 """Small pieces of UI that several pages show the same way."""
 
+from dataclasses import dataclass
+
 import streamlit as st
 
 from core.registry import LoadedModel
@@ -33,3 +35,26 @@ def render_reviewer(page_key: str, *, prompt: str) -> str | None:
             set_reviewer(name)
             st.rerun()
     return None
+
+
+@dataclass(frozen=True)
+class SaveOutcome:
+    """What happened to the last review the user submitted, shown once after the rerun."""
+
+    saved: bool
+    message: str
+
+
+def remember_save(key: str, outcome: SaveOutcome) -> None:
+    st.session_state[key] = outcome
+
+
+def render_last_save(key: str) -> None:
+    """Show (once) the outcome stored under `key` by `remember_save`."""
+    outcome = st.session_state.pop(key, None)
+    if outcome is None:
+        return
+    if outcome.saved:
+        st.success(md_escape(outcome.message), icon=":material/check:")
+    else:
+        st.error(md_escape(outcome.message))
