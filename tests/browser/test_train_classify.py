@@ -9,7 +9,8 @@ pytestmark = pytest.mark.browser
 def test_demo_train_then_classify(page, app_url: str):
     page.goto(f"{app_url}/train")
     page.get_by_role("button", name="Use the demo data").click()
-    expect(page.get_by_text("Data set: Built-in demo data")).to_be_visible()
+    main = page.get_by_test_id("stMainBlockContainer")
+    expect(main.get_by_text("Data set: Built-in demo data")).to_be_visible()
     page.get_by_test_id("stSelectbox").filter(has_text="Backbone").click()
     page.get_by_role("option", name="Tiny transformer").click()
     # Wait for the rerun that puts the tiny backbone's learning rate in the form; elements of
