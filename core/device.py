@@ -18,7 +18,7 @@ Precision = Literal["auto", "fp32", "bf16"]
 
 # CPU flags that make bf16 matrix products fast (AMX tiles on recent Xeons, AVX-512 BF16 on
 # Cooper Lake / Zen 4). Without them torch emulates bf16 and autocast is slower than fp32:
-# on this project's AVX2-only EPYC dev machine bf16 inference ran at about 0.3x fp32.
+# on this project's AVX2-only EPYC dev machine bf16 inference ran at 0.16x fp32 (bench/).
 _FAST_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 
 

@@ -23,7 +23,7 @@ from ui.safe import md_escape
 from ui.state import TRAIN_JOB, ActiveDataset, get_active_model, set_active_model
 
 # Learning rates that train well without tuning (see BENCHMARKS.md, "Transformer engine").
-DEFAULT_LR = {MINILM: 1e-4, TINY: 1e-3}
+DEFAULT_LR = {MINILM: TrainConfig.lr, TINY: 1e-3}
 
 
 def render_saved_models() -> None:
@@ -69,7 +69,8 @@ def apply_registry_change(change) -> None:
 
 def _reset_lr() -> None:
     """A new backbone gets its own good learning rate."""
-    st.session_state["train.lr"] = DEFAULT_LR.get(st.session_state["train.backbone"], 1e-4)
+    backbone = st.session_state["train.backbone"]
+    st.session_state["train.lr"] = DEFAULT_LR.get(backbone, TrainConfig.lr)
 
 
 def render_train_form(active: ActiveDataset) -> TrainConfig | None:
