@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
-from streamlit.errors import StreamlitPageNotFoundError
 
 from core.charts_attention import (
     cost_chart,
@@ -68,7 +65,6 @@ POOLED_DIMS_SHOWN = 4  # of the tiny model's 64: enough to see equal or differen
 TIMING_MAX_NS = (64, 128, 256, 512, 1024)
 TIMING_WIDTHS = (64, 128, 256, 512, 768)
 TIMING_HEADS = 8  # divides every width offered
-TRAIN_PAGE = Path(__file__).resolve().parent / "train.py"
 
 
 # --------------------------------------------------------------------------- rendering helpers
@@ -385,12 +381,7 @@ def render_word_order_demo() -> None:
 def render_train_link() -> None:
     """Point to the Train page, where the tiny transformer is trained with and without PE."""
     label = "Train the tiny transformer with and without positional encoding on the Train page"
-    if not TRAIN_PAGE.is_file():
-        return
-    try:
-        st.page_link("pages/train.py", label=label, icon=":material/model_training:")
-    except StreamlitPageNotFoundError:  # run on its own (AppTest), outside app.py's navigation
-        st.caption(f"{label}.")
+    st.page_link("pages/train.py", label=label, icon=":material/model_training:")
 
 
 # --------------------------------------------------------------------------- cost

@@ -5,14 +5,23 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "attention_lab.py")
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = str(ROOT / "pages" / "attention_lab.py")
 TEXTBOOK_NUMBERS = ["0.599", "1.401", "0.802", "0.752", "1.503", "0.1978", "0.4011"]
+
+
+def open_page(state: dict | None = None) -> AppTest:
+    """The page through the router (st.page_link needs st.navigation's pages), not yet run."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    at.run()
+    return at.switch_page(PAGE)
 
 
 @pytest.fixture()
 def app() -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.run()
+    at = open_page().run()
     assert not at.exception
     return at
 
@@ -68,9 +77,7 @@ def test_again_toggle_reweights_every_token(app: AppTest):
 
 
 def test_projection_edit_flows_through_every_step():
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.session_state["attention.W_Q"] = _editor_state({0: {"q1": 2.0}})
-    at.run()
+    at = open_page({"attention.W_Q": _editor_state({0: {"q1": 2.0}})}).run()
     assert not at.exception
     q = next(t.value for t in at.table if list(t.value.columns) == ["q1", "q2"])
     assert q.loc["UPI"].tolist() == ["2.000", "0.000"]
@@ -86,9 +93,7 @@ def test_projection_edit_flows_through_every_step():
     ],
 )
 def test_invalid_edit_gives_an_error_not_an_exception(state, message):
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.session_state["attention.X"] = state
-    at.run()
+    at = open_page({"attention.X": state}).run()
     assert not at.exception
     assert len(at.error) == 1
     assert message in at.error[0].value
@@ -156,9 +161,7 @@ def test_timing_runs_on_submit_and_stays(app: AppTest):
 
 
 def test_reset_restores_the_textbook_numbers():
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.session_state["attention.X"] = _editor_state({0: {"x1": None}})
-    at.run()
+    at = open_page({"attention.X": _editor_state({0: {"x1": None}})}).run()
     assert at.error
     at.button(key="attention.reset").click().run()
     assert not at.exception and not at.error
