@@ -10,10 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.baseline import BagOfWordsClassifier, BaselineConfig
-from core.data import Dataset, split_dataset
+from core.data import SLICE_COLUMN, Dataset, split_dataset
 from core.metrics import EvalReport, evaluate_predictions
-
-SLICE_COLUMN = "slice"
 
 
 @dataclass(frozen=True)

@@ -1188,6 +1188,16 @@ def _texts_are(n: int) -> str:
 # Split and convenience
 
 
+SLICE_COLUMN = "slice"  # optional column naming evaluation slices, e.g. the demo's "twin" rows
+
+
+def slice_rows(dataset: Dataset, name: str) -> list[int]:
+    """Positions of the rows whose `slice` column equals `name` (empty without that column)."""
+    if SLICE_COLUMN not in dataset.extra.columns:
+        return []
+    return [i for i, value in enumerate(dataset.extra[SLICE_COLUMN].tolist()) if value == name]
+
+
 def split_dataset(
     dataset: Dataset, *, val_fraction: float = 0.2, seed: int = 0
 ) -> tuple[Dataset, Dataset]:

@@ -31,7 +31,7 @@ from transformers.configuration_utils import SubConfigSpec
 from transformers.modeling_outputs import SequenceClassifierOutput
 
 from core.baseline import BagOfWordsClassifier, BaselineConfig
-from core.data import Dataset
+from core.data import Dataset, slice_rows
 from core.device import (
     autocast,
     configure_cpu_threads,
@@ -709,7 +709,7 @@ def _validation_reports(
     transformer: TransformerClassifier, baseline: BagOfWordsClassifier, val: Dataset
 ) -> dict[str, EvalReport | None]:
     """Both models on `val`, and on its twin rows when the data marks them."""
-    twin = _twin_rows(val)
+    twin = slice_rows(val, "twin")
     twin_val = val.subset(twin) if twin else None
     return {
         "transformer_report": _report_on(transformer, val),
@@ -721,11 +721,3 @@ def _validation_reports(
 
 def _report_on(model: Any, data: Dataset) -> EvalReport:
     return evaluate_model(model, list(data.texts), list(data.labels))
-
-
-def _twin_rows(val: Dataset) -> list[int]:
-    """Positions of validation rows marked as twins (empty without a "slice" column)."""
-    extra = val.extra
-    if extra is None or "slice" not in getattr(extra, "columns", ()):
-        return []
-    return [i for i, s in enumerate(extra["slice"].tolist()) if s == "twin"]

@@ -20,6 +20,7 @@ from core.data import (
     detect_columns,
     load_dataset,
     load_table,
+    slice_rows,
     split_dataset,
     validate,
 )
@@ -645,3 +646,11 @@ def test_cfpb_sample_is_detected():
     dataset, report = load_dataset(CFPB_TRAIN, limits=IntakeLimits())
     assert (report.text_col, report.label_col) == ("narrative", "product")
     assert len(report.labels) == 5 and report.rows_kept > 600
+
+
+def test_slice_rows_finds_marked_rows_and_tolerates_no_column():
+    marked = Dataset(
+        ["a", "b", "c"], ["X", "Y", "X"], extra=pd.DataFrame({"slice": ["twin", "regular", "twin"]})
+    )
+    assert slice_rows(marked, "twin") == [0, 2]
+    assert slice_rows(Dataset(["a"], ["X"]), "twin") == []
