@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from core.audit import (
+from core.analysis.audit import (
     MODEL,
     SAME_BAG,
     AuditConfig,
@@ -30,10 +30,10 @@ from core.audit import (
     plant_label_flips,
     run_audit,
 )
-from core.audit_models import transformer_audit_config, transformer_fit
-from core.data import Dataset
-from core.demo_data import DemoConfig, generate_demo_data
-from core.transformer import TrainConfig
+from core.analysis.audit_models import transformer_audit_config, transformer_fit
+from core.data.dataset import Dataset
+from core.data.demo import DemoConfig, generate_demo_data
+from core.models.transformer.training import TrainConfig
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,11 @@ import numpy as np
 import torch
 from sklearn.linear_model import LogisticRegression
 
-from core.baseline import BagOfWordsClassifier
-from core.demo_data import DemoConfig, generate_demo_data
-from core.explain import ExplainConfig, attention_maps, encode_text, explain_text
+from core.analysis.explain import ExplainConfig, attention_maps, encode_text, explain_text
+from core.data.demo import DemoConfig, generate_demo_data
+from core.models.baseline import BagOfWordsClassifier
+from core.models.transformer.training import TrainConfig, TransformerClassifier, load_backbone
 from core.text import words
-from core.transformer import TrainConfig, TransformerClassifier, load_backbone
 
 WORDS = 40  # the "40-word complaint"
 

@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
 
-from core.demo_data import DemoConfig, generate_demo_data
-from core.device import configure_cpu_threads
-from core.transformer import TrainConfig, TransformerClassifier, load_backbone
+from core.data.demo import DemoConfig, generate_demo_data
+from core.models.device import configure_cpu_threads
+from core.models.transformer.training import TrainConfig, TransformerClassifier, load_backbone
 
 DESKS = ("Card Fraud", "KYC Update", "Loan Query", "Other", "UPI Dispute")
 

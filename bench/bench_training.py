@@ -17,10 +17,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.data import Dataset
-from core.demo_data import DemoConfig, generate_demo_data
-from core.device import configure_cpu_threads, set_seed
-from core.transformer import (
+from core.data.dataset import Dataset
+from core.data.demo import DemoConfig, generate_demo_data
+from core.models.device import configure_cpu_threads, set_seed
+from core.models.transformer.training import (
     GRAD_CLIP_NORM,
     TrainConfig,
     fit_classifier,

@@ -35,7 +35,7 @@ def _emit_json(document: dict) -> None:
 
 
 def _cmd_validate(args: argparse.Namespace) -> None:
-    from core.data import load_dataset
+    from core.data.validation import load_dataset
 
     _, report = load_dataset(
         Path(args.file),
@@ -60,7 +60,7 @@ def _cmd_validate(args: argparse.Namespace) -> None:
 
 
 def _cmd_demo_data(args: argparse.Namespace) -> None:
-    from core.demo_data import DemoConfig, write_demo_data
+    from core.data.demo import DemoConfig, write_demo_data
 
     config = DemoConfig(rows=args.rows, seed=args.seed)
     path = write_demo_data(Path(args.out), config)
@@ -78,7 +78,7 @@ def _add_validate(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_demo_data(sub: argparse._SubParsersAction) -> None:
-    from core.demo_data import DemoConfig
+    from core.data.demo import DemoConfig
 
     p = sub.add_parser("demo-data", help="write the built-in demo grievance data set")
     p.add_argument("out", help="output file, .csv or .xlsx")
@@ -99,9 +99,10 @@ _TRAIN_OPTIONS = {  # CLI flag dest -> TrainConfig field
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
-    from core.data import load_dataset, split_dataset
-    from core.registry import save_model, validate_model_name
-    from core.transformer import TrainConfig, train_models
+    from core.data.dataset import split_dataset
+    from core.data.validation import load_dataset
+    from core.models.registry import save_model, validate_model_name
+    from core.models.transformer.training import TrainConfig, train_models
 
     out = Path(args.out)
     validate_model_name(out.name)
@@ -168,10 +169,10 @@ def _print_scores(document: dict, headline: str) -> None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> None:
-    from core.classify import chunked_proba
-    from core.data import load_dataset
-    from core.metrics import evaluate_model, evaluate_proba
-    from core.registry import load_model
+    from core.analysis.metrics import evaluate_model, evaluate_proba
+    from core.data.validation import load_dataset
+    from core.models.classify import chunked_proba
+    from core.models.registry import load_model
 
     loaded = load_model(Path(args.model))
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
@@ -196,10 +197,10 @@ def _advance(bar):
 
 
 def _cmd_classify(args: argparse.Namespace) -> None:
-    from core.classify import DEFAULT_REVIEW_THRESHOLD, classify_table
-    from core.data import load_table
-    from core.export import write_table
-    from core.registry import load_model
+    from core.data.export import write_table
+    from core.data.intake import load_table
+    from core.models.classify import DEFAULT_REVIEW_THRESHOLD, classify_table
+    from core.models.registry import load_model
 
     threshold = args.review_threshold
     threshold = DEFAULT_REVIEW_THRESHOLD if threshold is None else threshold
@@ -228,7 +229,7 @@ def _classify_text_col(table, given: str | None) -> str:
     """
     import re
 
-    from core.data import TEXT_NAMES
+    from core.data.columns import TEXT_NAMES
 
     if given is not None:
         if given not in table.columns:
@@ -300,8 +301,8 @@ def _add_classify(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_audit(args: argparse.Namespace) -> None:
-    from core.audit import AuditConfig, check_auditable, run_audit
-    from core.data import load_dataset
+    from core.analysis.audit import AuditConfig, check_auditable, run_audit
+    from core.data.validation import load_dataset
 
     config = AuditConfig(folds=args.folds, seed=args.seed)  # bad --folds fails before reading
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
@@ -328,9 +329,13 @@ def _cmd_audit(args: argparse.Namespace) -> None:
 
 def _transformer_audit(dataset, config, folder: Path):
     """Fine-tune the saved model's TrainConfig on each fold; a tqdm bar of steps on stderr."""
-    from core.audit import run_audit
-    from core.audit_models import train_config_from_card, transformer_audit_config, transformer_fit
-    from core.registry import read_card
+    from core.analysis.audit import run_audit
+    from core.analysis.audit_models import (
+        train_config_from_card,
+        transformer_audit_config,
+        transformer_fit,
+    )
+    from core.models.registry import read_card
 
     train_config = train_config_from_card(read_card(folder))
     config = transformer_audit_config(config)
@@ -385,8 +390,8 @@ def _complaint(text: str) -> str:
 
 
 def _cmd_explain(args: argparse.Namespace) -> None:
-    from core.explain import ExplainConfig, explain_text
-    from core.registry import load_model
+    from core.analysis.explain import ExplainConfig, explain_text
+    from core.models.registry import load_model
 
     config = ExplainConfig(target=args.target, n_steps=args.steps)  # bad options fail first
     model = load_model(Path(args.model))
@@ -403,8 +408,8 @@ def _cmd_explain(args: argparse.Namespace) -> None:
 
 
 def _cmd_probe(args: argparse.Namespace) -> None:
-    from core.probes import ProbeConfig, run_probes
-    from core.registry import load_model
+    from core.analysis.probes import ProbeConfig, run_probes
+    from core.models.registry import load_model
 
     config = ProbeConfig(
         n_shuffles=args.shuffles, invariance=not args.no_invariance, seed=args.seed

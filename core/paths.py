@@ -8,13 +8,20 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR_ENV = "GRIEVANCE_LENS_DATA_DIR"
+MODELS_DIR_ENV = "GRIEVANCE_LENS_MODELS_DIR"
 
 
 def data_dir() -> Path:
     """Folder of the SQLite database: $GRIEVANCE_LENS_DATA_DIR, else <repo>/data."""
-    return Path(os.environ.get("GRIEVANCE_LENS_DATA_DIR") or ROOT / "data")
+    return _dir_from_env(DATA_DIR_ENV, ROOT / "data")
 
 
 def models_dir() -> Path:
     """Folder of saved models: $GRIEVANCE_LENS_MODELS_DIR, else <repo>/models."""
-    return Path(os.environ.get("GRIEVANCE_LENS_MODELS_DIR") or ROOT / "models")
+    return _dir_from_env(MODELS_DIR_ENV, ROOT / "models")
+
+
+def _dir_from_env(variable: str, default: Path) -> Path:
+    value = os.environ.get(variable, "").strip()
+    return Path(value) if value else default

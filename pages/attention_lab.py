@@ -5,15 +5,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.charts_attention import (
+from core.charts.attention import (
     cost_chart,
     matrix_heatmap,
     positional_encoding_heatmap,
     timing_chart,
     weight_change_chart,
 )
-from core.tiny_transformer import WordOrderDemo, word_order_demo
-from core.toy_attention import (
+from core.lab.self_attention import (
     AGAIN_TOKEN,
     AGAIN_X,
     AVERAGE_HEADS_W_O,
@@ -41,6 +40,7 @@ from core.toy_attention import (
     tokens_and_matrix,
     weight_changes,
 )
+from core.models.tiny.model import WordOrderDemo, word_order_demo
 from ui.safe import md_escape
 
 # Page-local session key (like data.source): the last TimingResult, so that the chart survives

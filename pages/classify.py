@@ -7,19 +7,21 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from core.charts import probability_chart
-from core.classify import (
+from core.charts.results import probability_chart
+from core.data.columns import detect_columns
+from core.data.export import to_csv_bytes, to_xlsx_bytes
+from core.data.intake import load_table
+from core.data.limits import DataError, IntakeLimits
+from core.jobs import BackgroundJob, JobStatus
+from core.models.classify import (
     DEFAULT_REVIEW_THRESHOLD,
     ClassifyProgress,
     classification_columns,
     classify_in_background,
     routed_predictions,
 )
-from core.data import DataError, IntakeLimits, detect_columns, load_table
-from core.export import to_csv_bytes, to_xlsx_bytes
-from core.jobs import BackgroundJob, JobStatus
-from core.registry import LoadedModel
-from core.store import enqueue_uncertain, triage_batch_id
+from core.models.registry import LoadedModel
+from core.review.store import enqueue_uncertain, triage_batch_id
 from ui.safe import md_escape
 from ui.state import CLASSIFY_JOB, get_store
 from ui.widgets import require_model

@@ -5,11 +5,20 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.baseline import BaselineConfig
-from core.baseline_eval import BaselineEvaluation, evaluate_baseline
-from core.charts import confusion_chart, label_counts_chart, per_class_frame, text_length_chart
-from core.data import DataError, Dataset, IntakeLimits, detect_columns, load_table, validate
-from core.export import to_csv_bytes, to_xlsx_bytes
+from core.analysis.baseline_eval import BaselineEvaluation, evaluate_baseline
+from core.charts.results import (
+    confusion_chart,
+    label_counts_chart,
+    per_class_frame,
+    text_length_chart,
+)
+from core.data.columns import detect_columns
+from core.data.dataset import Dataset
+from core.data.export import to_csv_bytes, to_xlsx_bytes
+from core.data.intake import load_table
+from core.data.limits import DataError, IntakeLimits
+from core.data.validation import validate
+from core.models.baseline import BaselineConfig
 from ui.datasets import DEMO_NAME, demo_table
 from ui.safe import md_escape
 from ui.state import (

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.charts_explain import (
+from core.analysis.explain import ExplainConfig, Explanation, explain_text
+from core.analysis.probes import DEMO_TEXT, ReviewRun, start_review
+from core.charts.explain import (
     attention_grid_chart,
     attention_head_chart,
     cls_attention_chart,
@@ -15,11 +17,9 @@ from core.charts_explain import (
     rollout_chart,
     word_scores_chart,
 )
-from core.data import Dataset
-from core.explain import ExplainConfig, Explanation, explain_text
+from core.data.dataset import Dataset
 from core.jobs import JobStatus
-from core.probes import DEMO_TEXT, ReviewRun, start_review
-from core.registry import LoadedModel
+from core.models.registry import LoadedModel
 from ui.datasets import require_dataset
 from ui.safe import md_escape
 from ui.state import explain_row, get_explain_review, set_explain_review

@@ -16,18 +16,18 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
-from core.audit import AuditConfig, AuditResult, LabelIssue, audit_cache_key
-from core.audit_models import (
+from core.analysis.audit import AuditConfig, AuditResult, LabelIssue, audit_cache_key
+from core.analysis.audit_models import (
     AuditJob,
     AuditStatus,
     train_config_from_card,
     transformer_audit_config,
 )
-from core.data import Dataset
-from core.export import to_csv_bytes, to_xlsx_bytes
-from core.registry import LoadedModel
-from core.store import ReviewDecision, Store, apply_decisions
-from core.transformer import TrainConfig
+from core.data.dataset import Dataset
+from core.data.export import to_csv_bytes, to_xlsx_bytes
+from core.models.registry import LoadedModel
+from core.models.transformer.training import TrainConfig
+from core.review.store import ReviewDecision, Store, apply_decisions
 from ui.datasets import require_dataset
 from ui.safe import md_escape
 from ui.state import (

@@ -6,11 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.charts_explain import capped_chart, flip_rate_chart, probe_shift_chart
-from core.data import Dataset
-from core.jobs import JobStatus
-from core.order_ablation import order_ablation, order_ablation_table
-from core.probes import (
+from core.analysis.order_ablation import order_ablation, order_ablation_table
+from core.analysis.probes import (
     DEMO_DESKS,
     DEMO_TEXT,
     ProbeConfig,
@@ -30,7 +27,10 @@ from core.probes import (
     twin_groups,
     twin_table,
 )
-from core.registry import LoadedModel
+from core.charts.explain import capped_chart, flip_rate_chart, probe_shift_chart
+from core.data.dataset import Dataset
+from core.jobs import JobStatus
+from core.models.registry import LoadedModel
 from ui.datasets import require_dataset
 from ui.safe import md_escape
 from ui.state import get_probe_scan, set_probe_scan

@@ -7,17 +7,17 @@ from datetime import UTC, datetime
 import pandas as pd
 import streamlit as st
 
-from core.charts import (
+from core.charts.results import (
     confusion_chart,
     f1_comparison_chart,
     training_curve_chart,
     validation_curve_chart,
 )
 from core.jobs import JobSnapshot, JobStatus
+from core.models.registry import delete_model, list_models, rename_model, save_model
+from core.models.transformer.job import TrainingRun, start_training
+from core.models.transformer.training import MINILM, TINY, TrainConfig, TrainProgress, TrainResult
 from core.paths import models_dir
-from core.registry import delete_model, list_models, rename_model, save_model
-from core.train_job import TrainingRun, start_training
-from core.transformer import MINILM, TINY, TrainConfig, TrainProgress, TrainResult
 from ui.datasets import require_dataset
 from ui.safe import md_escape
 from ui.state import TRAIN_JOB, ActiveDataset, get_active_model, set_active_model

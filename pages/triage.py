@@ -14,8 +14,8 @@ import sqlite3
 import pandas as pd
 import streamlit as st
 
-from core.export import to_csv_bytes
-from core.store import Store, TriageItem, triage_training_rows, with_training_rows
+from core.data.export import to_csv_bytes
+from core.review.store import Store, TriageItem, triage_training_rows, with_training_rows
 from ui.safe import md_escape
 from ui.state import (
     get_active_dataset,

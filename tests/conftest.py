@@ -91,7 +91,9 @@ FILLERS = ["", "please help", "since yesterday no reply", "very bad service kind
 
 def make_dataset(texts: list[str], labels: list[str], *, extra: pd.DataFrame | None = None):
     """A `core.data.Dataset` built directly from lists (rows numbered from 2, as in a sheet)."""
-    from core.data import Dataset  # imported here so other modules' tests never depend on it
+    from core.data.dataset import (
+        Dataset,  # imported here so other modules' tests never depend on it
+    )
 
     extra = extra if extra is not None else pd.DataFrame(index=range(len(texts)))
     return Dataset(

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from core.data import Dataset, split_dataset
-from core.registry import save_model
-from core.transformer import TrainConfig, train_models
+from core.data.dataset import Dataset, split_dataset
+from core.models.registry import save_model
+from core.models.transformer.training import TrainConfig, train_models
 
 TEXTS = [
     "upi payment failed but money debited",

@@ -9,10 +9,10 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from core.analysis.probes import DEMO_TEXT
 from core.jobs import JobStatus
-from core.probes import DEMO_TEXT
-from core.registry import save_model
-from core.transformer import TrainConfig, train_models
+from core.models.registry import save_model
+from core.models.transformer.training import TrainConfig, train_models
 from tests.conftest import make_dataset, separable_rows
 from tests.models import save_tiny_model
 from ui.state import ACTIVE_MODEL, EXPLAIN_REVIEW

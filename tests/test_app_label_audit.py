@@ -12,10 +12,10 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core.data import validate
-from core.registry import save_model
-from core.store import Store, default_db_path
-from core.transformer import TrainConfig, train_models
+from core.data.validation import validate
+from core.models.registry import save_model
+from core.models.transformer.training import TrainConfig, train_models
+from core.review.store import Store, default_db_path
 from tests.conftest import separable_rows
 from ui.state import ACTIVE_DATASET, ACTIVE_MODEL, AUDIT_JOB, REVIEWER, ActiveDataset
 

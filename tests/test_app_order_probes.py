@@ -9,8 +9,8 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from core.analysis.probes import DEMO_TEXT
 from core.jobs import JobStatus
-from core.probes import DEMO_TEXT
 from tests.models import save_tiny_model
 from tests.test_app_explain import save_tiny_bert_model
 from ui.state import ACTIVE_MODEL, PROBE_SCAN

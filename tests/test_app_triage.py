@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.store import Store, default_db_path, enqueue_uncertain
-from core.transformer import Prediction
+from core.models.classifier import Prediction
+from core.review.store import Store, default_db_path, enqueue_uncertain
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "triage.py")
 TEXTS = [
@@ -21,7 +21,7 @@ TEXTS = [
 
 def prediction(label: str, confidence: float, other: str) -> Prediction:
     probabilities = {label: confidence, other: round(1 - confidence, 6)}
-    return Prediction(label, confidence, confidence < 0.5, probabilities)
+    return Prediction(label, probabilities, confidence < 0.5)
 
 
 @pytest.fixture()

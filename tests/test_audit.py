@@ -15,7 +15,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from core.audit import (
+from core.analysis.audit import (
     IDENTICAL,
     MODEL,
     ONLY_ROW,
@@ -31,9 +31,9 @@ from core.audit import (
     run_audit,
     stratified_folds,
 )
-from core.baseline import BaselineConfig
-from core.data import Dataset
-from core.demo_data import DemoConfig, generate_demo_data
+from core.data.dataset import Dataset
+from core.data.demo import DemoConfig, generate_demo_data
+from core.models.baseline import BaselineConfig
 
 DEMO_ROWS, FLIP_SHARE, FLIP_SEED = 600, 0.05, 1
 

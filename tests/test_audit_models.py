@@ -11,15 +11,15 @@ import threading
 import pytest
 import torch
 
-from core.audit import MODEL, AuditConfig, plant_label_flips, run_audit
-from core.audit_models import (
+from core.analysis.audit import MODEL, AuditConfig, plant_label_flips, run_audit
+from core.analysis.audit_models import (
     TRANSFORMER,
     AuditJob,
     train_config_from_card,
     transformer_audit_config,
     transformer_fit,
 )
-from core.transformer import TrainConfig, TrainProgress, TransformerClassifier
+from core.models.transformer.training import TrainConfig, TrainProgress, TransformerClassifier
 from tests.conftest import make_dataset, separable_rows
 
 

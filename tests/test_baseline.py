@@ -7,7 +7,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from core.baseline import (
+from core.models.baseline import (
     JSON_NAME,
     NPZ_NAME,
     BagOfWordsClassifier,

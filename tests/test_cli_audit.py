@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from core.cli import main
-from core.data import load_dataset, split_dataset
-from core.demo_data import DemoConfig, write_demo_data
-from core.registry import save_model
-from core.transformer import TrainConfig, train_models
+from core.data.dataset import split_dataset
+from core.data.demo import DemoConfig, write_demo_data
+from core.data.validation import load_dataset
+from core.models.registry import save_model
+from core.models.transformer.training import TrainConfig, train_models
 
 ROOT = Path(__file__).resolve().parent.parent
 ISSUE_KEYS = {"row", "text", "given_label", "suggested_label", "quality"}

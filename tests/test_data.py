@@ -13,17 +13,11 @@ import openpyxl.xml
 import pandas as pd
 import pytest
 
-from core.data import (
-    DataError,
-    Dataset,
-    IntakeLimits,
-    detect_columns,
-    load_dataset,
-    load_table,
-    slice_rows,
-    split_dataset,
-    validate,
-)
+from core.data.columns import detect_columns
+from core.data.dataset import Dataset, slice_rows, split_dataset
+from core.data.intake import load_table
+from core.data.limits import DataError, IntakeLimits
+from core.data.validation import load_dataset, validate
 
 CFPB_TRAIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "cfpb-sample" / "train.csv"
 CONTRACT_KEYS = {

@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import demo_data
-from core.demo_data import (
+from core.data.demo import (
     CHANNELS,
     COLUMNS,
     DESKS,
@@ -18,6 +17,7 @@ from core.demo_data import (
     generate_demo_data,
     write_demo_data,
 )
+from core.data import demo as demo_data
 from core.text import bag_key, words
 
 HINDI_FUNCTION_WORDS = {

@@ -9,8 +9,16 @@ import numpy as np
 import pytest
 import torch
 
-from core.baseline import BagOfWordsClassifier
-from core.charts_explain import (
+from core.analysis.explain import (
+    ExplainConfig,
+    attention_rollout,
+    embedding_layer,
+    encode_text,
+    explain_text,
+    merge_to_words,
+    pad_baseline,
+)
+from core.charts.explain import (
     attention_grid_chart,
     attention_head_chart,
     cls_attention_chart,
@@ -20,18 +28,10 @@ from core.charts_explain import (
     word_scores_chart,
 )
 from core.cli import main
-from core.explain import (
-    ExplainConfig,
-    attention_rollout,
-    embedding_layer,
-    encode_text,
-    explain_text,
-    merge_to_words,
-    pad_baseline,
-)
+from core.models.baseline import BagOfWordsClassifier
+from core.models.tiny.model import create_tiny_classifier
+from core.models.transformer.training import TrainConfig, TransformerClassifier, load_backbone
 from core.text import word_spans
-from core.tiny_transformer import create_tiny_classifier
-from core.transformer import TrainConfig, TransformerClassifier, load_backbone
 from tests.conftest import separable_rows
 from tests.models import save_tiny_model
 

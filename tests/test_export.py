@@ -7,8 +7,8 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from core import export
-from core.export import neutralise_formulas, to_csv_bytes, to_xlsx_bytes, write_table
+from core.data.export import neutralise_formulas, to_csv_bytes, to_xlsx_bytes, write_table
+from core.data import export
 
 DANGEROUS = ["=1+1", "+1", "-1", "@SUM(A1:A2)", "\t=1+1", "\r=1+1", "  =cmd|' /C calc'!A0", "\n@x"]
 SAFE = ["hello", "UPI ref 412345678901", "₹500 debited", "मेरा पैसा वापस करो", "", "a=b", "x-1"]

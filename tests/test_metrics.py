@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
-from core.metrics import (
+from core.analysis.metrics import (
     ClassMetrics,
     confusion_frame,
     evaluate_model,

@@ -5,7 +5,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
-from core.order_ablation import (
+from core.analysis.order_ablation import (
     VARIANTS,
     order_ablation,
     order_ablation_table,
@@ -45,9 +45,11 @@ def test_three_variants_with_valid_probabilities(bert):
     assert result.tokens == ("[CLS]", "paid", "by", "card", "not", "by", "upi", "[SEP]")
     assert [v.variant for v in result.variants] == list(VARIANTS)
     for variant in result.variants:
-        assert set(variant.probabilities) == set(LABELS)
-        assert sum(variant.probabilities.values()) == pytest.approx(1.0, abs=1e-6)
-        assert variant.label == max(variant.probabilities, key=variant.probabilities.get)
+        assert set(variant.prediction.probabilities) == set(LABELS)
+        assert sum(variant.prediction.probabilities.values()) == pytest.approx(1.0, abs=1e-6)
+        assert variant.prediction.label == max(
+            variant.prediction.probabilities, key=variant.prediction.probabilities.get
+        )
         assert len(variant.position_ids) == 8
     assert result.normal.position_ids == tuple(range(8))
     assert result.single_position.position_ids == (0,) * 8
@@ -102,9 +104,9 @@ def test_swapped_subject_and_object_differ_only_with_positions(bert):
     model, tokenizer = bert
     a = order_ablation(model, tokenizer, "India defeated Australia")
     b = order_ablation(model, tokenizer, "Australia defeated India")
-    pa, pb = (np.array(list(r.single_position.probabilities.values())) for r in (a, b))
+    pa, pb = (np.array(list(r.single_position.prediction.probabilities.values())) for r in (a, b))
     np.testing.assert_allclose(pa, pb, atol=1e-6)
-    na, nb = (np.array(list(r.normal.probabilities.values())) for r in (a, b))
+    na, nb = (np.array(list(r.normal.prediction.probabilities.values())) for r in (a, b))
     assert np.abs(na - nb).max() > 1e-4
 
 
@@ -129,7 +131,7 @@ def test_model_must_be_in_eval_mode_and_take_position_ids(bert):
 
 
 def test_mean_pooled_head_takes_position_ids_too(bert):
-    from core.transformer import MeanPoolConfig, MeanPoolForSequenceClassification
+    from core.models.transformer.training import MeanPoolConfig, MeanPoolForSequenceClassification
 
     model, tokenizer = bert
     torch.manual_seed(0)
@@ -142,7 +144,7 @@ def test_mean_pooled_head_takes_position_ids_too(bert):
     ).eval()  # fmt: skip
     a = order_ablation(head, tokenizer, "India defeated Australia")
     b = order_ablation(head, tokenizer, "Australia defeated India")
-    pa, pb = (np.array(list(r.single_position.probabilities.values())) for r in (a, b))
+    pa, pb = (np.array(list(r.single_position.prediction.probabilities.values())) for r in (a, b))
     np.testing.assert_allclose(pa, pb, atol=1e-6)  # mean pooling + one position: a bag
-    na, nb = (np.array(list(r.normal.probabilities.values())) for r in (a, b))
+    na, nb = (np.array(list(r.normal.prediction.probabilities.values())) for r in (a, b))
     assert np.abs(na - nb).max() > 1e-4

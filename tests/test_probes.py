@@ -10,11 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.baseline import BagOfWordsClassifier, BaselineConfig
-from core.charts_explain import capped_chart, flip_rate_chart, probe_shift_chart
-from core.cli import main
-from core.jobs import JobStatus
-from core.probes import (
+from core.analysis.probes import (
     ARGUMENT_SWAP,
     CLAUSE_REORDER,
     DEMO_DESKS,
@@ -44,6 +40,10 @@ from core.probes import (
     twin_groups,
     twin_table,
 )
+from core.charts.explain import capped_chart, flip_rate_chart, probe_shift_chart
+from core.cli import main
+from core.jobs import JobStatus
+from core.models.baseline import BagOfWordsClassifier, BaselineConfig
 from core.text import bag_key
 from tests.conftest import make_dataset
 from tests.models import save_tiny_model

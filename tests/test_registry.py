@@ -9,9 +9,9 @@ import shutil
 import numpy as np
 import pytest
 
-from core import registry
-from core.baseline import BagOfWordsClassifier
-from core.registry import (
+from core.models import registry
+from core.models.baseline import BagOfWordsClassifier
+from core.models.registry import (
     delete_model,
     list_models,
     load_model,
@@ -19,7 +19,7 @@ from core.registry import (
     save_model,
     validate_model_name,
 )
-from core.transformer import TrainConfig, train_models
+from core.models.transformer.training import TrainConfig, train_models
 from tests.conftest import make_dataset, separable_rows
 
 TEXTS = ["upi payment failed", "card stolen fraud charge since yesterday", "loan emi", "kyc"]

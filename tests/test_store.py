@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from core.store import (
+from core.review.store import (
     DATA_DIR_ENV,
     DB_NAME,
     SCHEMA_VERSION,
@@ -415,7 +415,7 @@ def test_run_history_round_trip(store):
 def _dataset():
     import pandas as pd
 
-    from core.data import Dataset
+    from core.data.dataset import Dataset
 
     return Dataset(
         texts=("card blocked", '=HYPERLINK("http://x")', "upi failed", "kyc pending"),
@@ -475,7 +475,7 @@ def test_corrected_export_neutralises_formula_looking_text():
     import openpyxl
     import pandas as pd
 
-    from core.export import to_csv_bytes, to_xlsx_bytes
+    from core.data.export import to_csv_bytes, to_xlsx_bytes
 
     data = _dataset()
     keep = _decision(row=3, fingerprint=data.fingerprint, given_label="Other", decision="keep")
@@ -574,8 +574,8 @@ def test_reviewed_triage_rows_become_labelled_training_rows(store):
 
     import pandas as pd
 
-    from core.data import detect_columns
-    from core.export import to_csv_bytes
+    from core.data.columns import detect_columns
+    from core.data.export import to_csv_bytes
 
     read_back = pd.read_csv(io.StringIO(to_csv_bytes(rows).decode("utf-8-sig")))
     assert read_back.loc[1, "text"] == "'=cmd|' /C calc'!A0"  # formula neutralised

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.text import bag_key
-from core.tiny_transformer import (
+from core.models.tiny.model import (
     CLS_ID,
     PAD_ID,
     UNK_ID,
@@ -23,6 +22,7 @@ from core.tiny_transformer import (
     reference_forward,
     word_order_demo,
 )
+from core.text import bag_key
 
 CRICKET = ["India defeated Australia", "Australia defeated India"]
 

@@ -5,14 +5,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.charts_attention import (
+from core.charts.attention import (
     cost_chart,
     matrix_heatmap,
     positional_encoding_heatmap,
     timing_chart,
     weight_change_chart,
 )
-from core.toy_attention import (
+from core.lab.self_attention import (
     AGAIN_TOKEN,
     AGAIN_X,
     AVERAGE_HEADS_W_O,

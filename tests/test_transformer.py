@@ -10,7 +10,7 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, pipeline
 
-from core.transformer import (
+from core.models.transformer.training import (
     MeanPoolForSequenceClassification,
     TrainConfig,
     TrainProgress,
@@ -256,10 +256,10 @@ def test_classifier_moves_model_to_device_and_resolves_precision(trained):
 
 @pytest.mark.slow
 def test_bundled_minilm_learns_and_round_trips(minilm_path, tmp_path):
-    from core.demo_data import DemoConfig, generate_demo_data
-    from core.device import set_seed
-    from core.registry import load_model, save_model
-    from core.transformer import load_backbone
+    from core.data.demo import DemoConfig, generate_demo_data
+    from core.models.device import set_seed
+    from core.models.registry import load_model, save_model
+    from core.models.transformer.training import load_backbone
 
     frame = generate_demo_data(DemoConfig(rows=50, seed=3))
     data = make_dataset(frame["text"].tolist(), frame["desk"].tolist())

@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from core.data import validate
-from core.demo_data import DemoConfig, generate_demo_data
+from core.data.demo import DemoConfig, generate_demo_data
+from core.data.validation import validate
 from ui.state import ActiveDataset, get_active_dataset, set_active_dataset
 
 DEMO_NAME = "Built-in demo data"

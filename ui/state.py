@@ -9,12 +9,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from core.audit_models import AuditJob
-from core.baseline_eval import BaselineEvaluation
-from core.data import Dataset, ValidationReport
-from core.probes import ReviewRun, ScanRun
-from core.registry import LoadedModel, load_model, read_card
-from core.store import Store, default_db_path
+from core.analysis.audit_models import AuditJob
+from core.analysis.baseline_eval import BaselineEvaluation
+from core.analysis.probes import ReviewRun, ScanRun
+from core.data.dataset import Dataset
+from core.data.validation import ValidationReport
+from core.models.registry import LoadedModel, load_model, read_card
+from core.review.store import Store, default_db_path
 
 ACTIVE_DATASET = "active_dataset"  # ActiveDataset: the data set every page works on
 BASELINE_RUN = "baseline_run"  # BaselineEvaluation of the active data set, if trained

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from core.registry import LoadedModel
+from core.models.registry import LoadedModel
 from ui.safe import md_escape
 from ui.state import get_active_model, get_reviewer, reviewer_from_login, set_reviewer
 

@@ -19,17 +19,18 @@ import numpy as np
 import pandas as pd
 import torch
 
+from core.models.classifier import Prediction
+
 VARIANTS = ("normal", "shuffled positions", "one position")
 
 
 @dataclass(frozen=True)
-class VariantPrediction:
-    """The model's prediction for one way of numbering the positions."""
+class PositionVariant:
+    """One way of numbering the positions and the model's prediction under it."""
 
     variant: str
     position_ids: tuple[int, ...]
-    label: str
-    probabilities: dict[str, float]
+    prediction: Prediction
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,12 @@ class OrderAblation:
 
     text: str
     tokens: tuple[str, ...]
-    normal: VariantPrediction
-    shuffled: VariantPrediction
-    single_position: VariantPrediction
+    normal: PositionVariant
+    shuffled: PositionVariant
+    single_position: PositionVariant
 
     @property
-    def variants(self) -> tuple[VariantPrediction, ...]:
+    def variants(self) -> tuple[PositionVariant, ...]:
         """The three predictions in display order."""
         return (self.normal, self.shuffled, self.single_position)
 
@@ -85,12 +86,11 @@ def _predict(model, encoding: dict, position_ids: np.ndarray) -> np.ndarray:
     return logits.float().softmax(dim=-1)[0].cpu().numpy()
 
 
-def _variant(model, encoding: dict, name: str, position_ids: np.ndarray) -> VariantPrediction:
+def _variant(model, encoding: dict, name: str, position_ids: np.ndarray) -> PositionVariant:
     probs = _predict(model, encoding, position_ids)
-    id2label = model.config.id2label
-    probabilities = {id2label[i]: float(p) for i, p in enumerate(probs)}
-    label = id2label[int(np.argmax(probs))]
-    return VariantPrediction(name, tuple(int(p) for p in position_ids), label, probabilities)
+    classes = [model.config.id2label[i] for i in range(len(probs))]
+    prediction = Prediction.of(classes, probs)
+    return PositionVariant(name, tuple(int(p) for p in position_ids), prediction)
 
 
 def order_ablation(
@@ -126,5 +126,8 @@ def order_ablation(
 
 def order_ablation_table(result: OrderAblation) -> pd.DataFrame:
     """One row per variant: variant, label, then one probability column per label."""
-    rows = [{"variant": v.variant, "label": v.label, **v.probabilities} for v in result.variants]
+    rows = [
+        {"variant": v.variant, "label": v.prediction.label, **v.prediction.probabilities}
+        for v in result.variants
+    ]
     return pd.DataFrame(rows)

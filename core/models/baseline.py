@@ -7,7 +7,6 @@ bag of words get the same prediction. Saved as plain arrays (npz + json), never 
 from __future__ import annotations
 
 import json
-import math
 import zipfile
 from collections import Counter
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import MultinomialNB
 from sklearn.pipeline import Pipeline
 
+from core.checks import check_int, check_positive, check_texts
 from core.text import WordSpan, word_spans, words
 
 NPZ_NAME = "baseline.npz"
@@ -31,17 +31,6 @@ JSON_NAME = "baseline.json"
 FORMAT_NAME = "grievance-lens-baseline"
 FORMAT_VERSION = 1
 KINDS = ("logreg", "nb")
-
-
-def _check_int(name: str, value: object, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-def _check_positive(name: str, value: object) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -67,14 +56,14 @@ class BaselineConfig:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
-        _check_int("ngram_max", self.ngram_max, minimum=1)
-        _check_positive("C", self.C)
-        _check_positive("alpha", self.alpha)
-        _check_int("min_df", self.min_df, minimum=1)
+        check_int("ngram_max", self.ngram_max, minimum=1)
+        check_positive("C", self.C)
+        check_positive("alpha", self.alpha)
+        check_int("min_df", self.min_df, minimum=1)
         if not isinstance(self.sublinear_tf, bool):
             raise ValueError(f"sublinear_tf must be True or False, got {self.sublinear_tf!r}")
-        _check_int("seed", self.seed, minimum=0)
-        _check_int("max_iter", self.max_iter, minimum=1)
+        check_int("seed", self.seed, minimum=0)
+        check_int("max_iter", self.max_iter, minimum=1)
 
 
 DEFAULT_CONFIG = BaselineConfig()
@@ -117,7 +106,7 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, texts: Sequence[str], labels: Sequence[str]) -> BagOfWordsClassifier:
         """Learn the vocabulary, IDF weights and classifier from `texts` and their `labels`."""
         _check_config(self.config)
-        texts = _check_texts(texts)
+        texts = check_texts(texts)
         labels = _check_labels(labels, n=len(texts))
         if not any(words(t) for t in texts):
             raise ValueError("the training texts contain no words; give texts with some words")
@@ -132,7 +121,7 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """Class probabilities, shape (n_samples, n_classes), columns in `classes_` order."""
         self._check_fitted()
-        texts = _check_texts(texts, allow_empty=True)
+        texts = check_texts(texts, allow_empty=True)
         if not texts:
             return np.empty((0, len(self.classes_)), dtype=np.float64)
         return np.asarray(self.pipeline_.predict_proba(texts), dtype=np.float64)
@@ -263,18 +252,6 @@ def fit_baseline(
 def _check_config(config: object) -> None:
     if not isinstance(config, BaselineConfig):
         raise ValueError(f"config must be a BaselineConfig, got {type(config).__name__}")
-
-
-def _check_texts(texts: Sequence[str], *, allow_empty: bool = False) -> list[str]:
-    if isinstance(texts, str):
-        raise ValueError("texts must be a list of strings, not one string; wrap it as [text]")
-    texts = list(texts)
-    bad = next((i for i, t in enumerate(texts) if not isinstance(t, str)), None)
-    if bad is not None:
-        raise ValueError(f"texts[{bad}] is {type(texts[bad]).__name__}, not str; drop or fill it")
-    if not texts and not allow_empty:
-        raise ValueError("texts is empty; give at least one text per class")
-    return texts
 
 
 def _check_labels(labels: Sequence[str], *, n: int) -> np.ndarray:

@@ -26,9 +26,9 @@ import torch
 import transformers
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
 
-from core import tiny_transformer
-from core.baseline import BagOfWordsClassifier
-from core.transformer import TrainResult, TransformerClassifier
+from core.models.baseline import BagOfWordsClassifier
+from core.models.tiny import model as tiny_transformer
+from core.models.transformer.training import TrainResult, TransformerClassifier
 
 CARD_NAME = "card.json"
 CARD_FORMAT = "grievance-lens-model"

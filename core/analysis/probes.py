@@ -21,7 +21,9 @@ import numpy as np
 import pandas as pd
 import regex as re
 
+from core.checks import check_complaint, check_int
 from core.jobs import BackgroundJob
+from core.models.classifier import Prediction, shared_classes
 from core.text import bag_key, word_spans
 
 ARGUMENT_SWAP = "argument swap"
@@ -55,38 +57,11 @@ class ProbeConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _check_int("n_shuffles", self.n_shuffles, minimum=0)
-        _check_int("max_per_kind", self.max_per_kind, minimum=1)
-        _check_int("seed", self.seed, minimum=0)
+        check_int("n_shuffles", self.n_shuffles, minimum=0)
+        check_int("max_per_kind", self.max_per_kind, minimum=1)
+        check_int("seed", self.seed, minimum=0)
         if not isinstance(self.invariance, bool):
             raise ValueError(f"invariance must be True or False, got {self.invariance!r}")
-
-
-def _check_int(name: str, value: object, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-@dataclass(frozen=True)
-class ModelOutput:
-    """One model's answer for one text: the top desk and every desk's probability."""
-
-    label: str
-    probabilities: dict[str, float]
-
-    @classmethod
-    def of(cls, classes: Sequence[str], pred_probs: np.ndarray) -> ModelOutput:
-        """From class names (k,) and one row of probabilities (k,)."""
-        names = [str(c) for c in classes]
-        probabilities = {c: float(p) for c, p in zip(names, pred_probs, strict=True)}
-        return cls(names[int(np.argmax(pred_probs))], probabilities)
-
-    @property
-    def confidence(self) -> float:
-        return self.probabilities[self.label]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"label": self.label, "probabilities": dict(self.probabilities)}
 
 
 @dataclass(frozen=True)
@@ -319,7 +294,7 @@ def perturb(text: str, config: ProbeConfig = ProbeConfig()) -> list[Perturbation
     Duplicates and rewrites equal to the original are dropped; at most `config.max_per_kind` of
     each kind are kept.
     """
-    _check_text(text)
+    check_complaint(text, purpose="perturb")
     candidates = [(ARGUMENT_SWAP, t, n) for t, n in argument_swaps(text)]
     candidates += [(NEGATION_MOVE, t, n) for t, n in negation_moves(text)]
     candidates += [(CLAUSE_REORDER, t, n) for t, n in clause_reorders(text)]
@@ -344,14 +319,6 @@ def _dedupe(
     return kept
 
 
-def _check_text(text: object) -> str:
-    if not isinstance(text, str):
-        raise ValueError(f"text must be a string, got {type(text).__name__}")
-    if not word_spans(text):
-        raise ValueError("the text has no words to perturb; enter a complaint")
-    return text
-
-
 def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Jensen-Shannon divergence in bits between rows of p and q, (n, k) each → (n,) in [0, 1]."""
     p, q = np.atleast_2d(p).astype(np.float64), np.atleast_2d(q).astype(np.float64)
@@ -370,8 +337,8 @@ class ProbeOutcome:
     """Both models on one perturbation, compared with their answer on the original."""
 
     perturbation: Perturbation
-    transformer: ModelOutput
-    bow: ModelOutput
+    transformer: Prediction
+    bow: Prediction
     transformer_shift: float  # change in the probability of the original's predicted desk
     bow_shift: float
     transformer_jsd: float  # Jensen-Shannon divergence (bits) from the original's distribution
@@ -400,8 +367,8 @@ class ProbeResult:
     """One complaint, both models' answers, and their answers on every perturbation."""
 
     text: str
-    transformer: ModelOutput
-    bow: ModelOutput
+    transformer: Prediction
+    bow: Prediction
     outcomes: tuple[ProbeOutcome, ...]
 
     def to_json(self) -> dict[str, Any]:
@@ -416,22 +383,11 @@ class ProbeResult:
         }
 
 
-def check_pair(transformer: Any, baseline: Any) -> list[str]:
-    """The desks both models share, in column order; ValueError when they disagree."""
-    classes = [str(c) for c in transformer.classes_]
-    if classes != [str(c) for c in baseline.classes_]:
-        raise ValueError(
-            f"the transformer's desks {classes} differ from the baseline's "
-            f"{[str(c) for c in baseline.classes_]}; load both from one saved model"
-        )
-    return classes
-
-
 def run_probes(
     transformer: Any, baseline: Any, text: str, config: ProbeConfig = ProbeConfig()
 ) -> ProbeResult:
     """Perturb `text` and run both models (any `classes_` / `predict_proba`) on every version."""
-    classes = check_pair(transformer, baseline)
+    classes = shared_classes(transformer, baseline)
     perturbations = perturb(text, config)
     return _compare(classes, text, perturbations, transformer, baseline)
 
@@ -441,14 +397,14 @@ def _compare(
 ) -> ProbeResult:
     texts = [text] + [p.text for p in perturbations]
     t_probs, b_probs = transformer.predict_proba(texts), baseline.predict_proba(texts)
-    t0, b0 = ModelOutput.of(classes, t_probs[0]), ModelOutput.of(classes, b_probs[0])
+    t0, b0 = Prediction.of(classes, t_probs[0]), Prediction.of(classes, b_probs[0])
     t_index, b_index = classes.index(t0.label), classes.index(b0.label)
     t_jsd, b_jsd = js_divergence(t_probs[1:], t_probs[:1]), js_divergence(b_probs[1:], b_probs[:1])
     outcomes = tuple(
         ProbeOutcome(
             perturbation=p,
-            transformer=ModelOutput.of(classes, t_probs[i + 1]),
-            bow=ModelOutput.of(classes, b_probs[i + 1]),
+            transformer=Prediction.of(classes, t_probs[i + 1]),
+            bow=Prediction.of(classes, b_probs[i + 1]),
             transformer_shift=float(t_probs[i + 1, t_index] - t_probs[0, t_index]),
             bow_shift=float(b_probs[i + 1, b_index] - b_probs[0, b_index]),
             transformer_jsd=float(t_jsd[i]),
@@ -483,7 +439,7 @@ def probe_table(result: ProbeResult) -> pd.DataFrame:
 
 def order_demo(transformer: Any, baseline: Any) -> ProbeResult:
     """The "paid by card, not by UPI" pair through both models (argument swaps only)."""
-    classes = check_pair(transformer, baseline)
+    classes = shared_classes(transformer, baseline)
     swaps = [p for p in perturb(DEMO_TEXT, ProbeConfig(n_shuffles=0, invariance=False))]
     swaps = [p for p in swaps if p.kind == ARGUMENT_SWAP]
     return _compare(classes, DEMO_TEXT, swaps, transformer, baseline)
@@ -514,11 +470,11 @@ class ScanConfig:
     probe: ProbeConfig = ProbeConfig(n_shuffles=1)
 
     def __post_init__(self) -> None:
-        _check_int("max_rows", self.max_rows, minimum=1)
-        _check_int("perturb_rows", self.perturb_rows, minimum=0)
-        _check_int("batch_size", self.batch_size, minimum=1)
-        _check_int("top_k", self.top_k, minimum=1)
-        _check_int("seed", self.seed, minimum=0)
+        check_int("max_rows", self.max_rows, minimum=1)
+        check_int("perturb_rows", self.perturb_rows, minimum=0)
+        check_int("batch_size", self.batch_size, minimum=1)
+        check_int("top_k", self.top_k, minimum=1)
+        check_int("seed", self.seed, minimum=0)
         if not isinstance(self.probe, ProbeConfig):
             raise ValueError(f"probe must be a ProbeConfig, got {type(self.probe).__name__}")
 
@@ -547,8 +503,8 @@ class OneRightRow:
     text: str
     label: str
     right: str  # "transformer" or "bag of words"
-    transformer: ModelOutput
-    bow: ModelOutput
+    transformer: Prediction
+    bow: Prediction
 
     @property
     def confidence(self) -> float:
@@ -695,7 +651,7 @@ def scan_dataset(
     rows; the perturbations of `config.perturb_rows` of those go through both models. A set
     `cancel` stops at the next batch and returns what was found so far (`cancelled=True`).
     """
-    classes = check_pair(transformer, baseline)
+    classes = shared_classes(transformer, baseline)
     texts, labels = list(dataset.texts), list(dataset.labels)
     if not texts:
         raise ValueError("the data set is empty; load complaints first")
@@ -817,8 +773,8 @@ def _one_right(parts: _ScanParts, top_k: int):
             text=parts.texts[p],
             label=parts.labels[p],
             right="transformer" if t_right[i] else "bag of words",
-            transformer=ModelOutput.of(parts.classes, t_probs[i]),
-            bow=ModelOutput.of(parts.classes, b_probs[i]),
+            transformer=Prediction.of(parts.classes, t_probs[i]),
+            bow=Prediction.of(parts.classes, b_probs[i]),
         )
         for i, p in enumerate(parts.scanned)
         if t_right[i] != b_right[i]
@@ -851,7 +807,7 @@ def review_rows(
     bag-of-words confidence, wrong ("both", "transformer", "bag of words" or ""), text.
     Returns None when `cancel` is set before the end.
     """
-    classes = check_pair(transformer, baseline)
+    classes = shared_classes(transformer, baseline)
     texts, labels = list(dataset.texts), list(dataset.labels)
     config = ScanConfig(max_rows=max_rows, seed=seed, batch_size=batch_size)
     groups = twin_groups(texts, labels, dataset.rows)
@@ -889,7 +845,7 @@ _REVIEW_COLUMNS = (
 
 
 def _review_record(position, row, label, text, classes, t_probs, b_probs) -> dict[str, Any]:
-    t, b = ModelOutput.of(classes, t_probs), ModelOutput.of(classes, b_probs)
+    t, b = Prediction.of(classes, t_probs), Prediction.of(classes, b_probs)
     wrong = {(False, False): "both", (False, True): "transformer", (True, False): "bag of words"}
     return dict(
         zip(

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.baseline import BagOfWordsClassifier, BaselineConfig
-from core.data import SLICE_COLUMN, Dataset, split_dataset
-from core.metrics import EvalReport, evaluate_predictions
+from core.analysis.metrics import EvalReport, evaluate_predictions
+from core.data.dataset import SLICE_COLUMN, Dataset, split_dataset
+from core.models.baseline import BagOfWordsClassifier, BaselineConfig
 
 
 @dataclass(frozen=True)

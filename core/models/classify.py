@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from core.jobs import BackgroundJob
-from core.registry import LoadedModel
-from core.transformer import Prediction
+from core.models.classifier import Prediction
+from core.models.registry import LoadedModel
 
 # A desk decision below 60% confidence goes to a person: on the demo data this flags the
 # ambiguous complaints without burying reviewers (the page lets analysts move it).
@@ -125,7 +125,6 @@ def routed_predictions(result: pd.DataFrame) -> list[Prediction]:
     return [
         Prediction(
             label=str(row["predicted_label"]),
-            confidence=float(row["confidence"]),
             needs_review=bool(row["needs_review"]),
             probabilities={str(c)[len("prob_") :]: float(row[c]) for c in prob_columns},
         )

@@ -22,8 +22,8 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from core.lab.self_attention import positional_encoding, softmax
 from core.text import bag_key, word_spans, words
-from core.toy_attention import positional_encoding, softmax
 
 PAD, UNK, CLS = "[PAD]", "[UNK]", "[CLS]"
 PAD_ID, UNK_ID, CLS_ID = 0, 1, 2

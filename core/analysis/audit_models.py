@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from core.audit import AuditConfig, AuditProgress, AuditResult, FitModel, run_audit
-from core.data import Dataset, split_dataset
-from core.device import configure_cpu_threads, resolve_device, set_seed
+from core.analysis.audit import AuditConfig, AuditProgress, AuditResult, FitModel, run_audit
+from core.data.dataset import Dataset, split_dataset
 from core.jobs import BackgroundJob, JobSnapshot, JobStatus
-from core.transformer import (
+from core.models.device import configure_cpu_threads, resolve_device, set_seed
+from core.models.transformer.training import (
     TrainConfig,
     TrainProgress,
     TransformerClassifier,

@@ -30,17 +30,19 @@ from transformers import (
 from transformers.configuration_utils import SubConfigSpec
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-from core.baseline import BagOfWordsClassifier, BaselineConfig
-from core.data import Dataset, slice_rows
-from core.device import (
+from core.analysis.metrics import EvalReport, evaluate_model, evaluate_predictions
+from core.checks import check_fraction, check_int, check_non_empty_str, check_texts
+from core.data.dataset import Dataset, slice_rows
+from core.models.baseline import BagOfWordsClassifier, BaselineConfig
+from core.models.classifier import Prediction
+from core.models.device import (
     autocast,
     configure_cpu_threads,
     resolve_device,
     resolve_precision,
     set_seed,
 )
-from core.metrics import EvalReport, evaluate_model, evaluate_predictions
-from core.tiny_transformer import create_tiny_classifier
+from core.models.tiny.model import create_tiny_classifier
 
 MINILM = "minilm"
 TINY = "tiny"
@@ -94,20 +96,20 @@ class TrainConfig:
     positional_encoding: bool = True
 
     def __post_init__(self) -> None:
-        _check_str("backbone", self.backbone)
+        check_non_empty_str("backbone", self.backbone)
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         for name in ("epochs", "batch_size", "max_length"):
-            _check_int(name, getattr(self, name), minimum=1)
-        _check_int("patience", self.patience, minimum=1)
-        _check_int("seed", self.seed, minimum=0)
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("patience", self.patience, minimum=1)
+        check_int("seed", self.seed, minimum=0)
         if self.max_steps is not None:
-            _check_int("max_steps", self.max_steps, minimum=1)
-        _check_fraction("lr", self.lr, low=0.0, high=1.0)
-        _check_fraction("warmup_ratio", self.warmup_ratio, low=-1e-12, high=1.0)
-        _check_fraction("weight_decay", self.weight_decay, low=-1e-12, high=1.0)
-        _check_fraction("val_fraction", self.val_fraction, low=0.0, high=0.5)
-        _check_fraction("classifier_dropout", self.classifier_dropout, low=-1e-12, high=0.9)
+            check_int("max_steps", self.max_steps, minimum=1)
+        check_fraction("lr", self.lr, low=0.0, high=1.0)
+        check_fraction("warmup_ratio", self.warmup_ratio, low=-1e-12, high=1.0)
+        check_fraction("weight_decay", self.weight_decay, low=-1e-12, high=1.0)
+        check_fraction("val_fraction", self.val_fraction, low=0.0, high=0.5)
+        check_fraction("classifier_dropout", self.classifier_dropout, low=-1e-12, high=0.9)
         if not isinstance(self.positional_encoding, bool):
             raise ValueError(
                 f"positional_encoding must be True or False, got {self.positional_encoding!r}"
@@ -116,22 +118,6 @@ class TrainConfig:
             raise ValueError(f"class_weights must be True or False, got {self.class_weights!r}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
-
-
-def _check_str(name: str, value: object) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-
-
-def _check_int(name: str, value: object, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-def _check_fraction(name: str, value: object, *, low: float, high: float) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not math.isfinite(value) or not low < value <= high:
-        raise ValueError(f"{name} must be a number in ({max(low, 0)}, {high}], got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -187,16 +173,6 @@ class TrainResult:
     baseline_report: EvalReport | None = None
     transformer_twin_report: EvalReport | None = None  # val rows whose "slice" is "twin"
     baseline_twin_report: EvalReport | None = None
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """One text's routing: the top label, its probability and whether a human should look."""
-
-    label: str
-    confidence: float
-    needs_review: bool  # confidence below the review threshold
-    probabilities: dict[str, float]
 
 
 # --------------------------------------------------------------------------- mean pooling
@@ -370,7 +346,7 @@ class TransformerClassifier:
         device: str | torch.device = "cpu",
         precision: str = "auto",
     ) -> None:
-        _check_int("max_length", max_length, minimum=2)
+        check_int("max_length", max_length, minimum=2)
         self.device = torch.device(device)
         self.precision = resolve_precision(precision, self.device)
         self.model = model.to(self.device).eval()
@@ -384,8 +360,8 @@ class TransformerClassifier:
         Texts are sorted by length and batched so each batch pads to a similar length; the
         original order is restored at the end.
         """
-        texts = _check_texts(texts)
-        _check_int("batch_size", batch_size, minimum=1)
+        texts = check_texts(texts, allow_empty=True)
+        check_int("batch_size", batch_size, minimum=1)
         order = np.argsort([len(t) for t in texts], kind="stable")
         pred_probs = np.empty((len(texts), len(self.classes_)), dtype=np.float64)
         with torch.inference_mode():
@@ -406,16 +382,6 @@ class TransformerClassifier:
         return [str(self.classes_[i]) for i in pred_probs.argmax(axis=1)]
 
 
-def _check_texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str):
-        raise ValueError("texts must be a list of strings, not one string; wrap it in a list")
-    texts = list(texts)
-    bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
-    if bad:
-        raise ValueError(f"texts must all be strings; item {bad[0]} is {type(texts[bad[0]])}")
-    return texts
-
-
 def predict_labels(
     model: Any, texts: Sequence[str], *, review_threshold: float = 0.5
 ) -> list[Prediction]:
@@ -423,17 +389,10 @@ def predict_labels(
 
     `needs_review` is True when the top probability is below `review_threshold`.
     """
-    _check_fraction("review_threshold", review_threshold, low=-1e-12, high=1.0)
-    pred_probs = model.predict_proba(_check_texts(texts))
+    check_fraction("review_threshold", review_threshold, low=-1e-12, high=1.0)
+    pred_probs = model.predict_proba(check_texts(texts, allow_empty=True))
     classes = [str(c) for c in model.classes_]
-    return [_prediction(row, classes, review_threshold) for row in pred_probs]
-
-
-def _prediction(row: np.ndarray, classes: list[str], threshold: float) -> Prediction:
-    top = int(row.argmax())
-    confidence = float(row[top])
-    probabilities = {c: float(p) for c, p in zip(classes, row, strict=True)}
-    return Prediction(classes[top], confidence, confidence < threshold, probabilities)
+    return [Prediction.of(classes, row, review_threshold=review_threshold) for row in pred_probs]
 
 
 # --------------------------------------------------------------------------- training loop

@@ -14,15 +14,17 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from cleanlab.filter import find_label_issues
 from cleanlab.rank import get_label_quality_scores
 from threadpoolctl import threadpool_limits
 
-from core.baseline import BagOfWordsClassifier, BaselineConfig
-from core.data import Dataset
+from core.checks import check_choice, check_int
+from core.data.dataset import Dataset
+from core.models.baseline import BagOfWordsClassifier, BaselineConfig
+from core.models.classifier import ProbabilisticClassifier
 from core.text import bag_key, words
 
 FILTER_METHODS = ("prune_by_noise_rate", "prune_by_class", "both", "confident_learning")
@@ -35,14 +37,6 @@ IDENTICAL = "identical_text"  # same text up to case and whitespace, other label
 SAME_SEQUENCE = "same_word_sequence"  # same words in the same order (punctuation differs)
 SAME_BAG = "same_bag"  # same words in another order: word order may decide (demo twins)
 ONLY_ROW = "only_row_of_label"  # the label occurs once: a typo, or too rare to check
-
-
-class ProbabilisticClassifier(Protocol):
-    """What the audit needs from a fitted model (the baseline and the transformer both fit)."""
-
-    classes_: np.ndarray
-
-    def predict_proba(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 FitModel = Callable[[Dataset], ProbabilisticClassifier]
@@ -69,19 +63,19 @@ class AuditConfig:
     conflicts: bool = True  # also list identical / same-words texts that carry other labels
 
     def __post_init__(self) -> None:
-        _check_int("folds", self.folds, minimum=2)
-        _check_int("seed", self.seed, minimum=0)
+        check_int("folds", self.folds, minimum=2)
+        check_int("seed", self.seed, minimum=0)
         if not isinstance(self.model, str) or not self.model.strip():
             raise ValueError(f"model must be a non-empty name such as 'bow', got {self.model!r}")
         if not isinstance(self.baseline_config, BaselineConfig):
             raise ValueError("baseline_config must be a BaselineConfig")
-        _check_choice("filter_by", self.filter_by, FILTER_METHODS)
-        _check_choice("quality_method", self.quality_method, QUALITY_METHODS)
+        check_choice("filter_by", self.filter_by, FILTER_METHODS)
+        check_choice("quality_method", self.quality_method, QUALITY_METHODS)
         ok = isinstance(self.max_quality, int | float) and not isinstance(self.max_quality, bool)
         if not ok or not 0 <= self.max_quality <= 1:
             raise ValueError(f"max_quality must be a number in [0, 1], got {self.max_quality!r}")
         if self.max_issues is not None:
-            _check_int("max_issues", self.max_issues, minimum=1)
+            check_int("max_issues", self.max_issues, minimum=1)
         if not isinstance(self.conflicts, bool):
             raise ValueError(f"conflicts must be True or False, got {self.conflicts!r}")
 
@@ -146,16 +140,6 @@ class AuditResult:
             "seconds": self.seconds,
             "cancelled": self.cancelled,
         }
-
-
-def _check_int(name: str, value: object, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
 def bow_fit(config: BaselineConfig = BaselineConfig()) -> FitModel:
@@ -243,7 +227,7 @@ def out_of_fold_probs(
 
 def check_auditable(dataset: Dataset, folds: int) -> tuple[str, ...]:
     """The sorted classes; ValueError unless `folds` and the label counts allow an audit."""
-    _check_int("folds", folds, minimum=2)
+    check_int("folds", folds, minimum=2)
     if folds > len(dataset):
         raise ValueError(f"folds={folds} is more than the {len(dataset)} rows; lower --folds")
     counts = Counter(dataset.labels)
@@ -495,7 +479,7 @@ def plant_label_flips(
     ok = isinstance(share, int | float) and not isinstance(share, bool)
     if not ok or not 0 < share < 1:
         raise ValueError(f"share must be a number in (0, 1), got {share!r}")
-    _check_int("seed", seed, minimum=0)
+    check_int("seed", seed, minimum=0)
     classes = sorted(set(labels))
     if len(classes) < 2:
         raise ValueError("need at least two labels to flip between")

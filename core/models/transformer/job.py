@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.data import Dataset, split_dataset
+from core.data.dataset import Dataset, split_dataset
 from core.jobs import BackgroundJob
-from core.transformer import TrainConfig, TrainProgress, TrainResult, train_models
+from core.models.transformer.training import TrainConfig, TrainProgress, TrainResult, train_models
 
 
 @dataclass(frozen=True)

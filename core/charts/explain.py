@@ -14,8 +14,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.explain import AttentionMaps, Explanation
-from core.probes import KindStats, ProbeResult
+from core.analysis.explain import AttentionMaps, Explanation
+from core.analysis.probes import KindStats, ProbeResult
 
 POSITIVE = (33, 102, 172)  # blue: the word pushes towards the target desk
 NEGATIVE = (178, 24, 43)  # red: the word pushes away from it

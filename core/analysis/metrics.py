@@ -7,19 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 import pandas as pd
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
-
-class ProbabilisticClassifier(Protocol):
-    """What `evaluate_model` needs: sorted `classes_` and `predict_proba` (n, n_classes)."""
-
-    classes_: np.ndarray
-
-    def predict_proba(self, texts: Sequence[str]) -> np.ndarray: ...
+from core.models.classifier import ProbabilisticClassifier
 
 
 @dataclass(frozen=True)

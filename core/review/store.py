@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -24,11 +23,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:  # only annotations: the store itself needs nothing beyond the stdlib
     import pandas as pd
 
-    from core.data import Dataset
+    from core.data.dataset import Dataset
 
-DATA_DIR_ENV = "GRIEVANCE_LENS_DATA_DIR"
+from core.checks import check_non_empty_str
+from core.paths import data_dir
+
 DB_NAME = "lens.db"
-REPO_ROOT = Path(__file__).resolve().parents[1]
 DECISIONS = ("keep", "relabel", "escalate")
 TRIAGE_STATUSES = ("open", "confirmed", "corrected")
 # Seconds a writer waits for another connection's write lock before giving up. Writes are tiny
@@ -104,11 +104,6 @@ def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def _check_text(name: str, value: object) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-
-
 @dataclass(frozen=True)
 class ReviewDecision:
     """A reviewer's verdict on one row of a data set (identified by its fingerprint).
@@ -129,15 +124,15 @@ class ReviewDecision:
     created_at: str | None = None
 
     def __post_init__(self) -> None:
-        _check_text("fingerprint", self.fingerprint)
+        check_non_empty_str("fingerprint", self.fingerprint)
         if isinstance(self.row, bool) or not isinstance(self.row, int) or self.row < 1:
             raise ValueError(f"row must be a 1-based spreadsheet row number, got {self.row!r}")
         if not isinstance(self.text, str):
             raise ValueError(f"text must be a string, got {type(self.text).__name__}")
-        _check_text("given_label", self.given_label)
+        check_non_empty_str("given_label", self.given_label)
         if self.decision not in DECISIONS:
             raise ValueError(f"decision must be one of {DECISIONS}, got {self.decision!r}")
-        _check_text("reviewer", self.reviewer)
+        check_non_empty_str("reviewer", self.reviewer)
         self._check_new_label()
         if not isinstance(self.note, str):
             raise ValueError(f"note must be a string, got {type(self.note).__name__}")
@@ -168,10 +163,10 @@ class TriageItem:
     decided_at: str | None = None
 
     def __post_init__(self) -> None:
-        _check_text("batch", self.batch)
+        check_non_empty_str("batch", self.batch)
         if not isinstance(self.text, str):
             raise ValueError(f"text must be a string, got {type(self.text).__name__}")
-        _check_text("predicted_label", self.predicted_label)
+        check_non_empty_str("predicted_label", self.predicted_label)
         ok = isinstance(self.confidence, int | float) and not isinstance(self.confidence, bool)
         if not ok or not math.isfinite(self.confidence) or not 0 <= self.confidence <= 1:
             raise ValueError(f"confidence must be a number in [0, 1], got {self.confidence!r}")
@@ -214,8 +209,7 @@ class TrailEvent:
 
 def default_db_path() -> Path:
     """`$GRIEVANCE_LENS_DATA_DIR/lens.db` when that variable is set, else `<repo>/data/lens.db`."""
-    data_dir = os.environ.get(DATA_DIR_ENV, "").strip()
-    return (Path(data_dir) if data_dir else REPO_ROOT / "data") / DB_NAME
+    return data_dir() / DB_NAME
 
 
 class Store:
@@ -304,7 +298,7 @@ class Store:
 
     def decisions(self, fingerprint: str) -> list[ReviewDecision]:
         """Every decision recorded for the data set `fingerprint`, oldest first (the history)."""
-        _check_text("fingerprint", fingerprint)
+        check_non_empty_str("fingerprint", fingerprint)
         rows = self._query(
             "SELECT fingerprint, row, text, given_label, decision, reviewer, new_label, note, id,"
             " created_at FROM decisions WHERE fingerprint = ? ORDER BY id",
@@ -372,8 +366,8 @@ class Store:
 
         Raises ValueError when the item does not exist or was already decided (by anyone).
         """
-        _check_text("final_label", final_label)
-        _check_text("reviewer", reviewer)
+        check_non_empty_str("final_label", final_label)
+        check_non_empty_str("reviewer", reviewer)
         now = _utc_now()
         with self._transaction() as conn:
             predicted = _open_triage_label(conn, item_id)
@@ -392,7 +386,7 @@ class Store:
         self, kind: str, *, parameters: Mapping[str, Any], metrics: Mapping[str, Any]
     ) -> int:
         """Store one run ("train", "audit", "classify", ...) with its parameters and metrics."""
-        _check_text("kind", kind)
+        check_non_empty_str("kind", kind)
         params_json, metrics_json = _to_json(parameters, "parameters"), _to_json(metrics, "metrics")
         now = _utc_now()
         with self._transaction() as conn:
@@ -644,7 +638,7 @@ def _review_note(decision: ReviewDecision | None, old: str) -> str:
 
 
 class RoutedPrediction(Protocol):
-    """What the triage queue needs of a prediction (core.transformer.Prediction fits)."""
+    """What the triage queue needs of a prediction (core.models.classifier.Prediction fits)."""
 
     label: str
     confidence: float
@@ -656,7 +650,7 @@ def triage_batch_id(name: str, texts: Sequence[str]) -> str:
 
     The same file classified again gets the same id, so `enqueue_uncertain` queues it once.
     """
-    _check_text("name", name)
+    check_non_empty_str("name", name)
     digest = hashlib.sha256()
     for text in texts:
         digest.update(json.dumps(text, ensure_ascii=False).encode("utf-8") + b"\n")
@@ -679,7 +673,7 @@ def enqueue_uncertain(
     store : the review store.
     texts : (n,) the classified texts, in the order of `predictions`.
     predictions : (n,) objects with `label`, `confidence` and `probabilities`
-        (e.g. core.transformer.Prediction from `predict_labels`).
+        (e.g. core.models.classifier.Prediction from `predict_labels`).
     threshold : review threshold in [0, 1]: confidence below it goes to the queue.
     batch : where the predictions came from, e.g. `triage_batch_id(file name, texts)`.
     rows : (n,) 1-based spreadsheet rows of the texts in their file, when known.

@@ -23,7 +23,8 @@ import torch
 from captum.attr import LayerIntegratedGradients
 from torch import nn
 
-from core.probes import ModelOutput, check_pair
+from core.checks import check_complaint, check_int
+from core.models.classifier import Prediction, shared_classes
 from core.text import WordSpan, word_spans
 
 
@@ -43,14 +44,9 @@ class ExplainConfig:
     def __post_init__(self) -> None:
         if self.target is not None and (not isinstance(self.target, str) or not self.target):
             raise ValueError(f"target must be a desk name or None, got {self.target!r}")
-        _check_int("n_steps", self.n_steps, minimum=2)
+        check_int("n_steps", self.n_steps, minimum=2)
         if self.internal_batch_size is not None:
-            _check_int("internal_batch_size", self.internal_batch_size, minimum=1)
-
-
-def _check_int(name: str, value: object, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+            check_int("internal_batch_size", self.internal_batch_size, minimum=1)
 
 
 @dataclass(frozen=True)
@@ -134,8 +130,8 @@ class Explanation:
     transformer_scores: tuple[float, ...]
     bow_scores: tuple[float, ...]
     transformer_seen: tuple[bool, ...]
-    transformer: ModelOutput
-    bow: ModelOutput
+    transformer: Prediction
+    bow: Prediction
     target: str
     unassigned: float  # attribution of tokens inside no word: punctuation, symbols, emoji
     bow_intercept: float  # the baseline's centred intercept for the target (not in any word)
@@ -405,14 +401,6 @@ def _overlaps(
 # --------------------------------------------------------------------------- the whole story
 
 
-def _check_text(text: object) -> str:
-    if not isinstance(text, str):
-        raise ValueError(f"text must be a string, got {type(text).__name__}")
-    if not word_spans(text):
-        raise ValueError("the text has no words to explain; enter a complaint")
-    return text
-
-
 def _target_index(classes: list[str], target: str | None, logits: np.ndarray) -> int:
     if target is None:
         return int(np.argmax(logits))
@@ -437,8 +425,8 @@ def explain_text(
     config : ExplainConfig
         Target desk and integration settings.
     """
-    text = _check_text(text)
-    classes = check_pair(transformer, baseline)
+    text = check_complaint(text, purpose="explain")
+    classes = shared_classes(transformer, baseline)
     model = transformer.model
     encoded = encode_text(transformer, text)
     attention, logits = attention_maps(model, encoded)
@@ -456,8 +444,8 @@ def explain_text(
         transformer_scores=tuple(float(s) for s in word_scores),
         bow_scores=tuple(float(s) for s in bow.scores),
         transformer_seen=tuple(bool(s) for s in seen),
-        transformer=ModelOutput.of(classes, _softmax(logits)),
-        bow=ModelOutput.of(classes, np.array([bow.probabilities[c] for c in classes])),
+        transformer=Prediction.of(classes, _softmax(logits)),
+        bow=Prediction.of(classes, np.array([bow.probabilities[c] for c in classes])),
         target=classes[target_index],
         unassigned=unassigned,
         bow_intercept=bow.intercept,

@@ -1,0 +1,124 @@
+"""The cleaned data set (`Dataset`: texts, labels, spreadsheet rows, other columns), its
+fingerprint, evaluation slices and the stratified, seeded train/validation split."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import pandas as pd
+from sklearn.model_selection import train_test_split
+
+from core.data.limits import DataError
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Cleaned complaints: texts (n,), labels (n,), their spreadsheet rows (n,), and the other
+    original columns of those rows in `extra` (n rows, index 0..n-1).
+
+    Lists are accepted and stored as tuples; `rows` defaults to 2..n+1 and `extra` to no columns.
+    """
+
+    texts: tuple[str, ...]
+    labels: tuple[str, ...]
+    rows: tuple[int, ...] | None = None
+    extra: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.texts)
+        rows = tuple(range(2, n + 2)) if self.rows is None else self.rows
+        extra = pd.DataFrame(index=pd.RangeIndex(n)) if self.extra is None else self.extra
+        extra = extra.reset_index(drop=True)
+        object.__setattr__(self, "texts", tuple(self.texts))
+        object.__setattr__(self, "labels", tuple(self.labels))
+        object.__setattr__(self, "rows", tuple(int(r) for r in rows))
+        object.__setattr__(self, "extra", extra)
+        if not len(self.labels) == len(self.rows) == len(extra) == n:
+            raise DataError(
+                f"Dataset needs equally long texts ({n}), labels ({len(self.labels)}), rows "
+                f"({len(self.rows)}) and extra ({len(extra)})"
+            )
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """The distinct labels, sorted."""
+        return tuple(sorted(set(self.labels)))
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 hex digest of the (text, label) pairs in order; the same in every run."""
+        digest = hashlib.sha256()
+        for text, label in zip(self.texts, self.labels, strict=True):
+            digest.update(json.dumps([text, label], ensure_ascii=False).encode("utf-8"))
+            digest.update(b"\n")
+        return digest.hexdigest()
+
+    def subset(self, indices: Sequence[int]) -> Dataset:
+        """The rows at positions `indices` (k,), in that order."""
+        positions = [int(i) for i in indices]
+        if any(not 0 <= i < len(self) for i in positions):
+            raise DataError(f"subset positions must lie in 0..{len(self) - 1}")
+        return Dataset(
+            texts=tuple(self.texts[i] for i in positions),
+            labels=tuple(self.labels[i] for i in positions),
+            rows=tuple(self.rows[i] for i in positions),
+            extra=self.extra.iloc[positions].reset_index(drop=True),
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """Columns row, text, label, then the extra columns: the cleaned data set for download."""
+        columns = {"row": list(self.rows), "text": list(self.texts), "label": list(self.labels)}
+        base = pd.DataFrame(columns)
+        clash = {c: f"{c}_original" for c in self.extra.columns if c in base.columns}
+        extra = self.extra.rename(columns=clash).reset_index(drop=True)
+        return pd.concat([base, extra], axis=1)
+
+
+SLICE_COLUMN = "slice"  # optional column naming evaluation slices, e.g. the demo's "twin" rows
+
+
+def slice_rows(dataset: Dataset, name: str) -> list[int]:
+    """Positions of the rows whose `slice` column equals `name` (empty without that column)."""
+    if SLICE_COLUMN not in dataset.extra.columns:
+        return []
+    return [i for i, value in enumerate(dataset.extra[SLICE_COLUMN].tolist()) if value == name]
+
+
+def split_dataset(
+    dataset: Dataset, *, val_fraction: float = 0.2, seed: int = 0
+) -> tuple[Dataset, Dataset]:
+    """Stratified (train, validation) split; labels with a single row go to train.
+
+    Deterministic for a given `seed`; both parts keep the original row order.
+    """
+    if (
+        isinstance(val_fraction, bool)
+        or not isinstance(val_fraction, (int, float))
+        or not (0 < val_fraction <= 0.5)
+    ):
+        raise DataError(f"val_fraction must be above 0 and at most 0.5, got {val_fraction!r}")
+    counts = Counter(dataset.labels)
+    singles = [i for i, label in enumerate(dataset.labels) if counts[label] == 1]
+    pool = [i for i, label in enumerate(dataset.labels) if counts[label] > 1]
+    try:
+        train, val = train_test_split(
+            pool,
+            test_size=val_fraction,
+            random_state=seed,
+            stratify=[dataset.labels[i] for i in pool],
+        )
+    except ValueError as exc:
+        raise DataError(
+            f"cannot hold out a stratified {val_fraction:.0%} validation set from {len(pool)} "
+            f"rows with {len(set(dataset.labels))} labels ({exc}); add rows or change the "
+            "validation fraction"
+        ) from exc
+    return dataset.subset(sorted([*singles, *train])), dataset.subset(sorted(val))

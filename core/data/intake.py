@@ -1,0 +1,182 @@
+"""Read a labelled complaint file into a table of strings: the source's name and format, its
+bytes within the size limit, the format reader, and clean, checked column names.
+
+Every failure is a `DataError` (a `ValueError`) whose message is one line saying what is wrong
+and what to do; the command line prints it after ``error:``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+import pandas as pd
+from openpyxl.utils import get_column_letter
+
+from core.data.limits import DEFAULT_LIMITS, MAX_FILE_MB_ENV, MB, DataError, IntakeLimits
+from core.data.readers import RawTable, read_csv, read_parquet, read_xlsx, too_many_rows_message
+
+Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
+
+
+SUPPORTED_SUFFIXES = (".csv", ".tsv", ".xlsx", ".parquet")
+
+
+_REFUSED_SUFFIXES = {
+    ".xls": ".xls workbooks are not supported; save it as .xlsx or .csv",
+    ".xlsm": ".xlsm workbooks (with macros) are not supported; save it as .xlsx or .csv",
+    ".xlsb": ".xlsb (binary) workbooks are not supported; save it as .xlsx or .csv",
+}
+
+
+def load_table(
+    source: Source, *, filename: str | None = None, limits: IntakeLimits = DEFAULT_LIMITS
+) -> pd.DataFrame:
+    """Read a .csv, .tsv, .xlsx or .parquet file into a table of strings.
+
+    Parameters
+    ----------
+    source : path, bytes or binary file-like (e.g. Streamlit's UploadedFile)
+    filename : name whose suffix gives the format; defaults to the path or ``source.name``.
+    limits : size and row ceilings, checked before parsing where possible.
+
+    Returns
+    -------
+    DataFrame (n_rows, n_columns)
+        Every cell a string or NaN (empty cell); column names stripped; the header is not a row.
+        ``attrs`` holds ``source``, ``format`` and, where they apply, ``encoding`` and
+        ``delimiter`` (CSV/TSV) or ``sheet`` (XLSX: only the first sheet is read).
+        XLSX formulas are never evaluated: a formula cell reads as the value Excel cached when
+        it last saved the file, and as empty when there is none (e.g. files written by scripts).
+    """
+    name = _source_name(source, filename)
+    suffix = _checked_suffix(name)
+    data = _read_bytes(source, name, limits)
+    if not data:
+        raise DataError(f"'{name}' is empty (0 bytes); choose a file with a header row and data")
+    readers = {".csv": read_csv, ".tsv": read_csv, ".xlsx": read_xlsx, ".parquet": read_parquet}
+    raw = readers[suffix](data, name=name, suffix=suffix, limits=limits)
+    return _finish_table(raw, name, limits)
+
+
+def _source_name(source: Source, filename: str | None) -> str:
+    if filename is not None:
+        return Path(str(filename)).name
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source).name
+    name = getattr(source, "name", None)
+    if isinstance(name, str) and name:
+        return Path(name).name
+    raise DataError(
+        "cannot tell the file type of unnamed data; pass filename= with a .csv, .tsv, .xlsx "
+        "or .parquet name"
+    )
+
+
+def _checked_suffix(name: str) -> str:
+    suffix = Path(name).suffix.lower()
+    if suffix in _REFUSED_SUFFIXES:
+        raise DataError(f"'{name}': {_REFUSED_SUFFIXES[suffix]}")
+    if suffix not in SUPPORTED_SUFFIXES:
+        shown = f"'{suffix}' files are" if suffix else "files without a suffix are"
+        raise DataError(f"'{name}': {shown} not supported; use .csv, .tsv, .xlsx or .parquet")
+    return suffix
+
+
+def _read_bytes(source: Source, name: str, limits: IntakeLimits) -> bytes:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+    elif isinstance(source, (str, os.PathLike)):
+        data = _read_path(Path(source), limits)
+    elif hasattr(source, "read"):
+        data = _read_stream(source, name, limits)
+    else:
+        raise DataError(
+            f"cannot read a {type(source).__name__}; pass a path, bytes or a binary file"
+        )
+    if len(data) > limits.max_file_bytes:
+        raise DataError(_too_big_message(name, len(data), limits))
+    return data
+
+
+def _read_path(path: Path, limits: IntakeLimits) -> bytes:
+    try:
+        size = path.stat().st_size
+        if path.is_dir():
+            raise DataError(f"'{path}' is a folder; choose a file inside it")
+        if size > limits.max_file_bytes:
+            raise DataError(_too_big_message(path.name, size, limits))
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        raise DataError(f"no such file: '{path}'; check the path") from exc
+    except OSError as exc:
+        raise DataError(
+            f"cannot read '{path}': {exc.strerror or exc}; check its permissions"
+        ) from exc
+
+
+def _read_stream(stream: IO[bytes], name: str, limits: IntakeLimits) -> bytes:
+    seekable = getattr(stream, "seekable", None)
+    if callable(seekable) and seekable():
+        stream.seek(0)  # an UploadedFile may have been read before
+    data = stream.read(limits.max_file_bytes + 1)  # one byte more tells "too big" apart
+    if isinstance(data, str):
+        raise DataError(f"'{name}' was opened in text mode; open it in binary mode ('rb')")
+    return bytes(data)
+
+
+def _too_big_message(name: str, size: int, limits: IntakeLimits) -> str:
+    return (
+        f"'{name}' is {size / MB:,.1f} MB, above the {limits.max_file_bytes / MB:g} MB limit; "
+        f"split the file or raise the limit with {MAX_FILE_MB_ENV}"
+    )
+
+
+def _finish_table(raw: RawTable, name: str, limits: IntakeLimits) -> pd.DataFrame:
+    """Name the columns, drop unnamed empty ones and trailing empty rows, apply the limits."""
+    body = raw.body
+    if len(body) > limits.max_rows:
+        raise DataError(too_many_rows_message(name, limits))
+    names = [(cell or "").strip() for cell in raw.header]
+    keep = [i for i, col in enumerate(names) if col or body.iloc[:, i].notna().any()]
+    names = [names[i] for i in keep]
+    _check_column_names(names, keep, name)
+    body = body.iloc[:, keep].copy()
+    body.columns = names
+    body = _trim_trailing_empty_rows(body)
+    if body.empty:
+        raise DataError(f"'{name}' has a header row but no data rows; add rows below the header")
+    body.attrs = {"source": name, **raw.attrs}
+    return body
+
+
+def _check_column_names(names: list[str], positions: list[int], name: str) -> None:
+    if not any(names):
+        raise DataError(
+            f"'{name}': the first row holds no column names; put the column names in row 1"
+        )
+    letters = [get_column_letter(i + 1) for i in positions]
+    empty = [letter for letter, col in zip(letters, names, strict=True) if not col]
+    if empty:
+        raise DataError(
+            f"'{name}': column {', '.join(empty)} has values but no name in the header row; "
+            "give it a name or delete it"
+        )
+    seen: dict[str, list[str]] = defaultdict(list)
+    for letter, col in zip(letters, names, strict=True):
+        seen[col].append(letter)
+    duplicated = [
+        f"'{col}' (columns {', '.join(cols)})" for col, cols in seen.items() if len(cols) > 1
+    ]
+    if duplicated:
+        raise DataError(
+            f"'{name}' has duplicate column names: {'; '.join(duplicated)}; rename them"
+        )
+
+
+def _trim_trailing_empty_rows(body: pd.DataFrame) -> pd.DataFrame:
+    filled = np.flatnonzero(body.notna().any(axis=1).to_numpy())
+    return body.iloc[: filled[-1] + 1] if len(filled) else body.iloc[:0]

@@ -1,0 +1,87 @@
+"""Intake limits and the one error type of intake: ceilings on bytes, rows and unpacked sizes
+(overridable by environment variables), and `DataError`, whose message is one line."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+MAX_FILE_MB_ENV = "GRIEVANCE_LENS_MAX_FILE_MB"
+
+
+MAX_ROWS_ENV = "GRIEVANCE_LENS_MAX_ROWS"
+
+
+MB = 1024**2
+
+
+class DataError(ValueError):
+    """Unusable input; str() is one line that says what is wrong and what to do."""
+
+    def __init__(self, message: str) -> None:
+        # Library messages can span lines; the command line contract is a single line.
+        super().__init__(" ".join(str(message).split()))
+
+
+@dataclass(frozen=True)
+class IntakeLimits:
+    """Ceilings that keep a mistaken or hostile upload from exhausting memory or time."""
+
+    max_file_bytes: int = 200 * MB
+    max_rows: int = 500_000
+    # Sum of the sizes the members of an .xlsx zip declare for themselves once unpacked.
+    max_xlsx_uncompressed_bytes: int = 500 * MB
+    # Longer texts are kept but warned about: models only ever read their beginning.
+    max_text_chars: int = 100_000
+    # An .xlsx member (over 1 MiB) that unpacks to more than this many times its packed size is
+    # treated as a zip bomb; ordinary worksheet XML compresses 5 to 30 times.
+    max_compression_ratio: float = 100.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_file_bytes", "max_rows", "max_xlsx_uncompressed_bytes", "max_text_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise DataError(
+                    f"IntakeLimits.{name} must be a positive whole number, got {value!r}"
+                )
+        if not self.max_compression_ratio > 1:
+            raise DataError(
+                "IntakeLimits.max_compression_ratio must be above 1, "
+                f"got {self.max_compression_ratio!r}"
+            )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> IntakeLimits:
+        """Defaults overridden by GRIEVANCE_LENS_MAX_FILE_MB and GRIEVANCE_LENS_MAX_ROWS.
+
+        `environ` defaults to `os.environ`; an unset or empty variable keeps the default.
+        """
+        env = os.environ if environ is None else environ
+        overrides: dict[str, int] = {}
+        if raw := env.get(MAX_FILE_MB_ENV, "").strip():
+            overrides["max_file_bytes"] = _parse_megabytes(MAX_FILE_MB_ENV, raw)
+        if raw := env.get(MAX_ROWS_ENV, "").strip():
+            overrides["max_rows"] = _parse_count(MAX_ROWS_ENV, raw)
+        return cls(**overrides)
+
+
+DEFAULT_LIMITS = IntakeLimits()
+
+
+def _parse_megabytes(variable: str, raw: str) -> int:
+    message = f"{variable} must be a positive number of megabytes, got {raw!r}; fix or unset it"
+    try:
+        megabytes = float(raw)
+    except ValueError as exc:
+        raise DataError(message) from exc
+    if not (math.isfinite(megabytes) and megabytes > 0):
+        raise DataError(message)
+    return max(1, int(megabytes * MB))
+
+
+def _parse_count(variable: str, raw: str) -> int:
+    if not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
+        raise DataError(f"{variable} must be a positive whole number, got {raw!r}; fix or unset it")
+    return int(raw)

@@ -1,0 +1,1 @@
+"""The Attention lab: a self-attention worked example with numbers that can be checked by hand."""
