@@ -2,24 +2,29 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Re-install only when requirements.txt changes.
-STAMP := $(VENV)/.requirements-installed
+# Re-install only when a requirements file changes: runtime for `run`, both for `test`.
+RUNTIME_STAMP := $(VENV)/.runtime-installed
+DEV_STAMP := $(VENV)/.dev-installed
 
 .PHONY: run test lint
 
-$(STAMP): requirements.txt
+$(RUNTIME_STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
-	touch $(STAMP)
+	touch $(RUNTIME_STAMP)
 
-run: $(STAMP)
+$(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt
+	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements-dev.txt
+	touch $(DEV_STAMP)
+
+run: $(RUNTIME_STAMP)
 	$(BIN)/python -m ui.launch
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .

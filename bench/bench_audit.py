@@ -23,17 +23,17 @@ import numpy as np
 
 from core.analysis.audit import (
     MODEL,
-    SAME_BAG,
     AuditConfig,
     LabelIssue,
     find_issues,
     plant_label_flips,
     run_audit,
 )
-from core.analysis.audit_models import transformer_audit_config, transformer_fit
+from core.analysis.audit_transformer import transformer_audit_config, transformer_fit
+from core.analysis.label_conflicts import SAME_BAG
 from core.data.dataset import Dataset
 from core.data.demo import DemoConfig, generate_demo_data
-from core.models.transformer.training import TrainConfig
+from core.models.transformer.config import TrainConfig
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,9 @@ from sklearn.linear_model import LogisticRegression
 from core.analysis.explain import ExplainConfig, attention_maps, encode_text, explain_text
 from core.data.demo import DemoConfig, generate_demo_data
 from core.models.baseline import BagOfWordsClassifier
-from core.models.transformer.training import TrainConfig, TransformerClassifier, load_backbone
+from core.models.transformer.backbone import load_backbone
+from core.models.transformer.config import TrainConfig
+from core.models.transformer.inference import TransformerClassifier
 from core.text import words
 
 WORDS = 40  # the "40-word complaint"

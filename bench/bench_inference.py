@@ -23,7 +23,9 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipe
 
 from core.data.demo import DemoConfig, generate_demo_data
 from core.models.device import configure_cpu_threads
-from core.models.transformer.training import TrainConfig, TransformerClassifier, load_backbone
+from core.models.transformer.backbone import load_backbone
+from core.models.transformer.config import TrainConfig
+from core.models.transformer.inference import TransformerClassifier
 
 DESKS = ("Card Fraud", "KYC Update", "Loan Query", "Other", "UPI Dispute")
 

@@ -20,11 +20,11 @@ from torch import nn
 from core.data.dataset import Dataset
 from core.data.demo import DemoConfig, generate_demo_data
 from core.models.device import configure_cpu_threads, set_seed
-from core.models.transformer.training import (
+from core.models.transformer.backbone import load_backbone
+from core.models.transformer.config import TrainConfig
+from core.models.transformer.loop import (
     GRAD_CLIP_NORM,
-    TrainConfig,
     fit_classifier,
-    load_backbone,
     make_optimizer,
     make_scheduler,
 )

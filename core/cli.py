@@ -9,10 +9,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
+
+log = logging.getLogger(__name__)
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
@@ -102,7 +105,8 @@ def _cmd_train(args: argparse.Namespace) -> None:
     from core.data.dataset import split_dataset
     from core.data.validation import load_dataset
     from core.models.registry import save_model, validate_model_name
-    from core.models.transformer.training import TrainConfig, train_models
+    from core.models.transformer.config import TrainConfig
+    from core.models.transformer.training import train_models
 
     out = Path(args.out)
     validate_model_name(out.name)
@@ -197,6 +201,7 @@ def _advance(bar):
 
 
 def _cmd_classify(args: argparse.Namespace) -> None:
+    from core.data.columns import detect_text_column
     from core.data.export import write_table
     from core.data.intake import load_table
     from core.models.classify import DEFAULT_REVIEW_THRESHOLD, classify_table
@@ -208,7 +213,7 @@ def _cmd_classify(args: argparse.Namespace) -> None:
         raise CommandError(f"--review-threshold must lie in 0..1, got {threshold}")
     loaded = load_model(Path(args.model))
     table = load_table(Path(args.input))
-    text_col = _classify_text_col(table, args.text_col)
+    text_col, _ = detect_text_column(table, text_col=args.text_col)
     out = Path(args.out) if args.out else _default_out(Path(args.input))
     with _progress_bar("classify", total=len(table), unit="text") as bar:
         result = classify_table(
@@ -220,29 +225,6 @@ def _cmd_classify(args: argparse.Namespace) -> None:
         _emit_json({"rows": len(table), "out": str(out), "text_col": text_col})
     else:
         print(f"classified {len(table)} rows from column '{text_col}' into {out}")
-
-
-def _classify_text_col(table, given: str | None) -> str:
-    """The --text-col, else a column named like TEXT_NAMES, else the one with the longest texts.
-
-    `core.data.detect_columns` also insists on a label column, which a file to classify lacks.
-    """
-    import re
-
-    from core.data.columns import TEXT_NAMES
-
-    if given is not None:
-        if given not in table.columns:
-            raise CommandError(f"no column '{given}' in the input; it has {list(table.columns)}")
-        return given
-    names = {re.sub(r"[\s\-_]+", "_", str(c).strip().casefold()): c for c in table.columns}
-    named = [names[n] for n in TEXT_NAMES if n in names]
-    if named:
-        return str(named[0])
-    lengths = {c: table[c].fillna("").astype(str).str.len().mean() for c in table.columns}
-    if not lengths or max(lengths.values()) == 0:
-        raise CommandError("the input has no text in any column; pass a file of complaints")
-    return str(max(lengths, key=lengths.__getitem__))
 
 
 def _default_out(path: Path) -> Path:
@@ -330,7 +312,7 @@ def _cmd_audit(args: argparse.Namespace) -> None:
 def _transformer_audit(dataset, config, folder: Path):
     """Fine-tune the saved model's TrainConfig on each fold; a tqdm bar of steps on stderr."""
     from core.analysis.audit import run_audit
-    from core.analysis.audit_models import (
+    from core.analysis.audit_transformer import (
         train_config_from_card,
         transformer_audit_config,
         transformer_fit,
@@ -408,7 +390,8 @@ def _cmd_explain(args: argparse.Namespace) -> None:
 
 
 def _cmd_probe(args: argparse.Namespace) -> None:
-    from core.analysis.probes import ProbeConfig, run_probes
+    from core.analysis.perturbations import ProbeConfig
+    from core.analysis.probe_compare import run_probes
     from core.models.registry import load_model
 
     config = ProbeConfig(
@@ -479,8 +462,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # the last line of defence: users never see a traceback
+    except Exception as exc:  # the last line of defence: a bug, not bad input
         print(f"error: unexpected {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        log.error("the traceback of that unexpected error, for a bug report:", exc_info=exc)
         return EXIT_INTERNAL
     return 0
 

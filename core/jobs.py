@@ -6,12 +6,15 @@ The worker never touches the UI: it calls `on_progress` with a typed progress va
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
+
+log = logging.getLogger(__name__)
 
 P = TypeVar("P")  # progress value type
 R = TypeVar("R")  # result type
@@ -96,6 +99,7 @@ class BackgroundJob(Generic[P, R]):
         except ValueError as exc:
             self._finish(JobStatus.FAILED, error=" ".join(str(exc).split()))
         except Exception as exc:  # a worker must always end in a state the page can show
+            log.exception("background job %r failed", self._thread.name)
             self._finish(JobStatus.FAILED, error=f"unexpected {type(exc).__name__}: {exc}")
         else:
             cancelled = bool(getattr(result, "cancelled", False)) or self._cancel.is_set()

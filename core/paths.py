@@ -1,10 +1,12 @@
-"""Where Grievance Lens keeps what must survive a restart: the SQLite database and saved models.
+"""Where Grievance Lens keeps what must survive a restart (the SQLite database and saved models),
+and the one way files are written: atomically, so a failure never leaves half a file.
 
-Both default to folders of the checkout and can be moved with environment variables, so tests
-and several installations never share state by accident.
+Both folders default to folders of the checkout and can be moved with environment variables, so
+tests and several installations never share state by accident.
 """
 
 import os
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,3 +27,20 @@ def models_dir() -> Path:
 def _dir_from_env(variable: str, default: Path) -> Path:
     value = os.environ.get(variable, "").strip()
     return Path(value) if value else default
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write `data` to a temporary file beside `path`, flush it to disk, then rename it over
+    `path`: readers see the old file or the new one, and a failure leaves no temporary file."""
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    temp = Path(temp_name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, 0o644)  # mkstemp makes 0600; these are ordinary readable files
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise

@@ -40,7 +40,7 @@ from core.lab.self_attention import (
     tokens_and_matrix,
     weight_changes,
 )
-from core.models.tiny.model import WordOrderDemo, word_order_demo
+from core.lab.word_order import WordOrderDemo, word_order_demo
 from ui.safe import md_escape
 
 # Page-local session key (like data.source): the last TimingResult, so that the chart survives

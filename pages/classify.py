@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from core.charts.results import probability_chart
-from core.data.columns import detect_columns
+from core.data.columns import detect_text_column
 from core.data.export import to_csv_bytes, to_xlsx_bytes
 from core.data.intake import load_table
 from core.data.limits import DataError, IntakeLimits
@@ -21,7 +21,7 @@ from core.models.classify import (
     routed_predictions,
 )
 from core.models.registry import LoadedModel
-from core.review.store import enqueue_uncertain, triage_batch_id
+from core.review.triage import enqueue_uncertain, triage_batch_id
 from ui.safe import md_escape
 from ui.state import CLASSIFY_JOB, get_store
 from ui.widgets import require_model
@@ -91,7 +91,8 @@ def render_file(model: LoadedModel, threshold: float) -> None:
             return
         text_col = pick_text_column(table, upload.name)
         busy = run is not None and run.job.snapshot().status is JobStatus.RUNNING
-        if st.button(f"Classify {len(table):,} rows", key="classify.start", disabled=busy):
+        ready = text_col is not None and not busy
+        if st.button(f"Classify {len(table):,} rows", key="classify.start", disabled=not ready):
             job = classify_in_background(
                 model, table, text_col=text_col, review_threshold=threshold
             )
@@ -101,13 +102,18 @@ def render_file(model: LoadedModel, threshold: float) -> None:
         render_run(run)
 
 
-def pick_text_column(table: pd.DataFrame, name: str) -> str:
-    columns = list(table.columns)
+def pick_text_column(table: pd.DataFrame, name: str) -> str | None:
+    """The detected text column, preselected; none when detection fails (never a guess)."""
+    columns = [str(c) for c in table.columns]
     try:
-        index = columns.index(detect_columns(table).text_col)
-    except DataError:
-        index = 0
-    return st.selectbox("Text column", columns, index=index, key=f"classify.col.{name}")
+        index = columns.index(detect_text_column(table)[0])
+    except DataError as exc:
+        st.warning(md_escape(exc))
+        index = None
+    return st.selectbox(
+        "Text column", columns, index=index, key=f"classify.col.{name}",
+        placeholder="Choose the column that holds the complaints",
+    )  # fmt: skip
 
 
 def render_progress(run: ClassifyRun) -> None:

@@ -7,7 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from core.analysis.explain import ExplainConfig, Explanation, explain_text
-from core.analysis.probes import DEMO_TEXT, ReviewRun, start_review
+from core.analysis.probe_compare import DEMO_TEXT
+from core.analysis.review_sample import ReviewRun, start_review
 from core.charts.explain import (
     attention_grid_chart,
     attention_head_chart,

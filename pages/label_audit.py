@@ -17,7 +17,7 @@ import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
 from core.analysis.audit import AuditConfig, AuditResult, LabelIssue, audit_cache_key
-from core.analysis.audit_models import (
+from core.analysis.audit_transformer import (
     AuditJob,
     AuditStatus,
     train_config_from_card,
@@ -26,8 +26,10 @@ from core.analysis.audit_models import (
 from core.data.dataset import Dataset
 from core.data.export import to_csv_bytes, to_xlsx_bytes
 from core.models.registry import LoadedModel
-from core.models.transformer.training import TrainConfig
-from core.review.store import ReviewDecision, Store, apply_decisions
+from core.models.transformer.config import TrainConfig
+from core.review.records import ReviewDecision
+from core.review.relabel import apply_decisions
+from core.review.store import Store
 from ui.datasets import require_dataset
 from ui.safe import md_escape
 from ui.state import (

@@ -6,28 +6,33 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.analysis.order_ablation import order_ablation, order_ablation_table
-from core.analysis.probes import (
+from core.analysis.order_ablation import order_ablation
+from core.analysis.perturbations import ProbeConfig
+from core.analysis.probe_compare import (
     DEMO_DESKS,
     DEMO_TEXT,
-    ProbeConfig,
     ProbeResult,
+    bow_is_order_blind,
+    order_demo,
+    run_probes,
+)
+from core.analysis.probe_scan import (
     ScanConfig,
     ScanResult,
     ScanRun,
     bow_ceiling,
-    bow_is_order_blind,
+    start_scan,
+    twin_groups,
+)
+from core.charts.probe_tables import (
     capped_frame,
     kind_stats_table,
     one_right_table,
-    order_demo,
+    order_ablation_table,
     probe_table,
-    run_probes,
-    start_scan,
-    twin_groups,
     twin_table,
 )
-from core.charts.explain import capped_chart, flip_rate_chart, probe_shift_chart
+from core.charts.probes import capped_chart, flip_rate_chart, probe_shift_chart
 from core.data.dataset import Dataset
 from core.jobs import JobStatus
 from core.models.registry import LoadedModel

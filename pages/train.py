@@ -15,8 +15,9 @@ from core.charts.results import (
 )
 from core.jobs import JobSnapshot, JobStatus
 from core.models.registry import delete_model, list_models, rename_model, save_model
-from core.models.transformer.job import TrainingRun, start_training
-from core.models.transformer.training import MINILM, TINY, TrainConfig, TrainProgress, TrainResult
+from core.models.transformer.config import MINILM, TINY, TrainConfig
+from core.models.transformer.loop import TrainProgress
+from core.models.transformer.training import TrainingRun, TrainResult, start_training
 from core.paths import models_dir
 from ui.datasets import require_dataset
 from ui.safe import md_escape

@@ -15,7 +15,9 @@ import pandas as pd
 import streamlit as st
 
 from core.data.export import to_csv_bytes
-from core.review.store import Store, TriageItem, triage_training_rows, with_training_rows
+from core.review.records import TriageItem
+from core.review.store import Store
+from core.review.triage import triage_training_rows, with_training_rows
 from ui.safe import md_escape
 from ui.state import (
     get_active_dataset,

@@ -4,7 +4,8 @@ from pathlib import Path
 
 from core.data.dataset import Dataset, split_dataset
 from core.models.registry import save_model
-from core.models.transformer.training import TrainConfig, train_models
+from core.models.transformer.config import TrainConfig
+from core.models.transformer.training import train_models
 
 TEXTS = [
     "upi payment failed but money debited",

@@ -89,3 +89,20 @@ def test_unsure_predictions_go_to_the_triage_queue(
     assert any("2 added to the triage queue" in s.value for s in app.success)
     app.button(key="classify.triage").click().run()
     assert any("0 added" in s.value and "2 were already there" in s.value for s in app.success)
+
+
+def test_file_is_classified_by_its_complaint_column_not_its_id(app: AppTest):
+    csv = "id,complaint,channel\n7,kyc documents rejected,app\n3,upi payment failed,email\n"
+    app.file_uploader(key="classify.upload").set_value(("ids.csv", csv.encode(), "text/csv")).run()
+    assert app.selectbox(key="classify.col.ids.csv").value == "complaint"
+    assert not app.warning
+
+
+def test_file_without_a_recognisable_text_column_asks_instead_of_guessing(app: AppTest):
+    csv = "id,code\n1,A\n2,B\n"
+    app.file_uploader(key="classify.upload").set_value(
+        ("codes.csv", csv.encode(), "text/csv")
+    ).run()
+    assert app.selectbox(key="classify.col.codes.csv").value is None
+    assert any("could not tell which column" in w.value for w in app.warning)
+    assert app.button(key="classify.start").disabled

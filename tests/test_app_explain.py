@@ -9,10 +9,11 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core.analysis.probes import DEMO_TEXT
+from core.analysis.probe_compare import DEMO_TEXT
 from core.jobs import JobStatus
 from core.models.registry import save_model
-from core.models.transformer.training import TrainConfig, train_models
+from core.models.transformer.config import TrainConfig
+from core.models.transformer.training import train_models
 from tests.conftest import make_dataset, separable_rows
 from tests.models import save_tiny_model
 from ui.state import ACTIVE_MODEL, EXPLAIN_REVIEW

@@ -14,7 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 from core.data.validation import validate
 from core.models.registry import save_model
-from core.models.transformer.training import TrainConfig, train_models
+from core.models.transformer.config import TrainConfig
+from core.models.transformer.training import train_models
 from core.review.store import Store, default_db_path
 from tests.conftest import separable_rows
 from ui.state import ACTIVE_DATASET, ACTIVE_MODEL, AUDIT_JOB, REVIEWER, ActiveDataset

@@ -9,7 +9,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core.analysis.probes import DEMO_TEXT
+from core.analysis.probe_compare import DEMO_TEXT
 from core.jobs import JobStatus
 from tests.models import save_tiny_model
 from tests.test_app_explain import save_tiny_bert_model

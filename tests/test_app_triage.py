@@ -9,7 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.models.classifier import Prediction
-from core.review.store import Store, default_db_path, enqueue_uncertain
+from core.review.store import Store, default_db_path
+from core.review.triage import enqueue_uncertain
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "triage.py")
 TEXTS = [

@@ -16,21 +16,18 @@ import numpy as np
 import pytest
 
 from core.analysis.audit import (
-    IDENTICAL,
     MODEL,
     ONLY_ROW,
-    SAME_BAG,
-    SAME_SEQUENCE,
     AuditConfig,
     AuditResult,
     audit_cache_key,
-    conflict_reasons,
     find_issues,
     out_of_fold_probs,
     plant_label_flips,
     run_audit,
     stratified_folds,
 )
+from core.analysis.label_conflicts import IDENTICAL, SAME_BAG, SAME_SEQUENCE, conflict_reasons
 from core.data.dataset import Dataset
 from core.data.demo import DemoConfig, generate_demo_data
 from core.models.baseline import BaselineConfig

@@ -12,14 +12,16 @@ import pytest
 import torch
 
 from core.analysis.audit import MODEL, AuditConfig, plant_label_flips, run_audit
-from core.analysis.audit_models import (
+from core.analysis.audit_transformer import (
     TRANSFORMER,
     AuditJob,
     train_config_from_card,
     transformer_audit_config,
     transformer_fit,
 )
-from core.models.transformer.training import TrainConfig, TrainProgress, TransformerClassifier
+from core.models.transformer.config import TrainConfig
+from core.models.transformer.inference import TransformerClassifier
+from core.models.transformer.loop import TrainProgress
 from tests.conftest import make_dataset, separable_rows
 
 

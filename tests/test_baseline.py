@@ -1,11 +1,12 @@
 """The bag-of-words baseline: probabilities, bag-of-words invariance, contributions, persistence."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import InconsistentVersionWarning, NotFittedError
 
 from core.models.baseline import (
     JSON_NAME,
@@ -207,6 +208,22 @@ def test_binary_model_round_trip(tmp_path):
     model.save(tmp_path)
     loaded = BagOfWordsClassifier.load(tmp_path)
     assert np.array_equal(loaded.predict_proba([CARD_FIRST]), model.predict_proba([CARD_FIRST]))
+
+
+def test_load_warns_when_another_sklearn_release_saved_the_model(tmp_path, logreg):
+    logreg.save(tmp_path)
+    meta = json.loads((tmp_path / JSON_NAME).read_text(encoding="utf-8"))
+    (tmp_path / JSON_NAME).write_text(json.dumps(meta | {"sklearn_version": "0.24.2"}))
+    with pytest.warns(InconsistentVersionWarning, match="0.24.2"):
+        loaded = BagOfWordsClassifier.load(tmp_path)
+    assert loaded.predict([CARD_FIRST]) == logreg.predict([CARD_FIRST])
+
+
+def test_load_is_silent_for_the_same_sklearn_release(tmp_path, logreg):
+    logreg.save(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BagOfWordsClassifier.load(tmp_path)
 
 
 @pytest.mark.parametrize("missing", [NPZ_NAME, JSON_NAME])

@@ -16,7 +16,8 @@ from core.data.dataset import split_dataset
 from core.data.demo import DemoConfig, write_demo_data
 from core.data.validation import load_dataset
 from core.models.registry import save_model
-from core.models.transformer.training import TrainConfig, train_models
+from core.models.transformer.config import TrainConfig
+from core.models.transformer.training import train_models
 
 ROOT = Path(__file__).resolve().parent.parent
 ISSUE_KEYS = {"row", "text", "given_label", "suggested_label", "quality"}

@@ -13,7 +13,7 @@ import openpyxl.xml
 import pandas as pd
 import pytest
 
-from core.data.columns import detect_columns
+from core.data.columns import detect_columns, detect_text_column
 from core.data.dataset import Dataset, slice_rows, split_dataset
 from core.data.intake import load_table
 from core.data.limits import DataError, IntakeLimits
@@ -648,3 +648,19 @@ def test_slice_rows_finds_marked_rows_and_tolerates_no_column():
     )
     assert slice_rows(marked, "twin") == [0, 2]
     assert slice_rows(Dataset(["a"], ["X"]), "twin") == []
+
+
+def test_text_column_of_an_unlabelled_file_is_found_by_name_then_content():
+    named = pd.DataFrame({"id": ["1", "2"], "complaint": ["upi failed", "card lost"]})
+    assert detect_text_column(named) == ("complaint", "named 'complaint'")
+    unnamed = pd.DataFrame({"ref": ["1", "2"], "notes": ["money debited twice", "card was lost"]})
+    assert detect_text_column(unnamed)[0] == "notes"
+    labelled = pd.DataFrame({"desk": ["UPI Dispute", "Card Fraud"], "msg": ["upi failed", "x y"]})
+    assert detect_text_column(labelled)[0] == "msg"
+
+
+def test_text_column_is_never_guessed_and_a_given_one_must_exist():
+    with pytest.raises(DataError, match="could not tell which column holds the complaint text"):
+        detect_text_column(pd.DataFrame({"id": ["1", "2"], "code": ["A", "B"]}))
+    with pytest.raises(DataError, match="no column 'txt'.*did you mean 'text'"):
+        detect_text_column(pd.DataFrame({"text": ["a b"]}), text_col="txt")

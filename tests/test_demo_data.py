@@ -8,16 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.data.demo import (
-    CHANNELS,
-    COLUMNS,
-    DESKS,
-    TWIN_PATTERNS,
-    DemoConfig,
-    generate_demo_data,
-    write_demo_data,
-)
-from core.data import demo as demo_data
+from core import paths
+from core.data.demo import CHANNELS, COLUMNS, DemoConfig, generate_demo_data, write_demo_data
+from core.data.demo_phrases import DESKS, TWIN_PATTERNS
 from core.text import bag_key, words
 
 HINDI_FUNCTION_WORDS = {
@@ -257,7 +250,7 @@ def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     def broken_replace(source, target):
         raise OSError("disk full")
 
-    monkeypatch.setattr(demo_data.os, "replace", broken_replace)
+    monkeypatch.setattr(paths.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         write_demo_data(tmp_path / "demo.csv", DemoConfig(rows=60))
     assert list(tmp_path.iterdir()) == []

@@ -30,7 +30,9 @@ from core.charts.explain import (
 from core.cli import main
 from core.models.baseline import BagOfWordsClassifier
 from core.models.tiny.model import create_tiny_classifier
-from core.models.transformer.training import TrainConfig, TransformerClassifier, load_backbone
+from core.models.transformer.backbone import load_backbone
+from core.models.transformer.config import TrainConfig
+from core.models.transformer.inference import TransformerClassifier
 from core.text import word_spans
 from tests.conftest import separable_rows
 from tests.models import save_tiny_model
@@ -64,7 +66,8 @@ def _bert(tiny_bert_dir, corpus, pooling: str, max_length: int = 48) -> Transfor
     classes = sorted(set(corpus[1]))
     config = TrainConfig(backbone=str(tiny_bert_dir), pooling=pooling)
     model, tokenizer = load_backbone(config, classes)
-    return TransformerClassifier(model, tokenizer, classes, max_length=max_length)
+    # fp32 like explain's own forward pass; "auto" picks bf16 on a CPU with AMX or AVX512-BF16.
+    return TransformerClassifier(model, tokenizer, classes, max_length=max_length, precision="fp32")
 
 
 def _tiny(corpus, pooling: str) -> TransformerClassifier:
@@ -72,7 +75,7 @@ def _tiny(corpus, pooling: str) -> TransformerClassifier:
     model, tokenizer = create_tiny_classifier(
         corpus[0], classes, pooling=pooling, n_layers=2, dropout=0.0, seed=1
     )
-    return TransformerClassifier(model, tokenizer, classes, max_length=64)
+    return TransformerClassifier(model, tokenizer, classes, max_length=64, precision="fp32")
 
 
 @pytest.fixture(scope="module", params=["bert-cls", "bert-mean", "tiny-cls", "tiny-mean"])

@@ -7,8 +7,8 @@ import openpyxl
 import pandas as pd
 import pytest
 
+from core import paths
 from core.data.export import neutralise_formulas, to_csv_bytes, to_xlsx_bytes, write_table
-from core.data import export
 
 DANGEROUS = ["=1+1", "+1", "-1", "@SUM(A1:A2)", "\t=1+1", "\r=1+1", "  =cmd|' /C calc'!A0", "\n@x"]
 SAFE = ["hello", "UPI ref 412345678901", "₹500 debited", "मेरा पैसा वापस करो", "", "a=b", "x-1"]
@@ -148,7 +148,7 @@ def test_failed_rename_removes_the_temp_file_and_keeps_the_old_file(tmp_path, mo
     def broken_replace(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(export.os, "replace", broken_replace)
+    monkeypatch.setattr(paths.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         write_table(sample_frame(), path)
     assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]

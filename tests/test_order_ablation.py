@@ -8,10 +8,10 @@ from transformers import BertConfig, BertForSequenceClassification, BertTokenize
 from core.analysis.order_ablation import (
     VARIANTS,
     order_ablation,
-    order_ablation_table,
     shuffled_position_ids,
     single_position_ids,
 )
+from core.charts.probe_tables import order_ablation_table
 
 WORDS = ["india", "defeated", "australia", "paid", "by", "card", "not", "upi", "refund", "##s"]
 LABELS = ["Card Fraud", "Other", "UPI Dispute"]
@@ -131,7 +131,7 @@ def test_model_must_be_in_eval_mode_and_take_position_ids(bert):
 
 
 def test_mean_pooled_head_takes_position_ids_too(bert):
-    from core.models.transformer.training import MeanPoolConfig, MeanPoolForSequenceClassification
+    from core.models.transformer.head import MeanPoolConfig, MeanPoolForSequenceClassification
 
     model, tokenizer = bert
     torch.manual_seed(0)

@@ -10,37 +10,42 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.analysis.probes import (
+from core.analysis.perturbations import (
     ARGUMENT_SWAP,
     CLAUSE_REORDER,
-    DEMO_DESKS,
-    DEMO_TEXT,
     NEGATION_MOVE,
     PLEASE,
     PUNCTUATION,
     SHUFFLE,
     TYPO,
     ProbeConfig,
+    perturb,
+)
+from core.analysis.probe_compare import (
+    DEMO_DESKS,
+    DEMO_TEXT,
+    bow_is_order_blind,
+    js_divergence,
+    order_demo,
+    run_probes,
+)
+from core.analysis.probe_scan import (
     ScanConfig,
     ScanProgress,
     bow_ceiling,
-    bow_is_order_blind,
-    capped_frame,
-    js_divergence,
-    kind_stats_table,
-    one_right_table,
-    order_demo,
-    perturb,
-    probe_table,
-    review_rows,
-    run_probes,
     scan_dataset,
-    start_review,
     start_scan,
     twin_groups,
+)
+from core.analysis.review_sample import review_rows, start_review
+from core.charts.probe_tables import (
+    capped_frame,
+    kind_stats_table,
+    one_right_table,
+    probe_table,
     twin_table,
 )
-from core.charts.explain import capped_chart, flip_rate_chart, probe_shift_chart
+from core.charts.probes import capped_chart, flip_rate_chart, probe_shift_chart
 from core.cli import main
 from core.jobs import JobStatus
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig

@@ -19,7 +19,8 @@ from core.models.registry import (
     save_model,
     validate_model_name,
 )
-from core.models.transformer.training import TrainConfig, train_models
+from core.models.transformer.config import TrainConfig
+from core.models.transformer.training import train_models
 from tests.conftest import make_dataset, separable_rows
 
 TEXTS = ["upi payment failed", "card stolen fraud charge since yesterday", "loan emi", "kyc"]

@@ -12,15 +12,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from core.review.store import (
-    DATA_DIR_ENV,
-    DB_NAME,
-    SCHEMA_VERSION,
-    ReviewDecision,
-    Store,
-    TriageItem,
-    apply_decisions,
-    default_db_path,
+from core.paths import DATA_DIR_ENV
+from core.review.records import ReviewDecision, TriageItem
+from core.review.relabel import apply_decisions
+from core.review.schema import SCHEMA_VERSION
+from core.review.store import DB_NAME, Store, default_db_path
+from core.review.triage import (
     enqueue_uncertain,
     triage_batch_id,
     triage_training_rows,

@@ -8,20 +8,16 @@ import numpy as np
 import pytest
 import torch
 
+from core.lab.word_order import word_order_demo
 from core.models.tiny.model import (
-    CLS_ID,
-    PAD_ID,
-    UNK_ID,
     TinyConfig,
-    TinyTokenizer,
     TinyTransformerForSequenceClassification,
     create_tiny_classifier,
     is_tiny_model_dir,
-    numpy_params,
     predict_proba,
-    reference_forward,
-    word_order_demo,
 )
+from core.models.tiny.reference import numpy_params, reference_forward
+from core.models.tiny.tokenizer import CLS_ID, PAD_ID, UNK_ID, TinyTokenizer
 from core.text import bag_key
 
 CRICKET = ["India defeated Australia", "Australia defeated India"]

@@ -10,18 +10,17 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, pipeline
 
-from core.models.transformer.training import (
-    MeanPoolForSequenceClassification,
-    TrainConfig,
+from core.models.transformer.config import TrainConfig
+from core.models.transformer.head import MeanPoolForSequenceClassification
+from core.models.transformer.inference import TransformerClassifier, predict_labels
+from core.models.transformer.loop import (
     TrainProgress,
-    TransformerClassifier,
     class_weight_tensor,
     length_grouped_batches,
     make_optimizer,
     make_scheduler,
-    predict_labels,
-    train_models,
 )
+from core.models.transformer.training import train_models
 from tests.conftest import make_dataset, separable_rows
 
 MIXED_TEXTS = [
@@ -215,7 +214,11 @@ def test_split_with_unseen_validation_label_is_refused(tiny_bert_dir, split):
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
 def test_saved_folder_works_with_transformers_pipeline(tiny_bert_dir, split, tmp_path, pooling):
     result = train_models(*split, quick_config(tiny_bert_dir, pooling=pooling, max_steps=3))
-    classifier = result.transformer
+    trained = result.transformer
+    # fp32 like the pipeline: "auto" picks bf16 on a CPU with AMX or AVX512-BF16.
+    classifier = TransformerClassifier(
+        trained.model, trained.tokenizer, trained.classes_, max_length=32, precision="fp32"
+    )
     classifier.model.save_pretrained(tmp_path)
     classifier.tokenizer.save_pretrained(tmp_path)
     reloaded = AutoModelForSequenceClassification.from_pretrained(tmp_path, use_safetensors=True)
@@ -259,7 +262,7 @@ def test_bundled_minilm_learns_and_round_trips(minilm_path, tmp_path):
     from core.data.demo import DemoConfig, generate_demo_data
     from core.models.device import set_seed
     from core.models.registry import load_model, save_model
-    from core.models.transformer.training import load_backbone
+    from core.models.transformer.backbone import load_backbone
 
     frame = generate_demo_data(DemoConfig(rows=50, seed=3))
     data = make_dataset(frame["text"].tolist(), frame["desk"].tolist())

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from core.analysis.audit_models import AuditJob
+from core.analysis.audit_transformer import AuditJob
 from core.analysis.baseline_eval import BaselineEvaluation
-from core.analysis.probes import ReviewRun, ScanRun
+from core.analysis.probe_scan import ScanRun
+from core.analysis.review_sample import ReviewRun
 from core.data.dataset import Dataset
 from core.data.validation import ValidationReport
 from core.models.registry import LoadedModel, load_model, read_card

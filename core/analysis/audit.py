@@ -1,5 +1,5 @@
-"""Label audit: out-of-fold predicted probabilities, confident-learning label issues (cleanlab) and
-identical or same-words texts with different labels, ranked most suspicious first.
+"""Label audit: out-of-fold predicted probabilities and confident-learning label issues (cleanlab),
+merged with the label conflicts of core.analysis.label_conflicts and ranked most suspicious first.
 
 The model is pluggable: any `fit(train) -> classifier` whose result has `classes_` and
 `predict_proba(texts)` works; the bag-of-words baseline is built in.
@@ -21,23 +21,21 @@ from cleanlab.filter import find_label_issues
 from cleanlab.rank import get_label_quality_scores
 from threadpoolctl import threadpool_limits
 
+from core.analysis.label_conflicts import Reasons, conflict_reasons
 from core.checks import check_choice, check_int
 from core.data.dataset import Dataset
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
 from core.models.classifier import ProbabilisticClassifier
-from core.text import bag_key, words
 
 FILTER_METHODS = ("prune_by_noise_rate", "prune_by_class", "both", "confident_learning")
 QUALITY_METHODS = ("self_confidence", "normalized_margin", "confidence_weighted_entropy")
 BUILT_IN_MODELS = ("bow",)
 
-# Why a row is listed; one issue can have several kinds.
-MODEL = "confident_learning"  # cleanlab: the out-of-fold model confidently disagrees
-IDENTICAL = "identical_text"  # same text up to case and whitespace, other label
-SAME_SEQUENCE = "same_word_sequence"  # same words in the same order (punctuation differs)
-SAME_BAG = "same_bag"  # same words in another order: word order may decide (demo twins)
-ONLY_ROW = "only_row_of_label"  # the label occurs once: a typo, or too rare to check
 
+# Why a row is listed; one issue can have several kinds (IDENTICAL, SAME_SEQUENCE and SAME_BAG
+# come from core.analysis.label_conflicts).
+MODEL = "confident_learning"  # cleanlab: the out-of-fold model confidently disagrees
+ONLY_ROW = "only_row_of_label"  # the label occurs once: a typo, or too rare to check
 
 FitModel = Callable[[Dataset], ProbabilisticClassifier]
 ProgressCallback = Callable[["AuditProgress"], None]
@@ -337,9 +335,6 @@ def _check_pred_probs(pred_probs: np.ndarray, n_rows: int, n_classes: int) -> No
         raise ValueError("pred_probs must hold finite non-negative probabilities")
 
 
-Reasons = dict[int, list[tuple[str, str]]]  # row index -> [(kind, reason)]
-
-
 def _model_reasons(
     dataset: Dataset,
     pred_probs: np.ndarray,
@@ -378,70 +373,6 @@ def _confident_learning(
     remap[kept_classes] = np.arange(len(kept_classes))
     mask = find_label_issues(remap[label_ids[rows]], probs, filter_by=filter_by, n_jobs=1)
     return rows[mask]
-
-
-def _normalised_text(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
-def _word_sequence(text: str) -> tuple[str, ...]:
-    return tuple(words(text))
-
-
-# (kind, key, reason template), closest match first.
-_CONFLICT_LEVELS: tuple[tuple[str, Callable[[str], object], str], ...] = (
-    (IDENTICAL, _normalised_text, "identical text to row {row} labelled {label}{also}"),
-    (
-        SAME_SEQUENCE,
-        _word_sequence,
-        "same words in the same order as row {row} labelled {label}{also}"
-        " (only punctuation differs)",
-    ),
-    (
-        SAME_BAG,
-        bag_key,
-        "same words as row {row} labelled {label}{also}, in another order"
-        " (word order may decide the desk)",
-    ),
-)
-
-
-def conflict_reasons(dataset: Dataset) -> Reasons:
-    """Rows whose text matches a row with another label: identical, same word order, same bag.
-
-    Each row gets the closest match only: identical text (case and whitespace ignored), then the
-    same word sequence (punctuation differs), then the same bag of words in another order. The
-    last is how the demo twins are built: word order or negation scope decides their desk, so a
-    bag-of-words model cannot tell them apart, and the reason says so.
-    """
-    reasons: Reasons = {}
-    for kind, key, template in _CONFLICT_LEVELS:
-        for i, j, more in _conflicting_pairs(dataset, key):
-            if i not in reasons:
-                also = f" (and {more} more)" if more else ""
-                reason = template.format(row=dataset.rows[j], label=dataset.labels[j], also=also)
-                reasons[i] = [(kind, reason)]
-    return reasons
-
-
-def _conflicting_pairs(
-    dataset: Dataset, key: Callable[[str], object]
-) -> list[tuple[int, int, int]]:
-    """(row index, first other-labelled row index with the same key, how many more such rows)."""
-    groups: dict[object, list[int]] = defaultdict(list)
-    for i, text in enumerate(dataset.texts):
-        groups[key(text)].append(i)
-    pairs = []
-    for members in groups.values():
-        counts = Counter(dataset.labels[i] for i in members)
-        if len(counts) < 2:
-            continue
-        first = members[0]
-        first_other = next(j for j in members if dataset.labels[j] != dataset.labels[first])
-        for i in members:
-            j = first_other if dataset.labels[i] == dataset.labels[first] else first
-            pairs.append((i, j, len(members) - counts[dataset.labels[i]] - 1))
-    return pairs
 
 
 def _merge(into: Reasons, extra: Reasons) -> None:

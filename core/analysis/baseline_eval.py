@@ -7,10 +7,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
-from core.analysis.metrics import EvalReport, evaluate_predictions
-from core.data.dataset import SLICE_COLUMN, Dataset, split_dataset
+from core.analysis.metrics import EvalReport, evaluate_predictions, slice_reports
+from core.data.dataset import Dataset, split_dataset
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
 
 
@@ -27,21 +25,6 @@ class BaselineEvaluation:
     slices: dict[str, EvalReport]
     train_seconds: float
     dataset_fingerprint: str
-
-
-def slice_reports(
-    val: Dataset, y_pred: list[str], *, labels: tuple[str, ...]
-) -> dict[str, EvalReport]:
-    """Per-slice reports when `val` carries a `slice` column; empty otherwise."""
-    if SLICE_COLUMN not in val.extra.columns:
-        return {}
-    slice_names = val.extra[SLICE_COLUMN].fillna("").astype(str).to_numpy()
-    truth, pred = np.asarray(val.labels), np.asarray(y_pred)
-    return {
-        name: evaluate_predictions(truth[mask].tolist(), pred[mask].tolist(), labels=labels)
-        for name in sorted(set(slice_names) - {""})
-        if (mask := slice_names == name).any()
-    }
 
 
 def evaluate_baseline(

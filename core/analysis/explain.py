@@ -179,8 +179,8 @@ class Explanation:
 def encode_text(transformer: Any, text: str) -> EncodedText:
     """Tokenise `text` like `transformer.predict_proba` does, with character offsets.
 
-    `transformer` is a core.transformer.TransformerClassifier (a fast Hugging Face tokenizer or
-    core.tiny_transformer.TinyTokenizer).
+    `transformer` is a core.models.transformer.inference.TransformerClassifier (a fast Hugging Face
+    tokenizer or core.models.tiny.tokenizer.TinyTokenizer).
     """
     tokenizer = transformer.tokenizer
     if hasattr(tokenizer, "word_offsets"):  # the tiny model's word-level tokenizer
@@ -256,7 +256,7 @@ def attention_maps(model: nn.Module, encoded: EncodedText) -> tuple[AttentionMap
     """Attention of every layer and head over the real tokens, and the logits (n_classes,).
 
     The model must run eager attention (attention probabilities are materialised);
-    core.transformer loads every model that way.
+    core.models.transformer loads every model that way.
     """
     out = _forward(model, encoded, output_attentions=True)
     if not out.attentions:
@@ -416,9 +416,9 @@ def explain_text(
 
     Parameters
     ----------
-    transformer : core.transformer.TransformerClassifier
+    transformer : core.models.transformer.inference.TransformerClassifier
         `.model` (eval mode, eager attention), `.tokenizer`, `.classes_`, `.max_length`.
-    baseline : core.baseline.BagOfWordsClassifier
+    baseline : core.models.baseline.BagOfWordsClassifier
         Fitted on the same desks; its `word_contributions` give the bag-of-words row.
     text : str
         The complaint; it needs at least one word.

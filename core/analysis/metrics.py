@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
+from core.data.dataset import Dataset, slice_names, slice_rows
 from core.models.classifier import ProbabilisticClassifier
 
 
@@ -131,6 +132,23 @@ def evaluate_model(
         raise ValueError(f"got {len(texts)} texts but {len(labels)} labels; give one per text")
     classes = [str(c) for c in model.classes_]
     return evaluate_proba(labels, model.predict_proba(texts), classes)
+
+
+def slice_reports(
+    dataset: Dataset, y_pred: Sequence[str], *, labels: Sequence[str]
+) -> dict[str, EvalReport]:
+    """One report per slice the data set marks in its `slice` column (e.g. the demo's "twin"
+    rows, where a bag of words is provably capped); empty when it marks none.
+
+    `y_pred` (n,) are the predictions for every row of `dataset`, in order.
+    """
+    truth, pred = list(dataset.labels), list(y_pred)
+    reports = {}
+    for name in sorted(set(slice_names(dataset)) - {""}):
+        rows = slice_rows(dataset, name)
+        picked = [truth[i] for i in rows], [pred[i] for i in rows]
+        reports[name] = evaluate_predictions(*picked, labels=labels)
+    return reports
 
 
 def confusion_frame(report: EvalReport) -> pd.DataFrame:

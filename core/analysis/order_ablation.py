@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import torch
 
 from core.models.classifier import Prediction
@@ -122,12 +121,3 @@ def order_ablation(
         _variant(model, encoding, VARIANTS[1], shuffled_position_ids(special, seed=seed)),
         _variant(model, encoding, VARIANTS[2], single_position_ids(len(input_ids))),
     )
-
-
-def order_ablation_table(result: OrderAblation) -> pd.DataFrame:
-    """One row per variant: variant, label, then one probability column per label."""
-    rows = [
-        {"variant": v.variant, "label": v.prediction.label, **v.prediction.probabilities}
-        for v in result.variants
-    ]
-    return pd.DataFrame(rows)

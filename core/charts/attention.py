@@ -25,7 +25,7 @@ def matrix_heatmap(
 ) -> alt.LayerChart:
     """Heatmap of a labelled matrix with every value written in its cell.
 
-    frame: a wide DataFrame (e.g. a step table of core.toy_attention); rows and columns keep
+    frame: a wide DataFrame (e.g. a step table of core.lab.self_attention); rows and columns keep
     their order. Text turns white on the darker half of the colour range.
     """
     if frame.empty:
@@ -93,7 +93,7 @@ def _check_columns(frame: pd.DataFrame, columns: tuple[str, ...]) -> None:
 
 
 def cost_chart(frame: pd.DataFrame, *, title: str = "Operations per layer") -> alt.Chart:
-    """Operation counts against n on log-log axes; `frame` is core.toy_attention.cost_table."""
+    """Operation counts against n on log-log axes; `frame` is core.lab.self_attention.cost_table."""
     _check_columns(frame, ("n", "layer", "ops"))
     return _log_lines(frame, "ops", "operations", title)
 
@@ -101,7 +101,10 @@ def cost_chart(frame: pd.DataFrame, *, title: str = "Operations per layer") -> a
 def timing_chart(
     frame: pd.DataFrame, *, title: str = "Measured time per forward pass"
 ) -> alt.Chart:
-    """Seconds against n on log-log axes; `frame` is core.toy_attention.time_attention_vs_lstm."""
+    """Seconds against n on log-log axes.
+
+    `frame` is core.lab.self_attention.time_attention_vs_lstm.
+    """
     _check_columns(frame, ("n", "layer", "seconds"))
     return _log_lines(frame, "seconds", "seconds", title)
 
@@ -111,7 +114,7 @@ def weight_change_chart(
 ) -> alt.LayerChart:
     """Dumbbell chart of attention weights before and after a change, one row per (query, key).
 
-    changes: core.toy_attention.weight_changes (columns query, key, before, after, change);
+    changes: core.lab.self_attention.weight_changes (columns query, key, before, after, change);
     pairs with a new token have no "before" point.
     """
     _check_columns(changes, ("query", "key", "before", "after", "change"))

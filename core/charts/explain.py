@@ -1,5 +1,5 @@
-"""Pictures of explanations and probes: Altair charts of attention and probe results, and the
-word-level side-by-side highlight as escaped HTML (a fragment for the page, a document to download).
+"""Pictures of explanations: Altair charts of attention and word scores, and the word-level
+side-by-side highlight as escaped HTML (a fragment for the page, a document to download).
 
 Builders return charts or strings; pages display them. Every string that comes from a complaint
 or a label passes through `html.escape` before it becomes markup.
@@ -15,15 +15,11 @@ import numpy as np
 import pandas as pd
 
 from core.analysis.explain import AttentionMaps, Explanation
-from core.analysis.probes import KindStats, ProbeResult
 
 POSITIVE = (33, 102, 172)  # blue: the word pushes towards the target desk
 NEGATIVE = (178, 24, 43)  # red: the word pushes away from it
 DIVERGING = "redblue"  # the same two poles for Altair's colour scales
 GRID_TOKENS = 24  # tokens per axis in the layer × head grid; the zoom shows them all
-
-
-# --------------------------------------------------------------------------- word highlight
 
 
 def _colour(score: float, scale: float) -> str:
@@ -127,9 +123,6 @@ words carry {expl.unassigned:+.4f}.</p>
 {_word_rows(expl)}</table>
 </body></html>
 """
-
-
-# --------------------------------------------------------------------------- attention charts
 
 
 def _matrix_frame(matrix: np.ndarray, labels: Sequence[str]) -> pd.DataFrame:
@@ -248,9 +241,6 @@ def rollout_chart(maps: AttentionMaps) -> alt.Chart:
     return _heatmap(_matrix_frame(maps.rollout(), labels), labels, "Attention rollout")
 
 
-# --------------------------------------------------------------------------- scores and probes
-
-
 def word_scores_chart(expl: Explanation) -> alt.Chart:
     """Both models' scores per word as bars, words in text order (position-prefixed)."""
     width = len(str(len(expl.words)))
@@ -273,72 +263,4 @@ def word_scores_chart(expl: Explanation) -> alt.Chart:
             tooltip=["word:N", "model:N", alt.Tooltip("score:Q", format="+.4f")],
         )
         .properties(height=120)
-    )
-
-
-def probe_shift_chart(result: ProbeResult) -> alt.Chart:
-    """Per perturbation, how much each model's probability for its original desk moved."""
-    records = []
-    for i, o in enumerate(result.outcomes):
-        name = f"{i + 1:02d} {o.perturbation.kind}"
-        records.append({"perturbation": name, "model": "transformer", "shift": o.transformer_shift})
-        records.append({"perturbation": name, "model": "bag of words", "shift": o.bow_shift})
-    frame = pd.DataFrame(records, columns=["perturbation", "model", "shift"])
-    return (
-        alt.Chart(frame, title="Change in the probability of the original desk")
-        .mark_bar()
-        .encode(
-            y=alt.Y("perturbation:N", title=None),
-            x=alt.X("shift:Q", title="probability shift", scale=alt.Scale(domain=[-1, 1])),
-            yOffset="model:N",
-            color=alt.Color("model:N", title="model", legend=alt.Legend(orient="bottom")),
-            tooltip=["perturbation:N", "model:N", alt.Tooltip("shift:Q", format="+.3f")],
-        )
-    )
-
-
-def capped_chart(frame: pd.DataFrame) -> alt.Chart:
-    """Twin-group rows per desk: those a bag of words can at best get right and those it cannot
-    (`frame` from core.probes.capped_frame)."""
-    return (
-        alt.Chart(frame, title="Where a bag-of-words model is capped")
-        .mark_bar()
-        .encode(
-            y=alt.Y("desk:N", title=None),
-            x=alt.X("rows:Q", title="rows in same-bag groups with several desks"),
-            color=alt.Color(
-                "status:N",
-                title=None,
-                legend=alt.Legend(orient="bottom", direction="vertical"),
-                scale=alt.Scale(
-                    domain=["reachable at best", "out of reach for a bag of words"],
-                    range=["#9ecae1", "#de2d26"],
-                ),
-            ),
-            tooltip=["desk:N", "status:N", "rows:Q"],
-        )
-    )
-
-
-def flip_rate_chart(stats: Sequence[KindStats]) -> alt.Chart:
-    """Flip rate per perturbation kind for both models."""
-    records = [
-        {"kind": s.kind, "model": model, "flip rate": rate}
-        for s in stats
-        for model, rate in (
-            ("transformer", s.transformer_flip_rate),
-            ("bag of words", s.bow_flip_rate),
-        )
-    ]
-    frame = pd.DataFrame(records, columns=["kind", "model", "flip rate"])
-    return (
-        alt.Chart(frame, title="How often a perturbation changes the desk")
-        .mark_bar()
-        .encode(
-            y=alt.Y("kind:N", title=None),
-            x=alt.X("flip rate:Q", title="flip rate", scale=alt.Scale(domain=[0, 1])),
-            yOffset="model:N",
-            color=alt.Color("model:N", title="model", legend=alt.Legend(orient="bottom")),
-            tooltip=["kind:N", "model:N", alt.Tooltip("flip rate:Q", format=".0%")],
-        )
     )

@@ -56,7 +56,7 @@ class ColumnChoice:
 def detect_columns(
     df: pd.DataFrame, *, text_col: str | None = None, label_col: str | None = None
 ) -> ColumnChoice:
-    """Choose the complaint-text and label columns of `df`.
+    """Choose the complaint-text and label columns of a labelled table `df`.
 
     By name first (case, surrounding whitespace and space/underscore/hyphen ignored), in the
     priority order of TEXT_NAMES and LABEL_NAMES; otherwise the column with the longest texts
@@ -81,6 +81,20 @@ def detect_columns(
     )
     label_col, label_reason = _pick_label(df, label_col, label_by_name, exclude=text_col)
     return ColumnChoice(text_col, label_col, text_reason, label_reason)
+
+
+def detect_text_column(df: pd.DataFrame, *, text_col: str | None = None) -> tuple[str, str]:
+    """The complaint-text column of a table that may have no labels (a file to classify), and
+    why: `text_col` when given (it must exist), else the rules of `detect_columns`, where a
+    column named like a label is never taken for the text."""
+    df = df.rename(columns=str)
+    columns = list(df.columns)
+    if text_col is not None:
+        _require_column(text_col, columns)
+        return text_col, "given"
+    label_by_name = _match_name(columns, LABEL_NAMES, exclude=None)
+    text_by_name = _match_name(columns, TEXT_NAMES, exclude=label_by_name)
+    return _pick_text(df, None, text_by_name, exclude=label_by_name)
 
 
 def _normalise_name(name: str) -> str:

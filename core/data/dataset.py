@@ -83,13 +83,19 @@ class Dataset:
 
 
 SLICE_COLUMN = "slice"  # optional column naming evaluation slices, e.g. the demo's "twin" rows
+TWIN_SLICE = "twin"  # the demo data's word-order twins: same bag of words, other desk
+
+
+def slice_names(dataset: Dataset) -> list[str]:
+    """The `slice` value of every row ("" where empty or when the column is absent), (n,)."""
+    if SLICE_COLUMN not in dataset.extra.columns:
+        return [""] * len(dataset)
+    return dataset.extra[SLICE_COLUMN].fillna("").astype(str).tolist()
 
 
 def slice_rows(dataset: Dataset, name: str) -> list[int]:
     """Positions of the rows whose `slice` column equals `name` (empty without that column)."""
-    if SLICE_COLUMN not in dataset.extra.columns:
-        return []
-    return [i for i, value in enumerate(dataset.extra[SLICE_COLUMN].tolist()) if value == name]
+    return [i for i, value in enumerate(slice_names(dataset)) if value == name]
 
 
 def split_dataset(

@@ -7,13 +7,13 @@ Following OWASP's guidance, such cells get a leading single quote before anythin
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+from core.paths import write_atomically
 
 # OWASP "CSV Injection": cells starting with these are read as formulas (tab and carriage return
 # can hide a formula behind them).
@@ -73,7 +73,7 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     serialise = _serialiser(path)
     if not path.parent.is_dir():
         raise ValueError(f"folder {path.parent} does not exist; create it first")
-    _write_atomically(path, serialise(df))
+    write_atomically(path, serialise(df))
     return path
 
 
@@ -120,20 +120,3 @@ def _serialiser(path: Path) -> Callable[[pd.DataFrame], bytes]:
     if suffix not in serialisers:
         raise ValueError(f"cannot export to {path.name!r}: use .csv or .xlsx")
     return serialisers[suffix]
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    temp = Path(temp_name)
-    done = False
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, 0o644)  # mkstemp makes 0600; an export is an ordinary readable file
-        os.replace(temp, path)
-        done = True
-    finally:
-        if not done:
-            temp.unlink(missing_ok=True)

@@ -7,6 +7,7 @@ bag of words get the same prediction. Saved as plain arrays (npz + json), never 
 from __future__ import annotations
 
 import json
+import warnings
 import zipfile
 from collections import Counter
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from typing import Literal
 import numpy as np
 import sklearn
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import InconsistentVersionWarning, NotFittedError
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import MultinomialNB
@@ -177,6 +178,7 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
         """Rebuild a fitted model from a folder written by `save` (no pickle involved)."""
         directory = Path(directory)
         meta = _read_meta(directory / JSON_NAME)
+        _check_sklearn_version(meta)
         config = _config_from_meta(meta, directory / JSON_NAME)
         classes = np.asarray(meta["classes"], dtype=str)
         arrays = _read_arrays(directory / NPZ_NAME, kind=config.kind)
@@ -317,6 +319,21 @@ def _read_meta(path: Path) -> dict:
             f"{FORMAT_VERSION}, so retrain or save the model again"
         )
     return meta
+
+
+def _check_sklearn_version(meta: dict) -> None:
+    """Warn, as scikit-learn does for its own files, when the model was saved by another
+    major.minor release: the arrays load, but the estimators they are put into may differ."""
+    saved = str(meta.get("sklearn_version", "unknown"))
+    if saved.split(".")[:2] != sklearn.__version__.split(".")[:2]:
+        warnings.warn(
+            InconsistentVersionWarning(
+                estimator_name=FORMAT_NAME,
+                current_sklearn_version=sklearn.__version__,
+                original_sklearn_version=saved,
+            ),
+            stacklevel=3,
+        )
 
 
 def _config_from_meta(meta: dict, path: Path) -> BaselineConfig:

@@ -27,8 +27,10 @@ import transformers
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
 
 from core.models.baseline import BagOfWordsClassifier
-from core.models.tiny import model as tiny_transformer
-from core.models.transformer.training import TrainResult, TransformerClassifier
+from core.models.tiny.model import TinyTransformerForSequenceClassification
+from core.models.tiny.tokenizer import TinyTokenizer
+from core.models.transformer.inference import TransformerClassifier
+from core.models.transformer.training import TrainResult
 
 CARD_NAME = "card.json"
 CARD_FORMAT = "grievance-lens-model"
@@ -115,7 +117,7 @@ def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> d
 def _architecture(model: torch.nn.Module) -> str:
     if isinstance(model, PreTrainedModel):
         return ARCH_TRANSFORMERS
-    if isinstance(model, tiny_transformer.TinyTransformerForSequenceClassification):
+    if isinstance(model, TinyTransformerForSequenceClassification):
         return ARCH_TINY
     raise ValueError(f"cannot save a {type(model).__name__}; only transformers and tiny models")
 
@@ -245,8 +247,8 @@ def load_model(folder: str | Path, *, device: str = "cpu", precision: str = "aut
 
 def _load_transformer(folder: Path, architecture: Any) -> tuple[torch.nn.Module, Any]:
     if architecture == ARCH_TINY:
-        model = tiny_transformer.TinyTransformerForSequenceClassification.from_pretrained(folder)
-        return model, tiny_transformer.TinyTokenizer.from_pretrained(folder)
+        model = TinyTransformerForSequenceClassification.from_pretrained(folder)
+        return model, TinyTokenizer.from_pretrained(folder)
     if architecture != ARCH_TRANSFORMERS:
         raise ValueError(f"{folder}: unknown architecture {architecture!r} in {CARD_NAME}")
     model = AutoModelForSequenceClassification.from_pretrained(

@@ -1,210 +1,32 @@
-"""The review store: review decisions, an append-only audit trail, the triage queue, run history.
-
-One embedded SQLite file (WAL mode, schema versioned with PRAGMA user_version). Every write is one
-`BEGIN IMMEDIATE ... COMMIT` transaction that also appends a trail event, so a decision confirmed
-on screen survives a crash or restart and concurrent sessions never lose each other's writes.
+"""The review store: one embedded SQLite file of review decisions, an append-only audit trail, the
+triage queue and run history. Every write is one `BEGIN IMMEDIATE ... COMMIT` transaction that
+also appends a trail event, so a decision confirmed on screen survives a crash or restart and
+concurrent sessions never lose each other's writes.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol
-
-if TYPE_CHECKING:  # only annotations: the store itself needs nothing beyond the stdlib
-    import pandas as pd
-
-    from core.data.dataset import Dataset
+from typing import Any
 
 from core.checks import check_non_empty_str
 from core.paths import data_dir
+from core.review.records import TRIAGE_STATUSES, ReviewDecision, RunRecord, TrailEvent, TriageItem
+from core.review.schema import BUSY_TIMEOUT_S, configure_connection, migrate_schema
 
 DB_NAME = "lens.db"
-DECISIONS = ("keep", "relabel", "escalate")
-TRIAGE_STATUSES = ("open", "confirmed", "corrected")
-# Seconds a writer waits for another connection's write lock before giving up. Writes are tiny
-# (one row and one trail event), so even many sessions clear the lock within milliseconds.
-BUSY_TIMEOUT_S = 30.0
-
-Decision = Literal["keep", "relabel", "escalate"]
-TriageStatus = Literal["open", "confirmed", "corrected"]
-
-# Each entry moves the schema from version i to i + 1; never edit a shipped entry, append a new one.
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE decisions (
-        id INTEGER PRIMARY KEY,
-        fingerprint TEXT NOT NULL,
-        row INTEGER NOT NULL CHECK (row >= 1),
-        text TEXT NOT NULL,
-        given_label TEXT NOT NULL,
-        decision TEXT NOT NULL CHECK (decision IN ('keep', 'relabel', 'escalate')),
-        new_label TEXT,
-        reviewer TEXT NOT NULL CHECK (length(trim(reviewer)) > 0),
-        note TEXT NOT NULL DEFAULT '',
-        created_at TEXT NOT NULL,
-        CHECK ((decision = 'relabel') = (new_label IS NOT NULL))
-    );
-    CREATE INDEX decisions_by_row ON decisions (fingerprint, row, id);
-
-    CREATE TABLE trail (
-        id INTEGER PRIMARY KEY,
-        created_at TEXT NOT NULL,
-        action TEXT NOT NULL,
-        entity_id INTEGER,
-        actor TEXT,
-        details TEXT NOT NULL
-    );
-    CREATE TRIGGER trail_no_update BEFORE UPDATE ON trail
-    BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only: rows cannot be updated'); END;
-    CREATE TRIGGER trail_no_delete BEFORE DELETE ON trail
-    BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only: rows cannot be deleted'); END;
-
-    CREATE TABLE triage (
-        id INTEGER PRIMARY KEY,
-        batch TEXT NOT NULL,
-        row INTEGER,
-        text TEXT NOT NULL,
-        predicted_label TEXT NOT NULL,
-        confidence REAL NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
-        probabilities TEXT NOT NULL,
-        status TEXT NOT NULL DEFAULT 'open'
-            CHECK (status IN ('open', 'confirmed', 'corrected')),
-        reviewer TEXT,
-        final_label TEXT,
-        created_at TEXT NOT NULL,
-        decided_at TEXT,
-        CHECK ((status = 'open') = (final_label IS NULL))
-    );
-    CREATE INDEX triage_by_status ON triage (status, batch, id);
-
-    CREATE TABLE runs (
-        id INTEGER PRIMARY KEY,
-        kind TEXT NOT NULL,
-        parameters TEXT NOT NULL,
-        metrics TEXT NOT NULL,
-        created_at TEXT NOT NULL
-    );
-    CREATE INDEX runs_by_kind ON runs (kind, id);
-    """,
-)
-SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-@dataclass(frozen=True)
-class ReviewDecision:
-    """A reviewer's verdict on one row of a data set (identified by its fingerprint).
-
-    `new_label` is required for "relabel" and must be None otherwise. `id` and `created_at` are
-    filled in by the store.
-    """
-
-    fingerprint: str
-    row: int  # 1-based spreadsheet row, as in Dataset.rows
-    text: str
-    given_label: str
-    decision: Decision
-    reviewer: str
-    new_label: str | None = None
-    note: str = ""
-    id: int | None = None
-    created_at: str | None = None
-
-    def __post_init__(self) -> None:
-        check_non_empty_str("fingerprint", self.fingerprint)
-        if isinstance(self.row, bool) or not isinstance(self.row, int) or self.row < 1:
-            raise ValueError(f"row must be a 1-based spreadsheet row number, got {self.row!r}")
-        if not isinstance(self.text, str):
-            raise ValueError(f"text must be a string, got {type(self.text).__name__}")
-        check_non_empty_str("given_label", self.given_label)
-        if self.decision not in DECISIONS:
-            raise ValueError(f"decision must be one of {DECISIONS}, got {self.decision!r}")
-        check_non_empty_str("reviewer", self.reviewer)
-        self._check_new_label()
-        if not isinstance(self.note, str):
-            raise ValueError(f"note must be a string, got {type(self.note).__name__}")
-
-    def _check_new_label(self) -> None:
-        if self.decision == "relabel":
-            if not isinstance(self.new_label, str) or not self.new_label.strip():
-                raise ValueError("a relabel decision needs new_label: the label to change to")
-        elif self.new_label is not None:
-            raise ValueError(f"new_label must be None for a {self.decision!r} decision")
-
-
-@dataclass(frozen=True)
-class TriageItem:
-    """A prediction the model was unsure about, waiting for (or given) a reviewer's verdict."""
-
-    batch: str  # the data set fingerprint or classify batch id the prediction came from
-    text: str
-    predicted_label: str
-    confidence: float
-    probabilities: dict[str, float] = field(default_factory=dict)
-    row: int | None = None  # 1-based spreadsheet row in the classified file, when known
-    status: TriageStatus = "open"
-    reviewer: str | None = None
-    final_label: str | None = None
-    id: int | None = None
-    created_at: str | None = None
-    decided_at: str | None = None
-
-    def __post_init__(self) -> None:
-        check_non_empty_str("batch", self.batch)
-        if not isinstance(self.text, str):
-            raise ValueError(f"text must be a string, got {type(self.text).__name__}")
-        check_non_empty_str("predicted_label", self.predicted_label)
-        ok = isinstance(self.confidence, int | float) and not isinstance(self.confidence, bool)
-        if not ok or not math.isfinite(self.confidence) or not 0 <= self.confidence <= 1:
-            raise ValueError(f"confidence must be a number in [0, 1], got {self.confidence!r}")
-        if self.status not in TRIAGE_STATUSES:
-            raise ValueError(f"status must be one of {TRIAGE_STATUSES}, got {self.status!r}")
-        _check_probabilities(self.probabilities)
-
-
-def _check_probabilities(probabilities: object) -> None:
-    if not isinstance(probabilities, Mapping):
-        raise ValueError("probabilities must be a dict {label: probability}")
-    for label, p in probabilities.items():
-        bad = not isinstance(p, int | float) or isinstance(p, bool) or not math.isfinite(p)
-        if not isinstance(label, str) or bad:
-            raise ValueError(f"probabilities must map str to a finite number, got {label!r}: {p!r}")
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """One train / audit / classify run: what it was asked to do and what it measured."""
-
-    kind: str
-    parameters: dict[str, Any]
-    metrics: dict[str, Any]
-    id: int | None = None
-    created_at: str | None = None
-
-
-@dataclass(frozen=True)
-class TrailEvent:
-    """One entry of the append-only audit trail."""
-
-    id: int
-    created_at: str
-    action: str  # e.g. "decision.recorded", "triage.decided"
-    entity_id: int | None
-    actor: str | None
-    details: dict[str, Any]
 
 
 def default_db_path() -> Path:
@@ -238,8 +60,8 @@ class Store:
             path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
         try:
-            _configure(conn)
-            _migrate(conn, path)
+            configure_connection(conn)
+            migrate_schema(conn, path)
         except BaseException:
             conn.close()
             raise
@@ -349,8 +171,7 @@ class Store:
             raise ValueError(f"status must be one of {TRIAGE_STATUSES} or None, got {status!r}")
         _check_limit(limit)
         rows = self._query(
-            "SELECT batch, text, predicted_label, confidence, probabilities, row, status,"
-            " reviewer, final_label, id, created_at, decided_at FROM triage"
+            f"SELECT {_TRIAGE_COLUMNS} FROM triage"
             " WHERE (?1 IS NULL OR batch = ?1) AND (?2 IS NULL OR status = ?2)"
             " ORDER BY id LIMIT ?3",
             (batch, status, limit),
@@ -426,54 +247,12 @@ class Store:
             return self._conn.execute(sql, params).fetchall()
 
 
-_TRIAGE_BY_ID = (
-    "SELECT batch, text, predicted_label, confidence, probabilities, row, status, reviewer,"
-    " final_label, id, created_at, decided_at FROM triage WHERE id = ?"
+# The columns of a triage row in the order of `_triage_from_row`.
+_TRIAGE_COLUMNS = (
+    "batch, text, predicted_label, confidence, probabilities, row, status, reviewer, final_label,"
+    " id, created_at, decided_at"
 )
-
-
-def _configure(conn: sqlite3.Connection) -> None:
-    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-    conn.execute("PRAGMA foreign_keys = ON")
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-    if str(mode).lower() != "wal":
-        raise ValueError(f"could not switch the database to WAL mode (got {mode!r})")
-    # FULL: WAL commits are fsynced, so a confirmed decision survives a power cut, not only a
-    # crash of the app (NORMAL may lose the last commits on power loss). Writes are rare.
-    conn.execute("PRAGMA synchronous = FULL")
-
-
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
-    """Bring the schema to SCHEMA_VERSION inside one write transaction (safe with racing opens)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if version > SCHEMA_VERSION:
-            raise ValueError(
-                f"{path} has schema version {version}, newer than this code's {SCHEMA_VERSION};"
-                " upgrade Grievance Lens or use another database path"
-            )
-        for index in range(version, SCHEMA_VERSION):
-            for statement in _statements(MIGRATIONS[index]):
-                conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {index + 1}")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def _statements(script: str) -> Iterator[str]:
-    """Split a migration script into complete statements (triggers contain inner semicolons)."""
-    pending = ""
-    for line in script.splitlines(keepends=True):
-        pending += line
-        if sqlite3.complete_statement(pending):
-            if pending.strip():
-                yield pending.strip()
-            pending = ""
-    if pending.strip():
-        raise ValueError(f"incomplete SQL statement in a migration: {pending.strip()[:60]!r}")
+_TRIAGE_BY_ID = f"SELECT {_TRIAGE_COLUMNS} FROM triage WHERE id = ?"
 
 
 def _append_event(
@@ -564,194 +343,3 @@ def _triage_from_row(r: tuple) -> TriageItem:
         created_at=r[10],
         decided_at=r[11],
     )
-
-
-def apply_decisions(
-    dataset: Dataset, decisions: Mapping[int, ReviewDecision] | Iterable[ReviewDecision]
-) -> pd.DataFrame:
-    """The corrected data set: `dataset.to_frame()` with relabels applied, ready for export.
-
-    `decisions` are those of this data set (its fingerprint); when a row has several, the last
-    one given wins (pass `Store.latest_decisions(...)` or `Store.decisions(...)`). Adds
-    `original_label` (the label before review) and `review` ("relabelled from X", "kept",
-    "escalated", or "" for rows nobody reviewed) after the `label` column. Export the frame with
-    core.export, which neutralises formula-looking cells.
-    """
-    latest = _latest_by_row(dataset, decisions)
-    frame = dataset.to_frame()
-    clash = {c: f"{c}_original" for c in ("original_label", "review") if c in frame.columns}
-    frame = frame.rename(columns=clash)
-    original = frame["label"].tolist()
-    pairs = list(zip(dataset.rows, original, strict=True))
-    new_labels = [_new_label(latest.get(r), old) for r, old in pairs]
-    reviews = [_review_note(latest.get(r), old) for r, old in pairs]
-    position = frame.columns.get_loc("label")
-    frame["label"] = new_labels
-    frame.insert(position + 1, "original_label", original)
-    frame.insert(position + 2, "review", reviews)
-    return frame
-
-
-def _latest_by_row(
-    dataset: Dataset, decisions: Mapping[int, ReviewDecision] | Iterable[ReviewDecision]
-) -> dict[int, ReviewDecision]:
-    """Row -> last decision, after checking each belongs to `dataset` and matches its label."""
-    items = decisions.values() if isinstance(decisions, Mapping) else decisions
-    label_of = dict(zip(dataset.rows, dataset.labels, strict=True))
-    latest: dict[int, ReviewDecision] = {}
-    for decision in items:
-        if not isinstance(decision, ReviewDecision):
-            raise ValueError(f"expected ReviewDecision objects, got {type(decision).__name__}")
-        _check_belongs(decision, dataset.fingerprint, label_of)
-        latest[decision.row] = decision
-    return latest
-
-
-def _check_belongs(decision: ReviewDecision, fingerprint: str, label_of: dict[int, str]) -> None:
-    if decision.fingerprint != fingerprint:
-        raise ValueError(
-            f"decision {decision.id} is for data set {decision.fingerprint[:12]}…, not this one "
-            f"({fingerprint[:12]}…); load the decisions of this data set's fingerprint"
-        )
-    if decision.row not in label_of:
-        raise ValueError(f"decision {decision.id} is for row {decision.row}, not in this data set")
-    if label_of[decision.row] != decision.given_label:
-        raise ValueError(
-            f"row {decision.row} is labelled {label_of[decision.row]!r} but decision "
-            f"{decision.id} was made on label {decision.given_label!r}; review the row again"
-        )
-
-
-def _new_label(decision: ReviewDecision | None, old: str) -> str:
-    return decision.new_label if decision is not None and decision.decision == "relabel" else old
-
-
-def _review_note(decision: ReviewDecision | None, old: str) -> str:
-    if decision is None:
-        return ""
-    if decision.decision == "relabel":
-        return f"relabelled from {old}" if decision.new_label != old else "kept"
-    return {"keep": "kept", "escalate": "escalated"}[decision.decision]
-
-
-# ---------------------------------------------------------------------------------- triage queue
-
-
-class RoutedPrediction(Protocol):
-    """What the triage queue needs of a prediction (core.models.classifier.Prediction fits)."""
-
-    label: str
-    confidence: float
-    probabilities: Mapping[str, float]
-
-
-def triage_batch_id(name: str, texts: Sequence[str]) -> str:
-    """A batch id for a classified file: its name and a digest of its texts.
-
-    The same file classified again gets the same id, so `enqueue_uncertain` queues it once.
-    """
-    check_non_empty_str("name", name)
-    digest = hashlib.sha256()
-    for text in texts:
-        digest.update(json.dumps(text, ensure_ascii=False).encode("utf-8") + b"\n")
-    return f"{name.strip()} · {digest.hexdigest()[:12]}"
-
-
-def enqueue_uncertain(
-    store: Store,
-    texts: Sequence[str],
-    predictions: Sequence[RoutedPrediction],
-    *,
-    threshold: float,
-    batch: str,
-    rows: Sequence[int] | None = None,
-) -> list[int]:
-    """Queue for review the predictions whose confidence is below `threshold`; return new ids.
-
-    Parameters
-    ----------
-    store : the review store.
-    texts : (n,) the classified texts, in the order of `predictions`.
-    predictions : (n,) objects with `label`, `confidence` and `probabilities`
-        (e.g. core.models.classifier.Prediction from `predict_labels`).
-    threshold : review threshold in [0, 1]: confidence below it goes to the queue.
-    batch : where the predictions came from, e.g. `triage_batch_id(file name, texts)`.
-    rows : (n,) 1-based spreadsheet rows of the texts in their file, when known.
-
-    Everything is written in one transaction; a (batch, row, text) already queued is skipped.
-    """
-    texts, predictions = list(texts), list(predictions)
-    rows = [None] * len(texts) if rows is None else list(rows)
-    if not len(texts) == len(predictions) == len(rows):
-        raise ValueError(
-            f"texts ({len(texts)}), predictions ({len(predictions)}) and rows ({len(rows)}) "
-            "must be equally long: one prediction per classified text"
-        )
-    ok = isinstance(threshold, int | float) and not isinstance(threshold, bool)
-    if not ok or not math.isfinite(threshold) or not 0 <= threshold <= 1:
-        raise ValueError(f"threshold must be a number in [0, 1], got {threshold!r}")
-    items = [
-        _triage_item(batch, text, prediction, row)
-        for text, prediction, row in zip(texts, predictions, rows, strict=True)
-        if prediction.confidence < threshold
-    ]
-    return store.enqueue_triage(items, skip_queued=True)
-
-
-def _triage_item(
-    batch: str, text: str, prediction: RoutedPrediction, row: int | None
-) -> TriageItem:
-    return TriageItem(
-        batch=batch,
-        text=text,
-        predicted_label=str(prediction.label),
-        confidence=float(prediction.confidence),
-        probabilities={str(k): float(v) for k, v in prediction.probabilities.items()},
-        row=None if row is None else int(row),
-    )
-
-
-def triage_training_rows(
-    items: Iterable[TriageItem], *, include_confirmed: bool = True
-) -> pd.DataFrame:
-    """Reviewed triage items as labelled training rows, oldest first.
-
-    Columns `text` and `label` (the reviewer's final label), so the file loads on the Data page
-    as it is, then `source` (e.g. "triage #12, corrected from Other"), `batch` and `row`.
-    Open items are left out; confirmed ones too when `include_confirmed` is False.
-    """
-    import pandas as pd  # only here: the store itself needs nothing beyond the stdlib
-
-    wanted = ("confirmed", "corrected") if include_confirmed else ("corrected",)
-    chosen = [item for item in items if item.status in wanted]
-    return pd.DataFrame(
-        {
-            "text": [item.text for item in chosen],
-            "label": [item.final_label for item in chosen],
-            "source": [_triage_source(item) for item in chosen],
-            "batch": [item.batch for item in chosen],
-            "row": pd.array([item.row for item in chosen], dtype="Int64"),
-        }
-    )
-
-
-def _triage_source(item: TriageItem) -> str:
-    if item.status == "corrected":
-        return f"triage #{item.id}, corrected from {item.predicted_label}"
-    return f"triage #{item.id}, confirmed"
-
-
-def with_training_rows(dataset: Dataset, extra_rows: pd.DataFrame) -> pd.DataFrame:
-    """`dataset`'s text and label (and other columns) followed by `extra_rows` (text, label, ...).
-
-    A `source` column says where each row came from ("data set row N" or the extra row's own
-    source), so the combined file can be loaded on the Data page to retrain with both.
-    """
-    import pandas as pd
-
-    if not {"text", "label"} <= set(extra_rows.columns):
-        raise ValueError("extra_rows needs 'text' and 'label' columns (see triage_training_rows)")
-    frame = dataset.to_frame()
-    base = frame.drop(columns=["row"]).assign(source=[f"data set row {r}" for r in dataset.rows])
-    added = extra_rows.drop(columns=["batch", "row"], errors="ignore")
-    return pd.concat([base, added], ignore_index=True)

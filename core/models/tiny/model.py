@@ -1,18 +1,17 @@
-"""The textbook's minimal transformer classifier, trainable in PyTorch, with a numpy twin.
+"""The textbook's minimal transformer classifier in PyTorch, with switchable positional encoding.
 
-Words are the project's lower-cased `\\w+` tokens (core.text). Positional encoding can be switched
-off; then the model cannot see word order: permuting the words permutes the token outputs and
-leaves the pooled vector and the prediction unchanged. The model and tokenizer follow the
-Hugging Face calling conventions, so the shared training loop and registry treat them alike.
+Positional encoding can be switched off; then the model cannot see word order: permuting the
+words permutes the token outputs and leaves the pooled vector and the prediction unchanged. The
+model follows the Hugging Face calling conventions, so the shared training loop and registry
+treat it like any other.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,18 +21,16 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from core.lab.self_attention import positional_encoding, softmax
-from core.text import bag_key, word_spans, words
+from core.lab.self_attention import positional_encoding
+from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer, read_json_file, write_json_file
 
-PAD, UNK, CLS = "[PAD]", "[UNK]", "[CLS]"
-PAD_ID, UNK_ID, CLS_ID = 0, 1, 2
 MODEL_TYPE = "tiny-transformer"
+
+
 CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
-VOCAB_NAME, TOKENIZER_CONFIG_NAME = "vocab.json", "tokenizer_config.json"
+
+
 POOLINGS = ("mean", "cls")
-
-
-# --------------------------------------------------------------------------- configuration
 
 
 @dataclass(frozen=True)
@@ -125,229 +122,6 @@ def is_tiny_model_dir(directory: str | Path) -> bool:
     if not path.is_file():
         return False
     return json.loads(path.read_text(encoding="utf-8")).get("model_type") == MODEL_TYPE
-
-
-# --------------------------------------------------------------------------- tokenizer
-
-
-class TinyEncoding(dict):
-    """A batch of encoded texts: input_ids, attention_mask (and offset_mapping when asked).
-
-    A dict, like Hugging Face's BatchEncoding: `model(**encoding)` works, and so do attribute
-    access (`encoding.input_ids`) and `encoding.to(device)`.
-    """
-
-    def __getattr__(self, name: str):
-        try:
-            return self[name]
-        except KeyError as error:
-            raise AttributeError(name) from error
-
-    def to(self, device: str | torch.device) -> TinyEncoding:
-        """A copy with every tensor moved to `device`."""
-        return TinyEncoding(
-            {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.items()}
-        )
-
-
-class TinyTokenizer:
-    """Word-level tokenizer: lower-cased `\\w+` words to ids; 0 = [PAD], 1 = [UNK], 2 = [CLS].
-
-    [CLS] exists only when `add_cls` is set; then every sequence starts with it.
-    """
-
-    pad_token_id: ClassVar[int] = PAD_ID
-    unk_token_id: ClassVar[int] = UNK_ID
-
-    def __init__(self, vocab: dict[str, int], *, add_cls: bool = False, max_length: int = 64):
-        _check_vocab(vocab, add_cls=add_cls)
-        if max_length < 1:
-            raise ValueError(f"max_length must be at least 1; got {max_length}")
-        self.vocab = dict(vocab)
-        self.add_cls = add_cls
-        self.max_length = max_length
-        self._id_to_token = sorted(self.vocab, key=self.vocab.__getitem__)
-
-    @classmethod
-    def build(
-        cls,
-        texts: Iterable[str],
-        *,
-        min_freq: int = 1,
-        max_size: int = 20000,
-        add_cls: bool = False,
-        max_length: int = 64,
-    ) -> TinyTokenizer:
-        """Vocabulary of the words of `texts` seen at least `min_freq` times.
-
-        `max_size` caps the whole vocabulary, special tokens included; the most frequent words
-        are kept (ties broken alphabetically, so the result is deterministic).
-        """
-        specials = [PAD, UNK, CLS] if add_cls else [PAD, UNK]
-        if max_size <= len(specials) or min_freq < 1:
-            raise ValueError(f"max_size must exceed {len(specials)} and min_freq be at least 1")
-        counts = Counter(w for text in texts for w in words(text))
-        ranked = sorted(
-            (w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w)
-        )
-        kept = specials + ranked[: max_size - len(specials)]
-        return cls({w: i for i, w in enumerate(kept)}, add_cls=add_cls, max_length=max_length)
-
-    def __len__(self) -> int:
-        return len(self.vocab)
-
-    @property
-    def vocab_size(self) -> int:
-        """Number of ids, special tokens included (the model's embedding rows)."""
-        return len(self.vocab)
-
-    @property
-    def model_max_length(self) -> int:
-        """Longest sequence produced with truncation (Hugging Face's name for it)."""
-        return self.max_length
-
-    @property
-    def cls_token_id(self) -> int | None:
-        """Id of [CLS], or None when this tokenizer adds none."""
-        return CLS_ID if self.add_cls else None
-
-    def tokenize(self, text: str) -> list[str]:
-        """The words of `text` as the model sees them (lower-cased, no special tokens)."""
-        return words(text)
-
-    def convert_ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
-        """Token strings for ids (unknown words come back as [UNK])."""
-        return [self._id_to_token[int(i)] for i in ids]
-
-    def _limit(self, truncation: bool, max_length: int | None) -> int | None:
-        return self._cap(max_length) if truncation else None
-
-    def _cap(self, max_length: int | None) -> int:
-        """The requested length, at most the tokenizer's own (the model has no more positions)."""
-        if max_length is not None and max_length < 1:
-            raise ValueError(f"max_length must be at least 1; got {max_length}")
-        return min(max_length or self.max_length, self.max_length)
-
-    def encode(
-        self, text: str, *, truncation: bool = True, max_length: int | None = None
-    ) -> list[int]:
-        """Ids of one text: [CLS] first when add_cls, then word ids, cut to the length limit."""
-        ids = [self.vocab.get(w, UNK_ID) for w in words(text)]
-        ids = ([CLS_ID] if self.add_cls else []) + ids
-        limit = self._limit(truncation, max_length)
-        return ids if limit is None else ids[:limit]
-
-    def word_offsets(
-        self, text: str, *, truncation: bool = True, max_length: int | None = None
-    ) -> list[tuple[int, int]]:
-        """Character span (start, end) in `text` of each position of `encode(text)`.
-
-        [CLS] gets (0, 0), as special tokens do in Hugging Face's offset_mapping; use this to
-        label attention maps with the original words (`text[start:end]`).
-        """
-        spans = [(s.start, s.end) for s in word_spans(text)]
-        spans = ([(0, 0)] if self.add_cls else []) + spans
-        limit = self._limit(truncation, max_length)
-        return spans if limit is None else spans[:limit]
-
-    def __call__(
-        self,
-        texts: str | Sequence[str],
-        *,
-        padding: bool | str = True,
-        truncation: bool = True,
-        max_length: int | None = None,
-        return_tensors: str | None = "pt",
-        return_offsets_mapping: bool = False,
-    ) -> TinyEncoding:
-        """Encode a batch: input_ids and attention_mask, each (batch, seq).
-
-        padding: True / "longest" pads to the longest text of the batch (dynamic padding),
-        "max_length" to the length limit, False not at all. Sequences are cut to `max_length`
-        when `truncation`; a max_length above the tokenizer's own is capped to it.
-        return_tensors: "pt", "np" or None (lists).
-        """
-        texts = [texts] if isinstance(texts, str) else list(texts)
-        if not all(isinstance(t, str) for t in texts):
-            raise ValueError("texts must be a string or a list of strings")
-        ids = [self.encode(t, truncation=truncation, max_length=max_length) for t in texts]
-        width = self._padded_width(ids, padding, max_length)
-        encoding = {
-            "input_ids": [seq + [PAD_ID] * (width - len(seq)) for seq in ids],
-            "attention_mask": [[1] * len(seq) + [0] * (width - len(seq)) for seq in ids],
-        }
-        if return_offsets_mapping:
-            offsets = [
-                self.word_offsets(t, truncation=truncation, max_length=max_length) for t in texts
-            ]
-            encoding["offset_mapping"] = [o + [(0, 0)] * (width - len(o)) for o in offsets]
-        return TinyEncoding({k: _as_tensor(v, return_tensors) for k, v in encoding.items()})
-
-    def _padded_width(
-        self, ids: list[list[int]], padding: bool | str, max_length: int | None
-    ) -> int:
-        longest = max((len(seq) for seq in ids), default=0)
-        if padding == "max_length":
-            return max(longest, self._cap(max_length))
-        if padding in (True, "longest"):
-            return max(longest, 1)  # at least one column: a batch of empty texts is still (b, 1)
-        if padding is False or padding == "do_not_pad":
-            return 0
-        raise ValueError(f"padding must be True, False, 'longest' or 'max_length'; got {padding!r}")
-
-    def save_pretrained(self, directory: str | Path) -> None:
-        """Write vocab.json and tokenizer_config.json into `directory` (created if needed)."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        _write_json(directory / VOCAB_NAME, self.vocab)
-        settings = {
-            "tokenizer_class": type(self).__name__,
-            "add_cls": self.add_cls,
-            "max_length": self.max_length,
-            "lowercase": True,
-            "word_pattern": r"\w+",
-        }
-        _write_json(directory / TOKENIZER_CONFIG_NAME, settings)
-
-    @classmethod
-    def from_pretrained(cls, directory: str | Path) -> TinyTokenizer:
-        """Load a tokenizer written by `save_pretrained`."""
-        vocab = _read_json(Path(directory) / VOCAB_NAME)
-        settings = _read_json(Path(directory) / TOKENIZER_CONFIG_NAME)
-        return cls(vocab, add_cls=bool(settings["add_cls"]), max_length=int(settings["max_length"]))
-
-
-def _check_vocab(vocab: dict[str, int], *, add_cls: bool) -> None:
-    expected = {PAD: PAD_ID, UNK: UNK_ID, **({CLS: CLS_ID} if add_cls else {})}
-    if any(vocab.get(token) != i for token, i in expected.items()):
-        raise ValueError(f"vocabulary must map {expected}; build it with TinyTokenizer.build")
-    if sorted(vocab.values()) != list(range(len(vocab))):
-        raise ValueError("vocabulary ids must be 0..size-1, each used once")
-
-
-def _as_tensor(rows: list, return_tensors: str | None):
-    if return_tensors is None:
-        return rows
-    if len({len(r) for r in rows}) > 1:
-        raise ValueError("texts have different lengths; pass padding=True to return tensors")
-    if return_tensors == "pt":
-        return torch.tensor(rows, dtype=torch.long)
-    if return_tensors == "np":
-        return np.asarray(rows, dtype=np.int64)
-    raise ValueError(f"return_tensors must be 'pt', 'np' or None; got {return_tensors!r}")
-
-
-def _write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
-
-
-def _read_json(path: Path) -> dict:
-    if not path.is_file():
-        raise ValueError(f"{path} is missing; save the model with save_pretrained first")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-# --------------------------------------------------------------------------- model
 
 
 @dataclass(frozen=True)
@@ -484,7 +258,7 @@ class TinyTransformerForSequenceClassification(nn.Module):
         """Write config.json and model.safetensors into `directory` (created if needed)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        _write_json(directory / CONFIG_NAME, self.config.to_dict())
+        write_json_file(directory / CONFIG_NAME, self.config.to_dict())
         tensors = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
         save_file(tensors, str(directory / WEIGHTS_NAME), metadata={"format": "pt"})
 
@@ -493,7 +267,7 @@ class TinyTransformerForSequenceClassification(nn.Module):
         cls, directory: str | Path, *, device: str | torch.device = "cpu"
     ) -> TinyTransformerForSequenceClassification:
         """Load a model written by `save_pretrained`, in eval mode, on `device`."""
-        config = TinyConfig.from_dict(_read_json(Path(directory) / CONFIG_NAME))
+        config = TinyConfig.from_dict(read_json_file(Path(directory) / CONFIG_NAME))
         weights_path = Path(directory) / WEIGHTS_NAME
         if not weights_path.is_file():
             raise ValueError(
@@ -561,163 +335,3 @@ def predict_proba(
             batch = tokenizer(list(texts[start : start + batch_size])).to(model.device)
             rows.append(model(**batch).logits.float().softmax(dim=-1).cpu().numpy())
     return np.concatenate(rows) if rows else np.zeros((0, model.config.num_labels))
-
-
-# --------------------------------------------------------------------------- numpy reference
-
-
-def numpy_params(model: nn.Module) -> dict[str, np.ndarray]:
-    """The model's state_dict as float64 numpy arrays (the input of `reference_forward`)."""
-    return {k: v.detach().cpu().double().numpy() for k, v in model.state_dict().items()}
-
-
-def _np_layer_norm(
-    params: dict[str, np.ndarray], name: str, x: np.ndarray, eps: float
-) -> np.ndarray:
-    mean = x.mean(axis=-1, keepdims=True)
-    var = x.var(axis=-1, keepdims=True)  # biased variance, as torch.nn.LayerNorm
-    return (x - mean) / np.sqrt(var + eps) * params[f"{name}.weight"] + params[f"{name}.bias"]
-
-
-def _np_linear(params: dict[str, np.ndarray], name: str, x: np.ndarray) -> np.ndarray:
-    return x @ params[f"{name}.weight"].T + params[f"{name}.bias"]
-
-
-def _np_attention(
-    params: dict[str, np.ndarray], prefix: str, x: np.ndarray, mask: np.ndarray, heads: int
-) -> np.ndarray:
-    b, n, d = x.shape
-
-    def split(name: str) -> np.ndarray:  # (b, n, d) → (b, heads, n, d_head)
-        return (
-            _np_linear(params, prefix + name, x)
-            .reshape(b, n, heads, d // heads)
-            .transpose(0, 2, 1, 3)
-        )
-
-    q, k, v = split("query"), split("key"), split("value")
-    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d // heads)  # (b, heads, n, n)
-    scores = np.where(mask[:, None, None, :] == 0, np.finfo(scores.dtype).min, scores)
-    context = (softmax(scores, axis=-1) @ v).transpose(0, 2, 1, 3).reshape(b, n, d)
-    return _np_linear(params, prefix + "output", context)
-
-
-def _np_encoder_layer(
-    params: dict[str, np.ndarray], prefix: str, x: np.ndarray, mask: np.ndarray, config: TinyConfig
-) -> np.ndarray:
-    attended = _np_attention(params, prefix + "attention.", x, mask, config.n_heads)
-    x = _np_layer_norm(params, prefix + "attention_norm", x + attended, config.layer_norm_eps)
-    hidden = np.maximum(_np_linear(params, prefix + "ff_in", x), 0.0)  # ReLU, (b, n, d_ff)
-    fed = _np_linear(params, prefix + "ff_out", hidden)
-    return _np_layer_norm(params, prefix + "output_norm", x + fed, config.layer_norm_eps)
-
-
-def reference_forward(
-    params: dict[str, np.ndarray],
-    input_ids: np.ndarray,
-    attention_mask: np.ndarray,
-    config: TinyConfig,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The eval-mode forward pass in numpy alone, from `numpy_params(model)`.
-
-    input_ids, attention_mask (b, n) → logits (b, num_labels), token_outputs (b, n, d_model),
-    pooled (b, d_model).
-    """
-    input_ids, mask = np.asarray(input_ids), np.asarray(attention_mask)
-    if input_ids.shape != mask.shape or input_ids.ndim != 2:
-        raise ValueError("input_ids and attention_mask must both be (batch, seq) arrays")
-    x = params["embeddings.weight"][input_ids]  # (b, n, d)
-    if config.positional_encoding:
-        x = x + positional_encoding(config.max_length, config.d_model)[: input_ids.shape[1]]
-    for i in range(config.n_layers):
-        x = _np_encoder_layer(params, f"layers.{i}.", x, mask, config)
-    if config.pooling == "cls":
-        pooled = x[:, 0]
-    else:
-        weights = mask[..., None].astype(x.dtype)
-        pooled = (x * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
-    return _np_linear(params, "classifier", pooled), x, pooled
-
-
-# --------------------------------------------------------------------------- word-order demo
-
-
-@dataclass(frozen=True)
-class WordOrderDemo:
-    """One untrained tiny model's view of some texts, with positional encoding on and off.
-
-    pooled_on / pooled_off (n_texts, d_model) and probs_on / probs_off (n_texts, num_labels) come
-    from the same weights; only the positional switch differs. spread_on / spread_off: the largest
-    absolute difference of a pooled coordinate between any two texts (0 means identical).
-    """
-
-    texts: tuple[str, ...]
-    pooled_on: np.ndarray
-    pooled_off: np.ndarray
-    probs_on: np.ndarray
-    probs_off: np.ndarray
-    spread_on: float
-    spread_off: float
-
-    @property
-    def same_bag_of_words(self) -> bool:
-        """Whether all texts have the same bag of words (only then can "off" coincide)."""
-        return len({bag_key(text) for text in self.texts}) == 1
-
-    @property
-    def identical_off(self) -> bool:
-        """Pooled vectors without positional encoding agree to float tolerance."""
-        return self.spread_off < IDENTICAL_TOLERANCE
-
-    @property
-    def identical_on(self) -> bool:
-        """Pooled vectors with positional encoding agree to float tolerance."""
-        return self.spread_on < IDENTICAL_TOLERANCE
-
-    @property
-    def prob_spread_on(self) -> float:
-        """Largest absolute difference of a class probability between two texts, encoding on."""
-        return _spread(self.probs_on)
-
-    @property
-    def prob_spread_off(self) -> float:
-        """Largest absolute difference of a class probability between two texts, encoding off."""
-        return _spread(self.probs_off)
-
-
-# float32 sums of the same vectors in another order differ by ~1e-7; real differences from
-# positional encoding are orders of magnitude larger (~1e-2 for the untrained demo model).
-IDENTICAL_TOLERANCE = 1e-5
-
-
-def _spread(x: np.ndarray) -> float:
-    """Largest absolute difference of one coordinate between any two rows of x (rows, dims)."""
-    return float(np.abs(x[:, None, :] - x[None, :, :]).max())
-
-
-def _pooled_and_probs(model, tokenizer, texts) -> tuple[np.ndarray, np.ndarray]:
-    with torch.inference_mode():
-        out = model(**tokenizer(list(texts)))
-    return out.pooled.double().numpy(), out.logits.double().softmax(dim=-1).numpy()
-
-
-def word_order_demo(texts: Sequence[str], *, seed: int = 0) -> WordOrderDemo:
-    """Feed reorderings of one sentence (e.g. "India defeated Australia" both ways) to a seeded
-    untrained tiny model with and without positional encoding; no training needed to see that
-    without it the outputs coincide whenever the bags of words do."""
-    if len(texts) < 2:
-        raise ValueError("give at least two texts to compare")
-    model, tokenizer = create_tiny_classifier(texts, ["A", "B"], dropout=0.0, seed=seed)
-    off = TinyTransformerForSequenceClassification(replace(model.config, positional_encoding=False))
-    off.load_state_dict(model.state_dict())
-    pooled_on, probs_on = _pooled_and_probs(model.eval(), tokenizer, texts)
-    pooled_off, probs_off = _pooled_and_probs(off.eval(), tokenizer, texts)
-    return WordOrderDemo(
-        tuple(texts),
-        pooled_on,
-        pooled_off,
-        probs_on,
-        probs_off,
-        _spread(pooled_on),
-        _spread(pooled_off),
-    )

@@ -18,14 +18,11 @@ from core.analysis.audit import AuditConfig, AuditProgress, AuditResult, FitMode
 from core.data.dataset import Dataset, split_dataset
 from core.jobs import BackgroundJob, JobSnapshot, JobStatus
 from core.models.device import configure_cpu_threads, resolve_device, set_seed
-from core.models.transformer.training import (
-    TrainConfig,
-    TrainProgress,
-    TransformerClassifier,
-    check_split,
-    fit_classifier,
-    load_backbone,
-)
+from core.models.transformer.backbone import load_backbone
+from core.models.transformer.config import TrainConfig
+from core.models.transformer.inference import TransformerClassifier
+from core.models.transformer.loop import TrainProgress, fit_classifier
+from core.models.transformer.training import check_split
 
 TRANSFORMER = "transformer"  # AuditConfig.model of an audit that fine-tunes per fold
 StepCallback = Callable[[TrainProgress], None]
@@ -121,7 +118,7 @@ class AuditJob:
         train_config: TrainConfig | None = None,
         key: str = "",
     ) -> None:
-        self.key = key  # the caller's cache key (e.g. core.audit.audit_cache_key)
+        self.key = key  # the caller's cache key (e.g. core.analysis.audit.audit_cache_key)
         self.config = config
         self.fingerprint = dataset.fingerprint
         self._dataset = dataset

@@ -1,0 +1,112 @@
+"""Batched inference: `TransformerClassifier` sorts texts by length, pads per batch and returns
+probabilities in the caller's order; `predict_labels` routes texts with any classifier."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from core.checks import check_fraction, check_int, check_texts
+from core.models.classifier import Prediction
+from core.models.device import (
+    autocast,
+    resolve_precision,
+)
+
+
+def encode_batch(tokenizer: Any, texts: Sequence[str], max_length: int, device: torch.device):
+    """Tokenise a batch with dynamic padding; input_ids and attention_mask (batch, seq)."""
+    batch = tokenizer(
+        list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+    )
+    return batch["input_ids"].to(device), batch["attention_mask"].to(device)
+
+
+class TransformerClassifier:
+    """Batch classifier over a fine-tuned (model, tokenizer) pair; meets the `predict_proba`
+    protocol of the baseline.
+
+    Texts longer than `max_length` word pieces are truncated (head kept): complaints name
+    their problem early, and the model was fine-tuned on the same truncation.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Called as `model(input_ids=..., attention_mask=...)`, returning an object with `.logits`
+        of shape (batch, n_classes).
+    tokenizer : callable
+        Hugging Face style: `tokenizer(texts, padding=True, truncation=True, max_length=N,
+        return_tensors="pt")` gives `input_ids` and `attention_mask`.
+    classes : sequence of str
+        Label of each logit column, in column order.
+    max_length : int
+        Word pieces kept per text (including [CLS] and [SEP]).
+    device : str or torch.device
+        Where the model runs; it is moved there.
+    precision : {"auto", "fp32", "bf16"}
+        bf16 autocast or full fp32; "auto" picks bf16 on CUDA and on CPUs with hardware bf16.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        tokenizer: Any,
+        classes: Sequence[str],
+        *,
+        max_length: int = 128,
+        device: str | torch.device = "cpu",
+        precision: str = "auto",
+    ) -> None:
+        check_int("max_length", max_length, minimum=2)
+        self.device = torch.device(device)
+        self.precision = resolve_precision(precision, self.device)
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.classes_ = np.asarray(list(classes), dtype=str)
+        self.max_length = max_length
+
+    def predict_proba(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        """Class probabilities, shape (n_texts, n_classes), rows in input order.
+
+        Texts are sorted by length and batched so each batch pads to a similar length; the
+        original order is restored at the end.
+        """
+        texts = check_texts(texts, allow_empty=True)
+        check_int("batch_size", batch_size, minimum=1)
+        order = np.argsort([len(t) for t in texts], kind="stable")
+        pred_probs = np.empty((len(texts), len(self.classes_)), dtype=np.float64)
+        with torch.inference_mode():
+            for start in range(0, len(texts), batch_size):
+                rows = order[start : start + batch_size]
+                pred_probs[rows] = self._batch_proba([texts[i] for i in rows])
+        return pred_probs
+
+    def _batch_proba(self, texts: list[str]) -> np.ndarray:
+        input_ids, attention_mask = encode_batch(
+            self.tokenizer, texts, self.max_length, self.device
+        )
+        with autocast(self.device, self.precision):
+            logits = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+        return torch.softmax(logits.float(), dim=-1).cpu().numpy()
+
+    def predict(self, texts: Sequence[str], *, batch_size: int = 64) -> list[str]:
+        """The most probable label of each text."""
+        pred_probs = self.predict_proba(texts, batch_size=batch_size)
+        return [str(self.classes_[i]) for i in pred_probs.argmax(axis=1)]
+
+
+def predict_labels(
+    model: Any, texts: Sequence[str], *, review_threshold: float = 0.5
+) -> list[Prediction]:
+    """Route each text with any `classes_`/`predict_proba` model; flag low-confidence ones.
+
+    `needs_review` is True when the top probability is below `review_threshold`.
+    """
+    check_fraction("review_threshold", review_threshold, low=-1e-12, high=1.0)
+    pred_probs = model.predict_proba(check_texts(texts, allow_empty=True))
+    classes = [str(c) for c in model.classes_]
+    return [Prediction.of(classes, row, review_threshold=review_threshold) for row in pred_probs]

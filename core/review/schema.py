@@ -1,0 +1,119 @@
+"""The review store's SQLite schema: the migrations (versioned with PRAGMA user_version), the
+connection settings (WAL, busy timeout, fsync on commit) and bringing a file up to date."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+# Seconds a writer waits for another connection's write lock before giving up. Writes are tiny
+# (one row and one trail event), so even many sessions clear the lock within milliseconds.
+BUSY_TIMEOUT_S = 30.0
+
+
+# Each entry moves the schema from version i to i + 1; never edit a shipped entry, append a new one.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE decisions (
+        id INTEGER PRIMARY KEY,
+        fingerprint TEXT NOT NULL,
+        row INTEGER NOT NULL CHECK (row >= 1),
+        text TEXT NOT NULL,
+        given_label TEXT NOT NULL,
+        decision TEXT NOT NULL CHECK (decision IN ('keep', 'relabel', 'escalate')),
+        new_label TEXT,
+        reviewer TEXT NOT NULL CHECK (length(trim(reviewer)) > 0),
+        note TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL,
+        CHECK ((decision = 'relabel') = (new_label IS NOT NULL))
+    );
+    CREATE INDEX decisions_by_row ON decisions (fingerprint, row, id);
+
+    CREATE TABLE trail (
+        id INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        action TEXT NOT NULL,
+        entity_id INTEGER,
+        actor TEXT,
+        details TEXT NOT NULL
+    );
+    CREATE TRIGGER trail_no_update BEFORE UPDATE ON trail
+    BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only: rows cannot be updated'); END;
+    CREATE TRIGGER trail_no_delete BEFORE DELETE ON trail
+    BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only: rows cannot be deleted'); END;
+
+    CREATE TABLE triage (
+        id INTEGER PRIMARY KEY,
+        batch TEXT NOT NULL,
+        row INTEGER,
+        text TEXT NOT NULL,
+        predicted_label TEXT NOT NULL,
+        confidence REAL NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+        probabilities TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'open'
+            CHECK (status IN ('open', 'confirmed', 'corrected')),
+        reviewer TEXT,
+        final_label TEXT,
+        created_at TEXT NOT NULL,
+        decided_at TEXT,
+        CHECK ((status = 'open') = (final_label IS NULL))
+    );
+    CREATE INDEX triage_by_status ON triage (status, batch, id);
+
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        parameters TEXT NOT NULL,
+        metrics TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX runs_by_kind ON runs (kind, id);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def configure_connection(conn: sqlite3.Connection) -> None:
+    """Busy timeout, foreign keys, WAL journal and fsync on every commit for a new connection."""
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise ValueError(f"could not switch the database to WAL mode (got {mode!r})")
+    # FULL: WAL commits are fsynced, so a confirmed decision survives a power cut, not only a
+    # crash of the app (NORMAL may lose the last commits on power loss). Writes are rare.
+    conn.execute("PRAGMA synchronous = FULL")
+
+
+def migrate_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Bring the schema to SCHEMA_VERSION inside one write transaction (safe with racing opens)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise ValueError(
+                f"{path} has schema version {version}, newer than this code's {SCHEMA_VERSION};"
+                " upgrade Grievance Lens or use another database path"
+            )
+        for index in range(version, SCHEMA_VERSION):
+            for statement in _statements(MIGRATIONS[index]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {index + 1}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration script into complete statements (triggers contain inner semicolons)."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            if pending.strip():
+                yield pending.strip()
+            pending = ""
+    if pending.strip():
+        raise ValueError(f"incomplete SQL statement in a migration: {pending.strip()[:60]!r}")

@@ -1,0 +1,139 @@
+"""The triage queue's logic on top of the store: queue the predictions a model was unsure about,
+once per classified file, and turn reviewed items into labelled training rows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from core.checks import check_non_empty_str
+from core.review.records import TriageItem
+
+if TYPE_CHECKING:  # only annotations: pandas is imported by the functions that build frames
+    import pandas as pd
+
+    from core.data.dataset import Dataset
+    from core.review.store import Store
+
+
+class RoutedPrediction(Protocol):
+    """What the triage queue needs of a prediction (core.models.classifier.Prediction fits)."""
+
+    label: str
+    confidence: float
+    probabilities: Mapping[str, float]
+
+
+def triage_batch_id(name: str, texts: Sequence[str]) -> str:
+    """A batch id for a classified file: its name and a digest of its texts.
+
+    The same file classified again gets the same id, so `enqueue_uncertain` queues it once.
+    """
+    check_non_empty_str("name", name)
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(json.dumps(text, ensure_ascii=False).encode("utf-8") + b"\n")
+    return f"{name.strip()} · {digest.hexdigest()[:12]}"
+
+
+def enqueue_uncertain(
+    store: Store,
+    texts: Sequence[str],
+    predictions: Sequence[RoutedPrediction],
+    *,
+    threshold: float,
+    batch: str,
+    rows: Sequence[int] | None = None,
+) -> list[int]:
+    """Queue for review the predictions whose confidence is below `threshold`; return new ids.
+
+    Parameters
+    ----------
+    store : the review store.
+    texts : (n,) the classified texts, in the order of `predictions`.
+    predictions : (n,) objects with `label`, `confidence` and `probabilities`
+        (e.g. core.models.classifier.Prediction from `predict_labels`).
+    threshold : review threshold in [0, 1]: confidence below it goes to the queue.
+    batch : where the predictions came from, e.g. `triage_batch_id(file name, texts)`.
+    rows : (n,) 1-based spreadsheet rows of the texts in their file, when known.
+
+    Everything is written in one transaction; a (batch, row, text) already queued is skipped.
+    """
+    texts, predictions = list(texts), list(predictions)
+    rows = [None] * len(texts) if rows is None else list(rows)
+    if not len(texts) == len(predictions) == len(rows):
+        raise ValueError(
+            f"texts ({len(texts)}), predictions ({len(predictions)}) and rows ({len(rows)}) "
+            "must be equally long: one prediction per classified text"
+        )
+    ok = isinstance(threshold, int | float) and not isinstance(threshold, bool)
+    if not ok or not math.isfinite(threshold) or not 0 <= threshold <= 1:
+        raise ValueError(f"threshold must be a number in [0, 1], got {threshold!r}")
+    items = [
+        _triage_item(batch, text, prediction, row)
+        for text, prediction, row in zip(texts, predictions, rows, strict=True)
+        if prediction.confidence < threshold
+    ]
+    return store.enqueue_triage(items, skip_queued=True)
+
+
+def _triage_item(
+    batch: str, text: str, prediction: RoutedPrediction, row: int | None
+) -> TriageItem:
+    return TriageItem(
+        batch=batch,
+        text=text,
+        predicted_label=str(prediction.label),
+        confidence=float(prediction.confidence),
+        probabilities={str(k): float(v) for k, v in prediction.probabilities.items()},
+        row=None if row is None else int(row),
+    )
+
+
+def triage_training_rows(
+    items: Iterable[TriageItem], *, include_confirmed: bool = True
+) -> pd.DataFrame:
+    """Reviewed triage items as labelled training rows, oldest first.
+
+    Columns `text` and `label` (the reviewer's final label), so the file loads on the Data page
+    as it is, then `source` (e.g. "triage #12, corrected from Other"), `batch` and `row`.
+    Open items are left out; confirmed ones too when `include_confirmed` is False.
+    """
+    import pandas as pd  # only here: the review modules load without pandas
+
+    wanted = ("confirmed", "corrected") if include_confirmed else ("corrected",)
+    chosen = [item for item in items if item.status in wanted]
+    return pd.DataFrame(
+        {
+            "text": [item.text for item in chosen],
+            "label": [item.final_label for item in chosen],
+            "source": [_triage_source(item) for item in chosen],
+            "batch": [item.batch for item in chosen],
+            "row": pd.array([item.row for item in chosen], dtype="Int64"),
+        }
+    )
+
+
+def _triage_source(item: TriageItem) -> str:
+    if item.status == "corrected":
+        return f"triage #{item.id}, corrected from {item.predicted_label}"
+    return f"triage #{item.id}, confirmed"
+
+
+def with_training_rows(dataset: Dataset, extra_rows: pd.DataFrame) -> pd.DataFrame:
+    """`dataset`'s text and label (and other columns) followed by `extra_rows` (text, label, ...).
+
+    A `source` column says where each row came from ("data set row N" or the extra row's own
+    source), so the combined file can be loaded on the Data page to retrain with both.
+    """
+    import pandas as pd
+
+    if not {"text", "label"} <= set(extra_rows.columns):
+        raise ValueError("extra_rows needs 'text' and 'label' columns (see triage_training_rows)")
+    frame = dataset.to_frame()
+    base = frame.drop(columns=["row"]).assign(source=[f"data set row {r}" for r in dataset.rows])
+    added = extra_rows.drop(columns=["batch", "row"], errors="ignore")
+    return pd.concat([base, added], ignore_index=True)
