@@ -13,6 +13,12 @@ def check_int(name: str, value: object, *, minimum: int) -> None:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
+def check_int_fields(config: object, **minimums: int) -> None:
+    """`check_int` on several fields of a config: `check_int_fields(self, seed=0, top_k=1)`."""
+    for name, minimum in minimums.items():
+        check_int(name, getattr(config, name), minimum=minimum)
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 

@@ -109,3 +109,12 @@ class BackgroundJob(Generic[P, R]):
         with self._lock:
             self._status, self._result, self._error = status, result, error
             self._finished = time.monotonic()
+
+
+def start_job(work: Callable[..., R], /, *args: Any, name: str, **kwargs: Any) -> BackgroundJob:
+    """Run `work(*args, **kwargs, on_progress=..., cancel=...)` in a started `BackgroundJob`."""
+
+    def bound(*, on_progress: Callable[[Any], None], cancel: threading.Event) -> R:
+        return work(*args, **kwargs, on_progress=on_progress, cancel=cancel)
+
+    return BackgroundJob(bound, name=name).start()

@@ -5,9 +5,11 @@ Both folders default to folders of the checkout and can be moved with environmen
 tests and several installations never share state by accident.
 """
 
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR_ENV = "GRIEVANCE_LENS_DATA_DIR"
@@ -44,3 +46,20 @@ def write_atomically(path: Path, data: bytes) -> None:
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+def read_json(path: Path, *, missing: str) -> Any:
+    """The JSON document in `path`; ValueError `missing` when there is no such file, and a
+    one-line reason when it is not JSON."""
+    if not path.is_file():
+        raise ValueError(missing)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); save the model again") from err
+    return data
+
+
+def write_json(path: Path, data: dict) -> None:
+    """`data` as indented UTF-8 JSON (non-ASCII kept readable)."""
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")

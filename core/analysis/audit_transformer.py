@@ -17,12 +17,10 @@ from typing import Any, Literal
 from core.analysis.audit import AuditConfig, AuditProgress, AuditResult, FitModel, run_audit
 from core.data.dataset import Dataset, split_dataset
 from core.jobs import BackgroundJob, JobSnapshot, JobStatus
-from core.models.device import configure_cpu_threads, resolve_device, set_seed
-from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.inference import TransformerClassifier
-from core.models.transformer.loop import TrainProgress, fit_classifier
-from core.models.transformer.training import check_split
+from core.models.transformer.loop import TrainProgress
+from core.models.transformer.training import fine_tune
 
 TRANSFORMER = "transformer"  # AuditConfig.model of an audit that fine-tunes per fold
 StepCallback = Callable[[TrainProgress], None]
@@ -50,20 +48,10 @@ def transformer_fit(
         fold_train, fold_val = split_dataset(
             train, val_fraction=config.val_fraction, seed=config.seed
         )
-        classes = check_split(fold_train, fold_val)
-        device = resolve_device(config.device)
-        if device.type == "cpu":
-            configure_cpu_threads()
-        set_seed(config.seed)
-        model, tokenizer = load_backbone(config, classes, texts=fold_train.texts)
-        model.to(device)
-        fit_classifier(
-            model, tokenizer, fold_train, fold_val, config,
-            classes=classes, device=device, on_progress=on_progress, cancel=cancel,
-        )  # fmt: skip
-        return TransformerClassifier(
-            model, tokenizer, classes, max_length=config.max_length, device=device
+        transformer, _ = fine_tune(
+            fold_train, fold_val, config, on_progress=on_progress, cancel=cancel
         )
+        return transformer
 
     return fit
 

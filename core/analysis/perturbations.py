@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import regex as re
 
-from core.checks import check_complaint, check_int
+from core.checks import check_complaint, check_int_fields
 from core.text import bag_key, word_spans
 
 ARGUMENT_SWAP = "argument swap"
@@ -34,9 +34,7 @@ class ProbeConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check_int("n_shuffles", self.n_shuffles, minimum=0)
-        check_int("max_per_kind", self.max_per_kind, minimum=1)
-        check_int("seed", self.seed, minimum=0)
+        check_int_fields(self, n_shuffles=0, max_per_kind=1, seed=0)
         if not isinstance(self.invariance, bool):
             raise ValueError(f"invariance must be True or False, got {self.invariance!r}")
 

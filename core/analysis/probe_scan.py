@@ -22,8 +22,8 @@ from core.analysis.perturbations import (
     perturb,
 )
 from core.analysis.probe_compare import js_divergence
-from core.checks import check_int
-from core.jobs import BackgroundJob
+from core.checks import check_int_fields
+from core.jobs import BackgroundJob, start_job
 from core.models.classifier import Prediction, shared_classes
 from core.text import bag_key
 
@@ -42,11 +42,7 @@ class ScanConfig:
     probe: ProbeConfig = ProbeConfig(n_shuffles=1)
 
     def __post_init__(self) -> None:
-        check_int("max_rows", self.max_rows, minimum=1)
-        check_int("perturb_rows", self.perturb_rows, minimum=0)
-        check_int("batch_size", self.batch_size, minimum=1)
-        check_int("top_k", self.top_k, minimum=1)
-        check_int("seed", self.seed, minimum=0)
+        check_int_fields(self, max_rows=1, perturb_rows=0, batch_size=1, top_k=1, seed=0)
         if not isinstance(self.probe, ProbeConfig):
             raise ValueError(f"probe must be a ProbeConfig, got {type(self.probe).__name__}")
 
@@ -395,10 +391,5 @@ def start_scan(
 ) -> ScanRun:
     """Run `scan_dataset` in a worker thread; poll `run.job.snapshot()`, stop with `cancel()`."""
 
-    def work(*, on_progress, cancel) -> ScanResult:
-        return scan_dataset(
-            transformer, baseline, dataset, config, on_progress=on_progress, cancel=cancel
-        )
-
-    job: BackgroundJob[ScanProgress, ScanResult] = BackgroundJob(work, name="probe-scan")
-    return ScanRun(job.start(), config, model_path, dataset_fingerprint)
+    job = start_job(scan_dataset, transformer, baseline, dataset, config, name="probe-scan")
+    return ScanRun(job, config, model_path, dataset_fingerprint)

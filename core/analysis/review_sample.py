@@ -19,7 +19,7 @@ from core.analysis.probe_scan import (
     sample_positions,
     twin_groups,
 )
-from core.jobs import BackgroundJob
+from core.jobs import BackgroundJob, start_job
 from core.models.classifier import Prediction, shared_classes
 
 _REVIEW_COLUMNS = (
@@ -112,12 +112,8 @@ def start_review(
 ) -> ReviewRun:
     """Run `review_rows` in a worker thread; poll `run.job.snapshot()`, stop with `cancel()`."""
     include = tuple(include)
-
-    def work(*, on_progress, cancel) -> pd.DataFrame | None:
-        return review_rows(
-            transformer, baseline, dataset,
-            max_rows=max_rows, include=include, on_progress=on_progress, cancel=cancel,
-        )  # fmt: skip
-
-    job: BackgroundJob[ScanProgress, pd.DataFrame | None] = BackgroundJob(work, name="review")
-    return ReviewRun(job.start(), model_path, dataset_fingerprint, max_rows, include)
+    job = start_job(
+        review_rows, transformer, baseline, dataset, max_rows=max_rows, include=include,
+        name="review",
+    )  # fmt: skip
+    return ReviewRun(job, model_path, dataset_fingerprint, max_rows, include)

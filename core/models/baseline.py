@@ -25,6 +25,7 @@ from sklearn.naive_bayes import MultinomialNB
 from sklearn.pipeline import Pipeline
 
 from core.checks import check_int, check_positive, check_texts
+from core.paths import read_json
 from core.text import WordSpan, word_spans, words
 
 NPZ_NAME = "baseline.npz"
@@ -305,12 +306,8 @@ def _model_array_names(kind: str) -> tuple[str, str]:
 
 
 def _read_meta(path: Path) -> dict:
-    if not path.is_file():
-        raise ValueError(f"{path} is missing; save the model with BagOfWordsClassifier.save()")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path} is not valid JSON ({err}); save the model again") from err
+    missing = f"{path} is missing; save the model with BagOfWordsClassifier.save()"
+    meta = read_json(path, missing=missing)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
         raise ValueError(f"{path} is not a {FORMAT_NAME} file; save the model again")
     if meta.get("format_version") != FORMAT_VERSION:

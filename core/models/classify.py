@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core.jobs import BackgroundJob
+from core.jobs import BackgroundJob, start_job
 from core.models.classifier import Prediction
 from core.models.registry import LoadedModel
 
@@ -109,14 +109,10 @@ def classify_in_background(
     loaded: LoadedModel, table: pd.DataFrame, *, text_col: str, review_threshold: float
 ) -> BackgroundJob[ClassifyProgress, pd.DataFrame | None]:
     """`classify_table` in a worker thread with progress and cancel (see core.jobs)."""
-
-    def work(*, on_progress, cancel):
-        return classify_table(
-            loaded, table, text_col=text_col, review_threshold=review_threshold,
-            on_progress=on_progress, cancel=cancel,
-        )  # fmt: skip
-
-    return BackgroundJob(work, name="classify").start()
+    return start_job(
+        classify_table, loaded, table, text_col=text_col, review_threshold=review_threshold,
+        name="classify",
+    )  # fmt: skip
 
 
 def routed_predictions(result: pd.DataFrame) -> list[Prediction]:

@@ -31,6 +31,7 @@ from core.models.tiny.model import TinyTransformerForSequenceClassification
 from core.models.tiny.tokenizer import TinyTokenizer
 from core.models.transformer.inference import TransformerClassifier
 from core.models.transformer.training import TrainResult
+from core.paths import read_json
 
 CARD_NAME = "card.json"
 CARD_FORMAT = "grievance-lens-model"
@@ -198,12 +199,8 @@ def read_card(folder: str | Path) -> dict[str, Any]:
     """The parsed card.json of a model folder; ValueError when the folder is not a model."""
     folder = Path(folder)
     path = folder / CARD_NAME
-    if not path.is_file():
-        raise ValueError(f"{folder} is not a model: it has no {CARD_NAME}; train and save one")
-    try:
-        card = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}); save the model again") from exc
+    missing = f"{folder} is not a model: it has no {CARD_NAME}; train and save one"
+    card = read_json(path, missing=missing)
     if not isinstance(card, dict) or card.get("format") != CARD_FORMAT:
         raise ValueError(f"{path} is not a Grievance Lens model card; save the model again")
     return card

@@ -22,7 +22,8 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from core.lab.self_attention import positional_encoding
-from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer, read_json_file, write_json_file
+from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer, read_saved_json
+from core.paths import write_json
 
 MODEL_TYPE = "tiny-transformer"
 
@@ -258,7 +259,7 @@ class TinyTransformerForSequenceClassification(nn.Module):
         """Write config.json and model.safetensors into `directory` (created if needed)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        write_json_file(directory / CONFIG_NAME, self.config.to_dict())
+        write_json(directory / CONFIG_NAME, self.config.to_dict())
         tensors = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
         save_file(tensors, str(directory / WEIGHTS_NAME), metadata={"format": "pt"})
 
@@ -267,7 +268,7 @@ class TinyTransformerForSequenceClassification(nn.Module):
         cls, directory: str | Path, *, device: str | torch.device = "cpu"
     ) -> TinyTransformerForSequenceClassification:
         """Load a model written by `save_pretrained`, in eval mode, on `device`."""
-        config = TinyConfig.from_dict(read_json_file(Path(directory) / CONFIG_NAME))
+        config = TinyConfig.from_dict(read_saved_json(directory, CONFIG_NAME))
         weights_path = Path(directory) / WEIGHTS_NAME
         if not weights_path.is_file():
             raise ValueError(

@@ -3,15 +3,15 @@ to ids, with Hugging Face calling conventions (padding, truncation, offsets, sav
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
+from core.paths import read_json, write_json
 from core.text import word_spans, words
 
 PAD, UNK, CLS = "[PAD]", "[UNK]", "[CLS]"
@@ -192,7 +192,7 @@ class TinyTokenizer:
         """Write vocab.json and tokenizer_config.json into `directory` (created if needed)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        write_json_file(directory / VOCAB_NAME, self.vocab)
+        write_json(directory / VOCAB_NAME, self.vocab)
         settings = {
             "tokenizer_class": type(self).__name__,
             "add_cls": self.add_cls,
@@ -200,13 +200,13 @@ class TinyTokenizer:
             "lowercase": True,
             "word_pattern": r"\w+",
         }
-        write_json_file(directory / TOKENIZER_CONFIG_NAME, settings)
+        write_json(directory / TOKENIZER_CONFIG_NAME, settings)
 
     @classmethod
     def from_pretrained(cls, directory: str | Path) -> TinyTokenizer:
         """Load a tokenizer written by `save_pretrained`."""
-        vocab = read_json_file(Path(directory) / VOCAB_NAME)
-        settings = read_json_file(Path(directory) / TOKENIZER_CONFIG_NAME)
+        vocab = read_saved_json(directory, VOCAB_NAME)
+        settings = read_saved_json(directory, TOKENIZER_CONFIG_NAME)
         return cls(vocab, add_cls=bool(settings["add_cls"]), max_length=int(settings["max_length"]))
 
 
@@ -230,11 +230,7 @@ def _as_tensor(rows: list, return_tensors: str | None):
     raise ValueError(f"return_tensors must be 'pt', 'np' or None; got {return_tensors!r}")
 
 
-def write_json_file(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
-
-
-def read_json_file(path: Path) -> dict:
-    if not path.is_file():
-        raise ValueError(f"{path} is missing; save the model with save_pretrained first")
-    return json.loads(path.read_text(encoding="utf-8"))
+def read_saved_json(directory: str | Path, name: str) -> Any:
+    """A JSON file of a folder written by `save_pretrained`."""
+    path = Path(directory) / name
+    return read_json(path, missing=f"{path} is missing; save the model with save_pretrained first")

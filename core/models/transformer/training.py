@@ -15,7 +15,7 @@ from transformers import (
 
 from core.analysis.metrics import EvalReport, evaluate_predictions, slice_reports
 from core.data.dataset import TWIN_SLICE, Dataset, split_dataset
-from core.jobs import BackgroundJob
+from core.jobs import BackgroundJob, start_job
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
 from core.models.device import (
     configure_cpu_threads,
@@ -27,6 +27,7 @@ from core.models.transformer.config import TrainConfig
 from core.models.transformer.inference import TransformerClassifier
 from core.models.transformer.loop import (
     EpochRecord,
+    FitOutcome,
     ProgressCallback,
     TrainProgress,
     fit_classifier,
@@ -70,6 +71,36 @@ def check_split(train: Dataset, val: Dataset) -> tuple[str, ...]:
     return classes
 
 
+def fine_tune(
+    train: Dataset,
+    val: Dataset,
+    config: TrainConfig,
+    *,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> tuple[TransformerClassifier, FitOutcome]:
+    """Load `config.backbone` with a fresh head for the labels of `train` and run the loop,
+    seeded, on the chosen device; the transformer half of `train_models` (and of each fold of
+    the transformer label audit). After a cancel the classifier holds a half-trained model."""
+    classes = check_split(train, val)
+    device = resolve_device(config.device)
+    if device.type == "cpu":
+        configure_cpu_threads()
+    set_seed(config.seed)
+    model, tokenizer = load_backbone(config, classes, texts=train.texts)
+    model.to(device)
+    outcome = fit_classifier(
+        model, tokenizer, train, val, config,
+        classes=classes, device=device, on_progress=on_progress, cancel=cancel,
+    )  # fmt: skip
+    if isinstance(tokenizer, PreTrainedTokenizerBase):  # so pipeline(truncation=True) cuts alike
+        tokenizer.model_max_length = config.max_length
+    transformer = TransformerClassifier(
+        model, tokenizer, classes, max_length=config.max_length, device=device
+    )
+    return transformer, outcome
+
+
 def train_models(
     train: Dataset,
     val: Dataset,
@@ -85,22 +116,12 @@ def train_models(
     A set `cancel` event stops training at the next step and returns `cancelled=True` with no
     models.
     """
-    classes = check_split(train, val)
-    device = resolve_device(config.device)
-    if device.type == "cpu":
-        configure_cpu_threads()
-    set_seed(config.seed)
     started = time.perf_counter()
-    model, tokenizer = load_backbone(config, classes, texts=train.texts)
-    model.to(device)
-    outcome = fit_classifier(
-        model, tokenizer, train, val, config,
-        classes=classes, device=device, on_progress=on_progress, cancel=cancel,
-    )  # fmt: skip
+    transformer, outcome = fine_tune(train, val, config, on_progress=on_progress, cancel=cancel)
     common = {
         "history": outcome.history,
         "best_epoch": outcome.best_epoch,
-        "device": str(device),
+        "device": str(transformer.device),
         "config": config,
         "baseline_config": baseline_config,
         "train_fingerprint": train.fingerprint,
@@ -109,11 +130,6 @@ def train_models(
     if outcome.cancelled:
         return TrainResult(**common, cancelled=True, train_seconds=time.perf_counter() - started)
     baseline = BagOfWordsClassifier(baseline_config).fit(list(train.texts), list(train.labels))
-    if isinstance(tokenizer, PreTrainedTokenizerBase):  # so pipeline(truncation=True) cuts alike
-        tokenizer.model_max_length = config.max_length
-    transformer = TransformerClassifier(
-        model, tokenizer, classes, max_length=config.max_length, device=device
-    )
     return TrainResult(
         **common,
         cancelled=False,
@@ -153,9 +169,5 @@ def start_training(dataset: Dataset, config: TrainConfig, *, dataset_name: str) 
     """Split `dataset` by `config.val_fraction` and `config.seed`, then train both models in a
     worker thread; poll `run.job.snapshot()` and call `run.job.cancel()` to stop."""
     train, val = split_dataset(dataset, val_fraction=config.val_fraction, seed=config.seed)
-
-    def work(*, on_progress, cancel) -> TrainResult:
-        return train_models(train, val, config, on_progress=on_progress, cancel=cancel)
-
-    job: BackgroundJob[TrainProgress, TrainResult] = BackgroundJob(work, name="train")
-    return TrainingRun(job.start(), config, dataset_name, dataset.fingerprint)
+    job = start_job(train_models, train, val, config, name="train")
+    return TrainingRun(job, config, dataset_name, dataset.fingerprint)
