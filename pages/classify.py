@@ -15,13 +15,14 @@ from core.classify import (
     classify_in_background,
     routed_predictions,
 )
-from core.data import DataError, IntakeLimits, detect_columns, load_table
+from core.data import DataError, detect_columns
 from core.export import to_csv_bytes, to_xlsx_bytes
 from core.jobs import BackgroundJob, JobStatus
 from core.registry import LoadedModel
 from core.store import enqueue_uncertain, triage_batch_id
 from ui.safe import md_escape
 from ui.state import CLASSIFY_JOB, get_store
+from ui.uploads import read_upload
 from ui.widgets import require_model
 
 MAX_TYPED_CHARS = 20_000
@@ -35,11 +36,6 @@ class ClassifyRun:
     file_name: str
     text_col: str
     threshold: float
-
-
-@st.cache_data(show_spinner="Reading the file…", max_entries=4)
-def read_upload(name: str, content: bytes) -> pd.DataFrame:
-    return load_table(content, filename=name, limits=IntakeLimits.from_env())
 
 
 def render_single(model: LoadedModel, threshold: float) -> None:

@@ -8,7 +8,7 @@ import streamlit as st
 from core.baseline import BaselineConfig
 from core.baseline_eval import BaselineEvaluation, evaluate_baseline
 from core.charts import confusion_chart, label_counts_chart, per_class_frame, text_length_chart
-from core.data import DataError, Dataset, IntakeLimits, detect_columns, load_table, validate
+from core.data import DataError, Dataset, detect_columns, validate
 from core.export import to_csv_bytes, to_xlsx_bytes
 from ui.datasets import DEMO_NAME, demo_table
 from ui.safe import md_escape
@@ -19,14 +19,10 @@ from ui.state import (
     set_active_dataset,
     set_baseline_run,
 )
+from ui.uploads import read_upload
 
 SOURCE = "data.source"  # "demo" or "upload": which input the user chose last
 PREVIEW_ROWS = 200
-
-
-@st.cache_data(show_spinner="Reading the file…", max_entries=4)
-def read_upload(name: str, content: bytes) -> pd.DataFrame:
-    return load_table(content, filename=name, limits=IntakeLimits.from_env())
 
 
 @st.cache_data(show_spinner="Validating…", max_entries=8)
