@@ -31,11 +31,6 @@ REVIEW_SIZES = (30, 60, 120, 240)  # rows both models classify for the picker (a
 DELTA_WARNING = 0.05  # a convergence delta above 5% of the logit gap deserves more steps
 
 
-def model_key(model: LoadedModel) -> str:
-    """What identifies a loaded model in the caches: its folder and when it was saved."""
-    return f"{model.path}@{model.card.get('created_at', '')}"
-
-
 @st.cache_data(max_entries=64, show_spinner="Explaining…")
 def explained(
     _model: LoadedModel, key: str, text: str, target: str | None, n_steps: int
@@ -64,14 +59,14 @@ def current_review(
 ) -> ReviewRun:
     """This session's classified sample for (model, data set, size, row), started if missing."""
     run = get_explain_review()
-    wanted = (model_key(model), dataset.fingerprint, size, include)
+    wanted = (model.key, dataset.fingerprint, size, include)
     if (
         run is None
         or (run.model_path, run.dataset_fingerprint, run.max_rows, run.include) != wanted
     ):
         run = start_review(
             model.transformer, model.baseline, dataset, max_rows=size, include=include,
-            model_path=model_key(model), dataset_fingerprint=dataset.fingerprint,
+            model_path=model.key, dataset_fingerprint=dataset.fingerprint,
         )  # fmt: skip
         set_explain_review(run)
     return run
@@ -208,7 +203,7 @@ def render_attention(expl: Explanation) -> None:
 def render_explanation(model: LoadedModel, text: str, target: str | None, n_steps: int) -> None:
     st.text(text)  # the complaint exactly as given, never interpreted
     try:
-        expl = explained(model, model_key(model), text, target, n_steps)
+        expl = explained(model, model.key, text, target, n_steps)
     except ValueError as exc:
         st.error(md_escape(exc))
         return

@@ -39,11 +39,6 @@ from ui.widgets import require_model
 SHIFT_FORMAT = "%+.3f"
 
 
-def model_key(model: LoadedModel) -> str:
-    """What identifies a loaded model in the caches: its folder and when it was saved."""
-    return f"{model.path}@{model.card.get('created_at', '')}"
-
-
 @st.cache_data(max_entries=32, show_spinner="Running both models on the perturbations…")
 def probed(_model: LoadedModel, key: str, text: str, config: ProbeConfig) -> ProbeResult:
     return run_probes(_model.transformer, _model.baseline, text, config)
@@ -132,7 +127,7 @@ def render_one_complaint(model: LoadedModel) -> None:
     text, config = render_probe_form()
     st.text(text)  # the complaint exactly as given, never interpreted
     try:
-        result = probed(model, model_key(model), text, config)
+        result = probed(model, model.key, text, config)
     except ValueError as exc:
         st.error(md_escape(exc))
         return
@@ -149,7 +144,7 @@ def render_one_complaint(model: LoadedModel) -> None:
 
 def render_demo(model: LoadedModel) -> None:
     st.subheader("Paid by card, not by UPI")
-    result = demonstrated(model, model_key(model))
+    result = demonstrated(model, model.key)
     rows = [(result.text, result.transformer, result.bow)]
     rows += [(o.perturbation.text, o.transformer, o.bow) for o in result.outcomes]
     frame = pd.DataFrame(
@@ -196,7 +191,7 @@ def render_scan_form(model: LoadedModel, dataset: Dataset) -> None:
         config = ScanConfig(max_rows=int(max_rows), perturb_rows=int(perturb_rows), seed=int(seed))
         run = start_scan(
             model.transformer, model.baseline, dataset, config,
-            model_path=model_key(model), dataset_fingerprint=dataset.fingerprint,
+            model_path=model.key, dataset_fingerprint=dataset.fingerprint,
         )  # fmt: skip
         set_probe_scan(run)
 
@@ -252,7 +247,7 @@ def render_scan(model: LoadedModel) -> None:
     run = get_probe_scan()
     if run is None or run.dataset_fingerprint != dataset.fingerprint:
         return
-    if run.model_path != model_key(model):
+    if run.model_path != model.key:
         st.caption("The last scan used another model; scan again for this one.")
         return
     snapshot = run.job.snapshot()
