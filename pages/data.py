@@ -9,7 +9,7 @@ from core.baseline import BaselineConfig
 from core.baseline_eval import BaselineEvaluation, evaluate_baseline
 from core.charts import confusion_chart, label_counts_chart, per_class_frame, text_length_chart
 from core.data import DataError, Dataset, detect_columns, validate
-from core.export import to_csv_bytes, to_xlsx_bytes
+from core.export import safe_file_stem, to_csv_bytes, to_xlsx_bytes
 from ui.datasets import DEMO_NAME, demo_table
 from ui.safe import md_escape
 from ui.state import (
@@ -112,7 +112,7 @@ def render_lengths(container, active: ActiveDataset) -> None:
 
 def render_downloads(active: ActiveDataset) -> None:
     frame = active.dataset.to_frame()
-    stem = "cleaned-" + "".join(c if c.isalnum() else "-" for c in active.name).strip("-")
+    stem = "cleaned-" + safe_file_stem(active.name)
     left, right = st.columns(2)
     left.download_button(
         "Download cleaned CSV",

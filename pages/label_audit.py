@@ -24,7 +24,7 @@ from core.audit_models import (
     transformer_audit_config,
 )
 from core.data import Dataset
-from core.export import to_csv_bytes, to_xlsx_bytes
+from core.export import safe_file_stem, to_csv_bytes, to_xlsx_bytes
 from core.registry import LoadedModel
 from core.store import ReviewDecision, Store, apply_decisions
 from core.transformer import TrainConfig
@@ -356,7 +356,7 @@ def render_export(active: ActiveDataset, store: Store) -> None:
     def corrected() -> pd.DataFrame:
         return apply_decisions(dataset, store.latest_decisions(dataset.fingerprint))
 
-    stem = "corrected-" + "".join(c if c.isalnum() else "-" for c in active.name).strip("-")
+    stem = "corrected-" + safe_file_stem(active.name)
     left, right = st.columns(2)
     left.download_button(
         "Download the corrected data set (CSV)",

@@ -153,3 +153,17 @@ def test_failed_rename_removes_the_temp_file_and_keeps_the_old_file(tmp_path, mo
         write_table(sample_frame(), path)
     assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]
     assert path.read_text(encoding="utf-8") == "old"
+
+
+@pytest.mark.parametrize(
+    ("name", "stem"),
+    [
+        ("Built-in demo data", "Built-in-demo-data"),
+        ("../../etc/passwd", "etc-passwd"),
+        ('say "hi"\r\n.csv', "say--hi----csv"),
+        ("Müller ₹500.xlsx", "Müller--500-xlsx"),
+        ("...", ""),
+    ],
+)
+def test_safe_file_stem_keeps_letters_and_digits_only(name, stem):
+    assert export.safe_file_stem(name) == stem
