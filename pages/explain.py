@@ -17,10 +17,11 @@ from core.charts_explain import (
 )
 from core.data import Dataset
 from core.explain import ExplainConfig, Explanation, explain_text
-from core.jobs import JobStatus
-from core.probes import DEMO_TEXT, ReviewRun, start_review
+from core.jobs import BackgroundJob, JobStatus
+from core.probes import DEMO_TEXT, ReviewRun, ScanProgress, start_review
 from core.registry import LoadedModel
 from ui.datasets import require_dataset
+from ui.jobs import JobProgress, eta_text, render_job_progress
 from ui.safe import md_escape
 from ui.state import explain_row, get_explain_review, set_explain_review
 from ui.widgets import require_model
@@ -72,16 +73,15 @@ def current_review(
     return run
 
 
-def render_review_progress(run: ReviewRun) -> None:
-    snapshot = run.job.snapshot()
+def describe_review(job: BackgroundJob[ScanProgress, pd.DataFrame | None]) -> JobProgress | None:
+    """Rows of the sample classified so far and the time left; None once it has ended."""
+    snapshot = job.snapshot()
     if snapshot.status is not JobStatus.RUNNING:
-        st.rerun()
+        return None
     latest = snapshot.latest
     done, total = (latest.done, latest.total) if latest else (0, 1)
-    eta = f" · about {latest.eta_s:.0f} s left" if latest and latest.eta_s is not None else ""
-    st.progress(done / max(total, 1), text=f"Classifying the sample: {done} of {total}{eta}")
-    if st.button("Cancel", key="explain.cancel_review"):
-        run.job.cancel()
+    eta = eta_text(latest.eta_s if latest else None)
+    return JobProgress(done / max(total, 1), f"Classifying the sample: {done} of {total}{eta}")
 
 
 def render_row_choice(frame: pd.DataFrame, dataset: Dataset, requested: int) -> str:
@@ -112,7 +112,9 @@ def render_picked(model: LoadedModel) -> str | None:
     run = current_review(model, dataset, size, (requested,) if requested >= 0 else ())
     snapshot = run.job.snapshot()
     if snapshot.status is JobStatus.RUNNING:
-        st.fragment(render_review_progress, run_every=0.5)(run)
+        render_job_progress(
+            run.job, describe=describe_review, key="explain.cancel_review", every=0.5
+        )
         return None
     if snapshot.status is JobStatus.FAILED:
         st.error(md_escape(snapshot.error))

@@ -29,6 +29,7 @@ from core.registry import LoadedModel
 from core.store import ReviewDecision, Store, apply_decisions
 from core.transformer import TrainConfig
 from ui.datasets import require_dataset
+from ui.jobs import JobProgress, render_job_progress
 from ui.safe import md_escape
 from ui.state import (
     EXPLAIN_ROW_PARAM,
@@ -145,16 +146,16 @@ def audit_settings(
     return transformer_audit_config(config), train_config_from_card(model.card)
 
 
-@st.fragment(run_every=1.0)
-def render_progress(job: AuditJob) -> None:
-    """Progress, ETA and Cancel of a running audit; reruns the page once it has finished."""
+def describe_audit(job: AuditJob) -> JobProgress | None:
+    """Folds and steps done, elapsed and left, for the progress fragment; None once it ended."""
     status = job.status()
     if status.state != "running":
-        st.rerun()
-    st.progress(status.fraction, text=_progress_text(status))
-    if st.button("Cancel the audit", key="audit.cancel"):
-        job.cancel()
-        st.caption("Cancelling at the next step…")
+        return None
+    return JobProgress(status.fraction, _progress_text(status))
+
+
+def _caption_cancelling() -> None:
+    st.caption("Cancelling at the next step…")
 
 
 def _progress_text(status: AuditStatus) -> str:
@@ -433,7 +434,10 @@ def current_result(job: AuditJob | None, active: ActiveDataset, store: Store) ->
         return None
     status = job.status()
     if status.state == "running":
-        render_progress(job)
+        render_job_progress(
+            job, describe=describe_audit, key="audit.cancel", every=1.0,
+            cancel_label="Cancel the audit", on_cancel=_caption_cancelling,
+        )  # fmt: skip
         return None
     if status.state == "failed":
         st.error(f"The audit failed: {md_escape(status.error)}")

@@ -8,7 +8,7 @@ import streamlit as st
 
 from core.charts_explain import capped_chart, flip_rate_chart, probe_shift_chart
 from core.data import Dataset
-from core.jobs import JobStatus
+from core.jobs import BackgroundJob, JobStatus
 from core.order_ablation import order_ablation, order_ablation_table
 from core.probes import (
     DEMO_DESKS,
@@ -16,8 +16,8 @@ from core.probes import (
     ProbeConfig,
     ProbeResult,
     ScanConfig,
+    ScanProgress,
     ScanResult,
-    ScanRun,
     bow_ceiling,
     bow_is_order_blind,
     capped_frame,
@@ -32,6 +32,7 @@ from core.probes import (
 )
 from core.registry import LoadedModel
 from ui.datasets import require_dataset
+from ui.jobs import JobProgress, eta_text, render_job_progress
 from ui.safe import md_escape
 from ui.state import get_probe_scan, set_probe_scan
 from ui.widgets import require_model
@@ -196,17 +197,16 @@ def render_scan_form(model: LoadedModel, dataset: Dataset) -> None:
         set_probe_scan(run)
 
 
-def render_progress(run: ScanRun) -> None:
-    snapshot = run.job.snapshot()
+def describe_scan(job: BackgroundJob[ScanProgress, ScanResult]) -> JobProgress | None:
+    """The scan's phase, texts done and time left; None once it has ended."""
+    snapshot = job.snapshot()
     if snapshot.status is not JobStatus.RUNNING:
-        st.rerun()
+        return None
     latest = snapshot.latest
     done, total = (latest.done, latest.total) if latest else (0, 1)
-    eta = f" · about {latest.eta_s:.0f} s left" if latest and latest.eta_s is not None else ""
+    eta = eta_text(latest.eta_s if latest else None)
     phase = latest.phase if latest else "starting"
-    st.progress(done / max(total, 1), text=f"{phase}: {done:,} of {total:,} texts{eta}")
-    if st.button("Cancel", key="probes.cancel"):
-        run.job.cancel()
+    return JobProgress(done / max(total, 1), f"{phase}: {done:,} of {total:,} texts{eta}")
 
 
 def render_scan_result(result: ScanResult) -> None:
@@ -252,7 +252,7 @@ def render_scan(model: LoadedModel) -> None:
         return
     snapshot = run.job.snapshot()
     if snapshot.status is JobStatus.RUNNING:
-        st.fragment(render_progress, run_every=0.5)(run)
+        render_job_progress(run.job, describe=describe_scan, key="probes.cancel", every=0.5)
     elif snapshot.status is JobStatus.FAILED:
         st.error(md_escape(snapshot.error))
     elif snapshot.result is not None:
