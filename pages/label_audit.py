@@ -17,6 +17,7 @@ import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
 from core.audit import AuditConfig, AuditResult, LabelIssue, audit_cache_key
+from core.audit_cache import AuditCache
 from core.audit_models import (
     AuditJob,
     AuditStatus,
@@ -50,23 +51,18 @@ DECISION_LABELS = {
     "escalate": "Escalate (unsure: ask someone else)",
 }
 EXPLAIN_PAGE = "pages/explain.py"
-MAX_CACHED_AUDITS = 8
 
 
 @st.cache_resource(show_spinner=False)
-def finished_audits() -> dict[str, AuditResult]:
+def finished_audits() -> AuditCache:
     """Finished audits of this server process by `audit_cache_key`, shared by all sessions."""
-    return {}
+    return AuditCache()
 
 
 def remember(key: str, result: AuditResult, store: Store) -> None:
     """Cache a finished audit (evicting the oldest) and record the run once in the store."""
-    cache = finished_audits()
-    if key in cache:
+    if not finished_audits().add(key, result):
         return
-    while len(cache) >= MAX_CACHED_AUDITS:
-        cache.pop(next(iter(cache)))
-    cache[key] = result
     store.record_run(
         "audit",
         parameters={
@@ -76,9 +72,6 @@ def remember(key: str, result: AuditResult, store: Store) -> None:
         },
         metrics={"issues": len(result.issues), "seconds": round(result.seconds, 3)},
     )
-
-
-# ---------------------------------------------------------------------------------- reviewer
 
 
 # ---------------------------------------------------------------------------------- running
