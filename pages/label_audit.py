@@ -14,7 +14,6 @@ from dataclasses import asdict
 
 import pandas as pd
 import streamlit as st
-from streamlit.errors import StreamlitPageNotFoundError
 
 from core.audit import AuditConfig, AuditResult, LabelIssue, audit_cache_key
 from core.audit_cache import AuditCache
@@ -262,15 +261,12 @@ def _next_undecided(rows: list[int], decided: set[int], *, after: int | None) ->
 
 
 def render_explain_link(row: int) -> None:
-    try:
-        st.page_link(
-            EXPLAIN_PAGE,
-            label=f"Explain row {row}",
-            icon=":material/search:",
-            query_params={EXPLAIN_ROW_PARAM: str(row)},
-        )
-    except StreamlitPageNotFoundError:  # the app was started without the Explain page
-        st.caption(f"The Explain page is not part of this app; look up row {row} there.")
+    st.page_link(
+        EXPLAIN_PAGE,
+        label=f"Explain row {row}",
+        icon=":material/search:",
+        query_params={EXPLAIN_ROW_PARAM: str(row)},
+    )
 
 
 def render_decision_form(
