@@ -42,6 +42,12 @@ class JobSnapshot(Generic[P, R]):
     elapsed_s: float
 
 
+def eta_seconds(done: float, total: float, elapsed_s: float) -> float | None:
+    """Seconds left if the rest goes at the average rate so far; None before any rate is known."""
+    rate = done / elapsed_s if elapsed_s > 0 else 0.0
+    return (total - done) / rate if rate > 0 else None
+
+
 class BackgroundJob(Generic[P, R]):
     """`work(on_progress=..., cancel=...)` run once in a daemon thread.
 

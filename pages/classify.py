@@ -10,9 +10,8 @@ import streamlit as st
 from core.charts.results import probability_chart
 from core.data.columns import detect_text_column
 from core.data.export import to_csv_bytes, to_xlsx_bytes
-from core.data.intake import load_table
-from core.data.limits import DataError, IntakeLimits
-from core.jobs import BackgroundJob, JobStatus
+from core.data.limits import DataError
+from core.jobs import BackgroundJob, JobStatus, eta_seconds
 from core.models.classify import (
     DEFAULT_REVIEW_THRESHOLD,
     ClassifyProgress,
@@ -22,26 +21,24 @@ from core.models.classify import (
 )
 from core.models.registry import LoadedModel
 from core.review.triage import enqueue_uncertain, triage_batch_id
+from ui.jobs import JobProgress, eta_text, render_job_progress
 from ui.safe import md_escape
 from ui.state import CLASSIFY_JOB, get_store
+from ui.uploads import read_upload
 from ui.widgets import require_model
 
 MAX_TYPED_CHARS = 20_000
+ClassifyJob = BackgroundJob[ClassifyProgress, pd.DataFrame | None]
 
 
 @dataclass(frozen=True)
 class ClassifyRun:
     """A file being classified in the background, and what the result will be called."""
 
-    job: BackgroundJob[ClassifyProgress, pd.DataFrame | None]
+    job: ClassifyJob
     file_name: str
     text_col: str
     threshold: float
-
-
-@st.cache_data(show_spinner="Reading the file…", max_entries=4)
-def read_upload(name: str, content: bytes) -> pd.DataFrame:
-    return load_table(content, filename=name, limits=IntakeLimits.from_env())
 
 
 def render_single(model: LoadedModel, threshold: float) -> None:
@@ -116,23 +113,21 @@ def pick_text_column(table: pd.DataFrame, name: str) -> str | None:
     )  # fmt: skip
 
 
-def render_progress(run: ClassifyRun) -> None:
-    snapshot = run.job.snapshot()
+def describe_progress(job: ClassifyJob) -> JobProgress | None:
+    """Rows classified so far and the time left; None once the job has ended."""
+    snapshot = job.snapshot()
     if snapshot.status is not JobStatus.RUNNING:
-        st.rerun()
+        return None
     latest = snapshot.latest
     done, total = (latest.done, latest.total) if latest else (0, 1)
-    rate = done / snapshot.elapsed_s if snapshot.elapsed_s > 0 else 0.0
-    eta = f" · about {(total - done) / rate:.0f} s left" if rate > 0 else ""
-    st.progress(done / total, text=f"{done:,} of {total:,} complaints{eta}")
-    if st.button("Cancel", key="classify.cancel"):
-        run.job.cancel()
+    eta = eta_seconds(done, total, snapshot.elapsed_s)
+    return JobProgress(done / total, f"{done:,} of {total:,} complaints{eta_text(eta)}")
 
 
 def render_run(run: ClassifyRun) -> None:
     snapshot = run.job.snapshot()
     if snapshot.status is JobStatus.RUNNING:
-        st.fragment(render_progress, run_every=0.5)(run)
+        render_job_progress(run.job, describe=describe_progress, key="classify.cancel", every=0.5)
         return
     if snapshot.status is JobStatus.FAILED:
         st.error(md_escape(snapshot.error))

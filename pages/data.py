@@ -14,9 +14,8 @@ from core.charts.results import (
 )
 from core.data.columns import detect_columns
 from core.data.dataset import Dataset
-from core.data.export import to_csv_bytes, to_xlsx_bytes
-from core.data.intake import load_table
-from core.data.limits import DataError, IntakeLimits
+from core.data.export import safe_file_stem, to_csv_bytes, to_xlsx_bytes
+from core.data.limits import DataError
 from core.data.validation import validate
 from core.models.baseline import BaselineConfig
 from ui.datasets import DEMO_NAME, demo_table
@@ -28,14 +27,10 @@ from ui.state import (
     set_active_dataset,
     set_baseline_run,
 )
+from ui.uploads import read_upload
 
 SOURCE = "data.source"  # "demo" or "upload": which input the user chose last
 PREVIEW_ROWS = 200
-
-
-@st.cache_data(show_spinner="Reading the file…", max_entries=4)
-def read_upload(name: str, content: bytes) -> pd.DataFrame:
-    return load_table(content, filename=name, limits=IntakeLimits.from_env())
 
 
 @st.cache_data(show_spinner="Validating…", max_entries=8)
@@ -125,7 +120,7 @@ def render_lengths(container, active: ActiveDataset) -> None:
 
 def render_downloads(active: ActiveDataset) -> None:
     frame = active.dataset.to_frame()
-    stem = "cleaned-" + "".join(c if c.isalnum() else "-" for c in active.name).strip("-")
+    stem = "cleaned-" + safe_file_stem(active.name)
     left, right = st.columns(2)
     left.download_button(
         "Download cleaned CSV",

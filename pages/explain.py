@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.analysis.explain import ExplainConfig, Explanation, explain_text
 from core.analysis.probe_compare import DEMO_TEXT
+from core.analysis.probe_scan import ScanProgress
 from core.analysis.review_sample import ReviewRun, start_review
 from core.charts.explain import (
     attention_grid_chart,
@@ -19,9 +20,10 @@ from core.charts.explain import (
     word_scores_chart,
 )
 from core.data.dataset import Dataset
-from core.jobs import JobStatus
+from core.jobs import BackgroundJob, JobStatus
 from core.models.registry import LoadedModel
 from ui.datasets import require_dataset
+from ui.jobs import JobProgress, eta_text, render_job_progress
 from ui.safe import md_escape
 from ui.state import explain_row, get_explain_review, set_explain_review
 from ui.widgets import require_model
@@ -30,11 +32,6 @@ TYPED, PICKED = "Type a complaint", "Pick one from the data set"
 PREDICTED = "the transformer's prediction"
 REVIEW_SIZES = (30, 60, 120, 240)  # rows both models classify for the picker (a background job)
 DELTA_WARNING = 0.05  # a convergence delta above 5% of the logit gap deserves more steps
-
-
-def model_key(model: LoadedModel) -> str:
-    """What identifies a loaded model in the caches: its folder and when it was saved."""
-    return f"{model.path}@{model.card.get('created_at', '')}"
 
 
 @st.cache_data(max_entries=64, show_spinner="Explaining…")
@@ -65,29 +62,28 @@ def current_review(
 ) -> ReviewRun:
     """This session's classified sample for (model, data set, size, row), started if missing."""
     run = get_explain_review()
-    wanted = (model_key(model), dataset.fingerprint, size, include)
+    wanted = (model.key, dataset.fingerprint, size, include)
     if (
         run is None
         or (run.model_path, run.dataset_fingerprint, run.max_rows, run.include) != wanted
     ):
         run = start_review(
             model.transformer, model.baseline, dataset, max_rows=size, include=include,
-            model_path=model_key(model), dataset_fingerprint=dataset.fingerprint,
+            model_path=model.key, dataset_fingerprint=dataset.fingerprint,
         )  # fmt: skip
         set_explain_review(run)
     return run
 
 
-def render_review_progress(run: ReviewRun) -> None:
-    snapshot = run.job.snapshot()
+def describe_review(job: BackgroundJob[ScanProgress, pd.DataFrame | None]) -> JobProgress | None:
+    """Rows of the sample classified so far and the time left; None once it has ended."""
+    snapshot = job.snapshot()
     if snapshot.status is not JobStatus.RUNNING:
-        st.rerun()
+        return None
     latest = snapshot.latest
     done, total = (latest.done, latest.total) if latest else (0, 1)
-    eta = f" · about {latest.eta_s:.0f} s left" if latest and latest.eta_s is not None else ""
-    st.progress(done / max(total, 1), text=f"Classifying the sample: {done} of {total}{eta}")
-    if st.button("Cancel", key="explain.cancel_review"):
-        run.job.cancel()
+    eta = eta_text(latest.eta_s if latest else None)
+    return JobProgress(done / max(total, 1), f"Classifying the sample: {done} of {total}{eta}")
 
 
 def render_row_choice(frame: pd.DataFrame, dataset: Dataset, requested: int) -> str:
@@ -118,7 +114,9 @@ def render_picked(model: LoadedModel) -> str | None:
     run = current_review(model, dataset, size, (requested,) if requested >= 0 else ())
     snapshot = run.job.snapshot()
     if snapshot.status is JobStatus.RUNNING:
-        st.fragment(render_review_progress, run_every=0.5)(run)
+        render_job_progress(
+            run.job, describe=describe_review, key="explain.cancel_review", every=0.5
+        )
         return None
     if snapshot.status is JobStatus.FAILED:
         st.error(md_escape(snapshot.error))
@@ -209,7 +207,7 @@ def render_attention(expl: Explanation) -> None:
 def render_explanation(model: LoadedModel, text: str, target: str | None, n_steps: int) -> None:
     st.text(text)  # the complaint exactly as given, never interpreted
     try:
-        expl = explained(model, model_key(model), text, target, n_steps)
+        expl = explained(model, model.key, text, target, n_steps)
     except ValueError as exc:
         st.error(md_escape(exc))
         return

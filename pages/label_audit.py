@@ -14,9 +14,9 @@ from dataclasses import asdict
 
 import pandas as pd
 import streamlit as st
-from streamlit.errors import StreamlitPageNotFoundError
 
 from core.analysis.audit import AuditConfig, AuditResult, LabelIssue, audit_cache_key
+from core.analysis.audit_cache import AuditCache
 from core.analysis.audit_transformer import (
     AuditJob,
     AuditStatus,
@@ -24,13 +24,14 @@ from core.analysis.audit_transformer import (
     transformer_audit_config,
 )
 from core.data.dataset import Dataset
-from core.data.export import to_csv_bytes, to_xlsx_bytes
+from core.data.export import safe_file_stem, to_csv_bytes, to_xlsx_bytes
 from core.models.registry import LoadedModel
 from core.models.transformer.config import TrainConfig
 from core.review.records import ReviewDecision
 from core.review.relabel import apply_decisions
 from core.review.store import Store
 from ui.datasets import require_dataset
+from ui.jobs import JobProgress, render_job_progress
 from ui.safe import md_escape
 from ui.state import (
     EXPLAIN_ROW_PARAM,
@@ -51,23 +52,18 @@ DECISION_LABELS = {
     "escalate": "Escalate (unsure: ask someone else)",
 }
 EXPLAIN_PAGE = "pages/explain.py"
-MAX_CACHED_AUDITS = 8
 
 
 @st.cache_resource(show_spinner=False)
-def finished_audits() -> dict[str, AuditResult]:
+def finished_audits() -> AuditCache:
     """Finished audits of this server process by `audit_cache_key`, shared by all sessions."""
-    return {}
+    return AuditCache()
 
 
 def remember(key: str, result: AuditResult, store: Store) -> None:
     """Cache a finished audit (evicting the oldest) and record the run once in the store."""
-    cache = finished_audits()
-    if key in cache:
+    if not finished_audits().add(key, result):
         return
-    while len(cache) >= MAX_CACHED_AUDITS:
-        cache.pop(next(iter(cache)))
-    cache[key] = result
     store.record_run(
         "audit",
         parameters={
@@ -77,9 +73,6 @@ def remember(key: str, result: AuditResult, store: Store) -> None:
         },
         metrics={"issues": len(result.issues), "seconds": round(result.seconds, 3)},
     )
-
-
-# ---------------------------------------------------------------------------------- reviewer
 
 
 # ---------------------------------------------------------------------------------- running
@@ -147,16 +140,16 @@ def audit_settings(
     return transformer_audit_config(config), train_config_from_card(model.card)
 
 
-@st.fragment(run_every=1.0)
-def render_progress(job: AuditJob) -> None:
-    """Progress, ETA and Cancel of a running audit; reruns the page once it has finished."""
+def describe_audit(job: AuditJob) -> JobProgress | None:
+    """Folds and steps done, elapsed and left, for the progress fragment; None once it ended."""
     status = job.status()
     if status.state != "running":
-        st.rerun()
-    st.progress(status.fraction, text=_progress_text(status))
-    if st.button("Cancel the audit", key="audit.cancel"):
-        job.cancel()
-        st.caption("Cancelling at the next step…")
+        return None
+    return JobProgress(status.fraction, _progress_text(status))
+
+
+def _caption_cancelling() -> None:
+    st.caption("Cancelling at the next step…")
 
 
 def _progress_text(status: AuditStatus) -> str:
@@ -270,15 +263,12 @@ def _next_undecided(rows: list[int], decided: set[int], *, after: int | None) ->
 
 
 def render_explain_link(row: int) -> None:
-    try:
-        st.page_link(
-            EXPLAIN_PAGE,
-            label=f"Explain row {row}",
-            icon=":material/search:",
-            query_params={EXPLAIN_ROW_PARAM: str(row)},
-        )
-    except StreamlitPageNotFoundError:  # the app was started without the Explain page
-        st.caption(f"The Explain page is not part of this app; look up row {row} there.")
+    st.page_link(
+        EXPLAIN_PAGE,
+        label=f"Explain row {row}",
+        icon=":material/search:",
+        query_params={EXPLAIN_ROW_PARAM: str(row)},
+    )
 
 
 def render_decision_form(
@@ -358,7 +348,7 @@ def render_export(active: ActiveDataset, store: Store) -> None:
     def corrected() -> pd.DataFrame:
         return apply_decisions(dataset, store.latest_decisions(dataset.fingerprint))
 
-    stem = "corrected-" + "".join(c if c.isalnum() else "-" for c in active.name).strip("-")
+    stem = "corrected-" + safe_file_stem(active.name)
     left, right = st.columns(2)
     left.download_button(
         "Download the corrected data set (CSV)",
@@ -435,7 +425,10 @@ def current_result(job: AuditJob | None, active: ActiveDataset, store: Store) ->
         return None
     status = job.status()
     if status.state == "running":
-        render_progress(job)
+        render_job_progress(
+            job, describe=describe_audit, key="audit.cancel", every=1.0,
+            cancel_label="Cancel the audit", on_cancel=_caption_cancelling,
+        )  # fmt: skip
         return None
     if status.state == "failed":
         st.error(f"The audit failed: {md_escape(status.error)}")

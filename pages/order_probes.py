@@ -18,8 +18,8 @@ from core.analysis.probe_compare import (
 )
 from core.analysis.probe_scan import (
     ScanConfig,
+    ScanProgress,
     ScanResult,
-    ScanRun,
     bow_ceiling,
     start_scan,
     twin_groups,
@@ -34,19 +34,15 @@ from core.charts.probe_tables import (
 )
 from core.charts.probes import capped_chart, flip_rate_chart, probe_shift_chart
 from core.data.dataset import Dataset
-from core.jobs import JobStatus
+from core.jobs import BackgroundJob, JobStatus
 from core.models.registry import LoadedModel
 from ui.datasets import require_dataset
+from ui.jobs import JobProgress, eta_text, render_job_progress
 from ui.safe import md_escape
 from ui.state import get_probe_scan, set_probe_scan
 from ui.widgets import require_model
 
 SHIFT_FORMAT = "%+.3f"
-
-
-def model_key(model: LoadedModel) -> str:
-    """What identifies a loaded model in the caches: its folder and when it was saved."""
-    return f"{model.path}@{model.card.get('created_at', '')}"
 
 
 @st.cache_data(max_entries=32, show_spinner="Running both models on the perturbations…")
@@ -137,7 +133,7 @@ def render_one_complaint(model: LoadedModel) -> None:
     text, config = render_probe_form()
     st.text(text)  # the complaint exactly as given, never interpreted
     try:
-        result = probed(model, model_key(model), text, config)
+        result = probed(model, model.key, text, config)
     except ValueError as exc:
         st.error(md_escape(exc))
         return
@@ -154,7 +150,7 @@ def render_one_complaint(model: LoadedModel) -> None:
 
 def render_demo(model: LoadedModel) -> None:
     st.subheader("Paid by card, not by UPI")
-    result = demonstrated(model, model_key(model))
+    result = demonstrated(model, model.key)
     rows = [(result.text, result.transformer, result.bow)]
     rows += [(o.perturbation.text, o.transformer, o.bow) for o in result.outcomes]
     frame = pd.DataFrame(
@@ -201,22 +197,21 @@ def render_scan_form(model: LoadedModel, dataset: Dataset) -> None:
         config = ScanConfig(max_rows=int(max_rows), perturb_rows=int(perturb_rows), seed=int(seed))
         run = start_scan(
             model.transformer, model.baseline, dataset, config,
-            model_path=model_key(model), dataset_fingerprint=dataset.fingerprint,
+            model_path=model.key, dataset_fingerprint=dataset.fingerprint,
         )  # fmt: skip
         set_probe_scan(run)
 
 
-def render_progress(run: ScanRun) -> None:
-    snapshot = run.job.snapshot()
+def describe_scan(job: BackgroundJob[ScanProgress, ScanResult]) -> JobProgress | None:
+    """The scan's phase, texts done and time left; None once it has ended."""
+    snapshot = job.snapshot()
     if snapshot.status is not JobStatus.RUNNING:
-        st.rerun()
+        return None
     latest = snapshot.latest
     done, total = (latest.done, latest.total) if latest else (0, 1)
-    eta = f" · about {latest.eta_s:.0f} s left" if latest and latest.eta_s is not None else ""
+    eta = eta_text(latest.eta_s if latest else None)
     phase = latest.phase if latest else "starting"
-    st.progress(done / max(total, 1), text=f"{phase}: {done:,} of {total:,} texts{eta}")
-    if st.button("Cancel", key="probes.cancel"):
-        run.job.cancel()
+    return JobProgress(done / max(total, 1), f"{phase}: {done:,} of {total:,} texts{eta}")
 
 
 def render_scan_result(result: ScanResult) -> None:
@@ -257,12 +252,12 @@ def render_scan(model: LoadedModel) -> None:
     run = get_probe_scan()
     if run is None or run.dataset_fingerprint != dataset.fingerprint:
         return
-    if run.model_path != model_key(model):
+    if run.model_path != model.key:
         st.caption("The last scan used another model; scan again for this one.")
         return
     snapshot = run.job.snapshot()
     if snapshot.status is JobStatus.RUNNING:
-        st.fragment(render_progress, run_every=0.5)(run)
+        render_job_progress(run.job, describe=describe_scan, key="probes.cancel", every=0.5)
     elif snapshot.status is JobStatus.FAILED:
         st.error(md_escape(snapshot.error))
     elif snapshot.result is not None:

@@ -13,13 +13,14 @@ from core.charts.results import (
     training_curve_chart,
     validation_curve_chart,
 )
-from core.jobs import JobSnapshot, JobStatus
+from core.jobs import BackgroundJob, JobSnapshot, JobStatus
 from core.models.registry import delete_model, list_models, rename_model, save_model
 from core.models.transformer.config import MINILM, TINY, TrainConfig
 from core.models.transformer.loop import TrainProgress
 from core.models.transformer.training import TrainingRun, TrainResult, start_training
 from core.paths import models_dir
 from ui.datasets import require_dataset
+from ui.jobs import JobProgress, render_job_progress
 from ui.safe import md_escape
 from ui.state import TRAIN_JOB, ActiveDataset, get_active_model, set_active_model
 
@@ -127,25 +128,25 @@ def render_train_form(active: ActiveDataset) -> TrainConfig | None:
         return None
 
 
-def render_progress(run: TrainingRun) -> None:
-    """Live progress of a running job; polled by a fragment until the job ends."""
-    snapshot = run.job.snapshot()
+def describe_training(job: BackgroundJob[TrainProgress, TrainResult]) -> JobProgress | None:
+    """Step, epoch, loss and time left, with the curves so far; None once training has ended."""
+    snapshot = job.snapshot()
     if snapshot.status is not JobStatus.RUNNING:
-        st.rerun()  # the whole page now shows the result
+        return None
     latest = snapshot.latest
     if latest is None:
-        st.progress(0.0, text="Loading the backbone and preparing batches…")
-    else:
-        eta = f"{latest.eta_s / 60:.1f} min" if latest.eta_s >= 60 else f"{latest.eta_s:.0f} s"
-        st.progress(
-            min(latest.step / latest.total_steps, 1.0),
-            text=f"Step {latest.step}/{latest.total_steps} · epoch {latest.epoch} · "
-            f"loss {latest.loss:.3f} · about {eta} left",
-        )
-        render_curves(snapshot)
-    if st.button("Cancel training", key="train.cancel"):
-        run.job.cancel()
-        st.toast("Cancelling at the next step…")
+        return JobProgress(0.0, "Loading the backbone and preparing batches…")
+    eta = f"{latest.eta_s / 60:.1f} min" if latest.eta_s >= 60 else f"{latest.eta_s:.0f} s"
+    return JobProgress(
+        min(latest.step / latest.total_steps, 1.0),
+        f"Step {latest.step}/{latest.total_steps} · epoch {latest.epoch} · "
+        f"loss {latest.loss:.3f} · about {eta} left",
+        details=lambda: render_curves(snapshot),
+    )
+
+
+def _toast_cancelling() -> None:
+    st.toast("Cancelling at the next step…")
 
 
 def render_curves(snapshot: JobSnapshot[TrainProgress, TrainResult]) -> None:
@@ -217,7 +218,10 @@ def render_job(run: TrainingRun) -> None:
     snapshot = run.job.snapshot()
     st.caption(f"On {md_escape(run.dataset_name)} with backbone {md_escape(run.config.backbone)}.")
     if snapshot.status is JobStatus.RUNNING:
-        st.fragment(render_progress, run_every=1.0)(run)
+        render_job_progress(
+            run.job, describe=describe_training, key="train.cancel", every=1.0,
+            cancel_label="Cancel training", on_cancel=_toast_cancelling,
+        )  # fmt: skip
     elif snapshot.status is JobStatus.FAILED:
         st.error(f"Training failed: {md_escape(snapshot.error)}")
     elif snapshot.status is JobStatus.CANCELLED:

@@ -20,7 +20,8 @@ from core.review.store import Store, default_db_path
 from tests.conftest import separable_rows
 from ui.state import ACTIVE_DATASET, ACTIVE_MODEL, AUDIT_JOB, REVIEWER, ActiveDataset
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "label_audit.py")
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = str(ROOT / "pages" / "label_audit.py")
 RUN = "FormSubmitter:audit.form-Run the audit"
 
 
@@ -40,10 +41,18 @@ def one_torch_thread():
     torch.set_num_threads(before)
 
 
+def open_page(state: dict | None = None) -> AppTest:
+    """The page through the router (st.page_link needs st.navigation's pages), not yet run."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    at.run()
+    return at.switch_page(PAGE)
+
+
 @pytest.fixture()
 def app() -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.run()
+    at = open_page().run()
     assert not at.exception
     return at
 
@@ -127,9 +136,7 @@ def test_audit_the_demo_data_then_relabel_one_row(app: AppTest, data_dir: Path):
 
 
 def test_the_same_audit_again_is_served_from_the_cache():
-    app = AppTest.from_file(PAGE, default_timeout=120)
-    app.session_state[ACTIVE_DATASET] = toy_active()
-    app.run()
+    app = open_page({ACTIVE_DATASET: toy_active()}).run()
     app.button(key=RUN).click().run()
     finish_audit(app)
     first = app.session_state[AUDIT_JOB].status().result
@@ -153,11 +160,9 @@ def test_the_transformer_audit_needs_an_active_model(app: AppTest):
 
 
 def test_transformer_audit_with_a_saved_tiny_model(tiny_model: Path):
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.session_state[ACTIVE_DATASET] = toy_active()
-    at.session_state[ACTIVE_MODEL] = str(tiny_model)
-    at.session_state[REVIEWER] = "Ben"
-    at.run()
+    at = open_page(
+        {ACTIVE_DATASET: toy_active(), ACTIVE_MODEL: str(tiny_model), REVIEWER: "Ben"}
+    ).run()
     assert any("backbone tiny" in c.value for c in at.caption)
     at.radio(key="audit.model").set_value("transformer")
     at.number_input(key="audit.folds").set_value(2)
@@ -183,10 +188,7 @@ def slow_model(tiny_model: Path, tmp_path: Path) -> Path:
 
 
 def test_a_running_transformer_audit_shows_progress_and_can_be_cancelled(slow_model: Path):
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.session_state[ACTIVE_DATASET] = toy_active()
-    at.session_state[ACTIVE_MODEL] = str(slow_model)
-    at.run()
+    at = open_page({ACTIVE_DATASET: toy_active(), ACTIVE_MODEL: str(slow_model)}).run()
     at.radio(key="audit.model").set_value("transformer")
     at.number_input(key="audit.folds").set_value(3)
     at.button(key=RUN).click().run()

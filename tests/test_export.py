@@ -8,7 +8,13 @@ import pandas as pd
 import pytest
 
 from core import paths
-from core.data.export import neutralise_formulas, to_csv_bytes, to_xlsx_bytes, write_table
+from core.data.export import (
+    neutralise_formulas,
+    safe_file_stem,
+    to_csv_bytes,
+    to_xlsx_bytes,
+    write_table,
+)
 
 DANGEROUS = ["=1+1", "+1", "-1", "@SUM(A1:A2)", "\t=1+1", "\r=1+1", "  =cmd|' /C calc'!A0", "\n@x"]
 SAFE = ["hello", "UPI ref 412345678901", "₹500 debited", "मेरा पैसा वापस करो", "", "a=b", "x-1"]
@@ -153,3 +159,17 @@ def test_failed_rename_removes_the_temp_file_and_keeps_the_old_file(tmp_path, mo
         write_table(sample_frame(), path)
     assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]
     assert path.read_text(encoding="utf-8") == "old"
+
+
+@pytest.mark.parametrize(
+    ("name", "stem"),
+    [
+        ("Built-in demo data", "Built-in-demo-data"),
+        ("../../etc/passwd", "etc-passwd"),
+        ('say "hi"\r\n.csv', "say--hi----csv"),
+        ("Müller ₹500.xlsx", "Müller--500-xlsx"),
+        ("...", ""),
+    ],
+)
+def test_safe_file_stem_keeps_letters_and_digits_only(name, stem):
+    assert safe_file_stem(name) == stem

@@ -1,6 +1,6 @@
 import threading
 
-from core.jobs import MAX_HISTORY, BackgroundJob, JobStatus
+from core.jobs import MAX_HISTORY, BackgroundJob, JobStatus, eta_seconds
 
 
 def test_result_and_progress_history():
@@ -54,3 +54,13 @@ def test_history_stays_bounded_and_keeps_the_ends():
     assert len(history) <= MAX_HISTORY + 1
     assert history[0] == 0 and history[-1] == 3 * MAX_HISTORY - 1
     assert list(history) == sorted(history)
+
+
+def test_eta_follows_the_average_rate_so_far():
+    assert eta_seconds(25, 100, 10.0) == 30.0  # 2.5 per second, 75 to go
+    assert eta_seconds(100, 100, 40.0) == 0.0
+
+
+def test_no_eta_before_a_rate_is_known():
+    assert eta_seconds(0, 100, 5.0) is None  # nothing done yet
+    assert eta_seconds(10, 100, 0.0) is None  # no time has passed

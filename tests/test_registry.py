@@ -189,3 +189,9 @@ def test_list_rename_delete(saved, tmp_path):
 
 def test_list_models_of_missing_root_is_empty(tmp_path):
     assert list_models(tmp_path / "nowhere") == []
+
+
+def test_a_loaded_model_is_keyed_by_its_folder_and_save_time(saved):
+    loaded = load_model(saved)
+    created_at = json.loads((saved / "card.json").read_text(encoding="utf-8"))["created_at"]
+    assert loaded.key == f"{saved}@{created_at}"

@@ -4,19 +4,25 @@ Session state holds only what one browser tab is looking at; anything that must 
 restart goes through core.store (SQLite) or core.registry (saved model folders).
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from core.analysis.audit_transformer import AuditJob
-from core.analysis.baseline_eval import BaselineEvaluation
-from core.analysis.probe_scan import ScanRun
-from core.analysis.review_sample import ReviewRun
-from core.data.dataset import Dataset
-from core.data.validation import ValidationReport
-from core.models.registry import LoadedModel, load_model, read_card
-from core.review.store import Store, default_db_path
+# Types only: the app starts (app.py imports this module) without importing torch or
+# transformers; core functions are imported where they are first needed.
+if TYPE_CHECKING:
+    from core.analysis.audit_transformer import AuditJob
+    from core.analysis.baseline_eval import BaselineEvaluation
+    from core.analysis.probe_scan import ScanRun
+    from core.analysis.review_sample import ReviewRun
+    from core.data.dataset import Dataset
+    from core.data.validation import ValidationReport
+    from core.models.registry import LoadedModel
+    from core.review.store import Store
 
 ACTIVE_DATASET = "active_dataset"  # ActiveDataset: the data set every page works on
 BASELINE_RUN = "baseline_run"  # BaselineEvaluation of the active data set, if trained
@@ -66,6 +72,8 @@ def _load_shared_model(folder: str, created_at: str) -> LoadedModel:
 
     `created_at` is part of the key so a model saved again under the same name reloads.
     """
+    from core.models.registry import load_model
+
     return load_model(folder)
 
 
@@ -78,6 +86,8 @@ def get_active_model() -> LoadedModel | None:
     folder = st.session_state.get(ACTIVE_MODEL)
     if folder is None:
         return None
+    from core.models.registry import read_card  # torch comes with it: only once a model is chosen
+
     try:
         card = read_card(folder)
     except ValueError:
@@ -89,11 +99,15 @@ def get_active_model() -> LoadedModel | None:
 @st.cache_resource(show_spinner=False)
 def _open_store(path: str) -> Store:
     """One connection per database file, shared by every session (Store serialises calls)."""
+    from core.review.store import Store
+
     return Store.open(path)
 
 
 def get_store() -> Store:
     """The review store at core.store.default_db_path() (follows GRIEVANCE_LENS_DATA_DIR)."""
+    from core.review.store import default_db_path
+
     return _open_store(str(default_db_path()))
 
 

@@ -1,12 +1,18 @@
 """Small pieces of UI that several pages show the same way."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from core.models.registry import LoadedModel
 from ui.safe import md_escape
 from ui.state import get_active_model, get_reviewer, reviewer_from_login, set_reviewer
+
+if TYPE_CHECKING:
+    from core.models.registry import LoadedModel  # a type only: pages without a model need no torch
 
 
 def require_model() -> LoadedModel:

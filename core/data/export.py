@@ -63,6 +63,12 @@ def to_xlsx_bytes(df: pd.DataFrame, *, sheet_name: str = "Sheet1") -> bytes:
     return buffer.getvalue()
 
 
+def safe_file_stem(name: str) -> str:
+    """`name` as part of a download's file name: every character but letters and digits becomes
+    "-", and dashes at either end are dropped (no paths, quotes or control characters remain)."""
+    return "".join(c if c.isalnum() else "-" for c in name).strip("-")
+
+
 def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     """Write `df` as .csv or .xlsx (by suffix) atomically: a temporary file, then a rename.
 

@@ -68,6 +68,11 @@ class LoadedModel:
     card: dict[str, Any]
     path: Path
 
+    @property
+    def key(self) -> str:
+        """What identifies this model in caches and job records: its folder and save time."""
+        return f"{self.path}@{self.card.get('created_at', '')}"
+
 
 def validate_model_name(name: str) -> str:
     """Return `name` if it is a safe folder name; raise ValueError saying what to change."""

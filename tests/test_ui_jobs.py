@@ -1,0 +1,82 @@
+"""AppTest for ui.jobs.render_job_progress: the one progress fragment of background jobs."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+
+class FakeJob:
+    """A job the test steers: `poll()` walks through `states` (the last one stays), and the job
+    remembers whether it was cancelled."""
+
+    def __init__(self, states: tuple[str, ...] = ("running",)) -> None:
+        self.states = list(states)
+        self.polls = 0
+        self.cancelled = False
+
+    def poll(self) -> str:
+        self.polls += 1
+        return self.states.pop(0) if len(self.states) > 1 else self.states[0]
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+def progress_page() -> None:
+    """A page that shows its job's progress while it runs, and "ended" afterwards."""
+    import streamlit as st
+
+    from ui.jobs import JobProgress, eta_text, render_job_progress
+
+    def describe(job) -> JobProgress | None:
+        if job.poll() == "ended":
+            return None
+        details = (lambda: st.caption("details")) if st.session_state.get("details") else None
+        return JobProgress(0.25, f"1 of 4 steps{eta_text(30.0)}", details=details)
+
+    job = st.session_state["job"]
+    if job.poll() == "ended":
+        st.text("ended")
+    else:
+        render_job_progress(
+            job, describe=describe, key="test.cancel", every=0.5, cancel_label="Stop",
+            on_cancel=lambda: st.toast("Stopping…"),
+        )  # fmt: skip
+
+
+def open_page(job: FakeJob, *, details: bool = False) -> AppTest:
+    at = AppTest.from_function(progress_page, default_timeout=30)
+    at.session_state["job"] = job
+    at.session_state["details"] = details
+    return at.run()
+
+
+def test_a_running_job_shows_its_progress_and_a_cancel_button():
+    at = open_page(FakeJob())
+    assert not at.exception
+    (bar,) = at.get("progress")
+    assert bar.proto.text == "1 of 4 steps · about 30 s left" and bar.proto.value == 25
+    assert at.button(key="test.cancel").label == "Stop"
+    assert not at.caption
+
+
+def test_details_are_drawn_under_the_bar():
+    at = open_page(FakeJob(), details=True)
+    assert [c.value for c in at.caption] == ["details"]
+
+
+def test_cancel_asks_the_job_to_stop_and_says_so():
+    job = FakeJob()
+    at = open_page(job)
+    at.button(key="test.cancel").click().run()
+    assert not at.exception
+    assert job.cancelled
+    assert [t.value for t in at.toast] == ["Stopping…"]
+
+
+def test_once_the_job_has_ended_the_whole_page_reruns():
+    job = FakeJob(("running", "ended"))  # ends between the page's check and the fragment's poll
+    at = open_page(job)
+    assert not at.exception
+    assert [t.value for t in at.text] == ["ended"] and not at.get("progress")
+    assert job.polls == 3  # the page, the fragment, the page again
