@@ -1,16 +1,16 @@
-"""Explanation latency and convergence: `core.explain.explain_text` (attention maps + Integrated
-Gradients + bag-of-words contributions) on 40-word demo complaints with the bundled MiniLM.
+"""Explanation latency and convergence: `core.analysis.explain.explain_text` (attention maps +
+Integrated Gradients + bag-of-words contributions) on 40-word demo complaints with the bundled
+MiniLM.
 
     .venv/bin/python -m bench.bench_explain [--steps 8 16 32] [--threads 1 2] [--fit-head 300]
 
 The classifier is the bundled all-MiniLM-L6-v2 encoder with a 5-desk head (load_backbone +
 TransformerClassifier). An untrained head gives tiny logit gaps, which make the *relative*
-convergence delta meaningless, so by default the head is fitted (logistic regression on the frozen
-mean-pooled features of `--fit-head` demo complaints): time does not depend on the head, the delta
-does. Prints, per thread count and step count, the median wall time of one explanation (and of its
-attention-only part, the named baseline: one forward pass) and the convergence delta relative to
-the logit gap (median and worst over the complaints).
-"""
+convergence delta meaningless, so by default the head is fitted (logistic regression on the
+frozen mean-pooled features of `--fit-head` demo complaints): time does not depend on the head,
+the delta does. Prints, per thread count and step count, the median wall time of one explanation
+(and of its attention-only part, the named baseline: one forward pass) and the convergence delta
+relative to the logit gap (median and worst over the complaints)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@
 Self-contained (torch + transformers only) so that it runs on a bare GPU machine: the model is
 built from bench/minilm_config.json with random weights (speed does not depend on the weights)
 and fed random token ids whose lengths follow the demo data (median ~45 word pieces, capped at
-max_length). It mirrors core.transformer: mean pooling head, AdamW, length-grouped batches with
-dynamic padding, gradient clipping, bf16 autocast; inference sorts by length under
+max_length). It mirrors core.models.transformer: mean pooling head, AdamW, length-grouped
+batches with dynamic padding, gradient clipping, bf16 autocast; inference sorts by length under
 torch.inference_mode.
 """
 

@@ -70,13 +70,26 @@ def _cmd_demo_data(args: argparse.Namespace) -> None:
     print(f"wrote {config.rows} demo complaints to {path}", file=sys.stderr)
 
 
+def _add_column_options(p: argparse.ArgumentParser, *, label: bool) -> None:
+    p.add_argument("--text-col", help="column holding the complaint text (default: detected)")
+    if label:
+        p.add_argument("--label-col", help="column holding the desk label (default: detected)")
+
+
+def _add_model_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="a saved model folder")
+
+
+def _add_json_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--json", action="store_true", help=what)
+
+
 def _add_validate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check a labelled complaint spreadsheet")
     p.add_argument("file", help="CSV, TSV, XLSX or Parquet file")
-    p.add_argument("--text-col", help="column holding the complaint text (default: detected)")
-    p.add_argument("--label-col", help="column holding the desk label (default: detected)")
+    _add_column_options(p, label=True)
     p.add_argument("--max-tokens", type=int, default=256, help="model length to warn about")
-    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    _add_json_option(p, "print the report as JSON on stdout")
     p.set_defaults(handler=_cmd_validate)
 
 
@@ -249,33 +262,31 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         "--positional-encoding", choices=("on", "off"),
         help="tiny backbone: sinusoidal positions on (default) or off (order-blind)",
     )  # fmt: skip
-    p.add_argument("--text-col", help="column holding the complaint text (default: detected)")
-    p.add_argument("--label-col", help="column holding the desk label (default: detected)")
-    p.add_argument("--json", action="store_true", help="print the scores as JSON on stdout")
+    _add_column_options(p, label=True)
+    _add_json_option(p, "print the scores as JSON on stdout")
     p.set_defaults(handler=_cmd_train)
 
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="score a saved model pair on a labelled file")
-    p.add_argument("--model", required=True, help="a saved model folder")
+    _add_model_option(p)
     p.add_argument("file", help="labelled CSV, TSV, XLSX or Parquet file")
-    p.add_argument("--text-col", help="column holding the complaint text (default: detected)")
-    p.add_argument("--label-col", help="column holding the desk label (default: detected)")
-    p.add_argument("--json", action="store_true", help="print the scores as JSON on stdout")
+    _add_column_options(p, label=True)
+    _add_json_option(p, "print the scores as JSON on stdout")
     p.set_defaults(handler=_cmd_evaluate)
 
 
 def _add_classify(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("classify", help="route every complaint of a file; write CSV or XLSX")
-    p.add_argument("--model", required=True, help="a saved model folder")
+    _add_model_option(p)
     p.add_argument("input", help="CSV, TSV, XLSX or Parquet file of complaints")
     p.add_argument("--out", help="output .csv or .xlsx (default: INPUT_classified.csv)")
-    p.add_argument("--text-col", help="column holding the complaint text (default: detected)")
+    _add_column_options(p, label=False)
     p.add_argument(
         "--review-threshold", type=float,
         help="flag needs_review below this top probability (default: the app's, 0.6)",
     )  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print rows and out path as JSON")
+    _add_json_option(p, "print rows and out path as JSON")
     p.set_defaults(handler=_cmd_classify)
 
 
@@ -356,10 +367,9 @@ def _add_audit(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the fold assignment")
-    p.add_argument("--text-col", help="column holding the complaint text (default: detected)")
-    p.add_argument("--label-col", help="column holding the desk label (default: detected)")
+    _add_column_options(p, label=True)
     p.add_argument("--show", type=int, default=20, help="issues to print without --json")
-    p.add_argument("--json", action="store_true", help="print the issues as JSON on stdout")
+    _add_json_option(p, "print the issues as JSON on stdout")
     p.set_defaults(handler=_cmd_audit)
 
 
@@ -416,22 +426,22 @@ def _cmd_probe(args: argparse.Namespace) -> None:
 
 def _add_explain(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("explain", help="why both models routed one complaint, word by word")
-    p.add_argument("--model", required=True, help="a saved model folder")
+    _add_model_option(p)
     p.add_argument("text", help='the complaint text ("-" reads it from standard input)')
     p.add_argument("--target", help="desk to explain (default: the transformer's prediction)")
     p.add_argument("--steps", type=int, default=16, help="integration steps (default 16)")
-    p.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    _add_json_option(p, "print the explanation as JSON")
     p.set_defaults(handler=_cmd_explain)
 
 
 def _add_probe(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("probe", help="reorder one complaint's words and compare both models")
-    p.add_argument("--model", required=True, help="a saved model folder")
+    _add_model_option(p)
     p.add_argument("text", help='the complaint text ("-" reads it from standard input)')
     p.add_argument("--shuffles", type=int, default=2, help="random word orders (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffles and the typo")
     p.add_argument("--no-invariance", action="store_true", help="skip typo, please, punctuation")
-    p.add_argument("--json", action="store_true", help="print the probes as JSON")
+    _add_json_option(p, "print the probes as JSON")
     p.set_defaults(handler=_cmd_probe)
 
 

@@ -118,13 +118,16 @@ def render_x_editor(base: AttentionSteps) -> pd.DataFrame:
     )
 
 
-def render_projection_editors(base: AttentionSteps) -> dict[str, pd.DataFrame]:
+def render_projection_editors(
+    base: AttentionSteps, *, key_prefix: str = "attention.", note: str = ": one row per column of X"
+) -> dict[str, pd.DataFrame]:
+    """One editor per projection matrix (W_Q, W_K, W_V) of `base`, side by side."""
     projections = {}
     for name, column in zip(PROJECTIONS, st.columns(3), strict=True):
         frame = step_table(base, name).rename_axis(index=None, columns=None)
-        column.markdown(f"**{name}**: one row per column of X")
+        column.markdown(f"**{name}**{note}")
         projections[name] = column.data_editor(
-            frame, key=f"attention.{name}", column_config=small_columns(frame)
+            frame, key=f"{key_prefix}{name}", column_config=small_columns(frame)
         )
     return projections
 
@@ -225,13 +228,7 @@ def render_worked_example() -> AttentionSteps | None:
 def render_head_editors() -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
     second = self_attention(textbook_example().X, SECOND_HEAD_W_Q, SECOND_HEAD_W_K, SECOND_HEAD_W_V)
     with st.expander("Edit head 2 and the output projection W_O"):
-        head2 = {}
-        for name, column in zip(PROJECTIONS, st.columns(3), strict=True):
-            frame = step_table(second, name).rename_axis(index=None, columns=None)
-            column.markdown(f"**{name}** (head 2)")
-            head2[name] = column.data_editor(
-                frame, key=f"attention.head2.{name}", column_config=small_columns(frame)
-            )
+        head2 = render_projection_editors(second, key_prefix="attention.head2.", note=" (head 2)")
         w_o = labelled(AVERAGE_HEADS_W_O, ["h1 z1", "h1 z2", "h2 z1", "h2 z2"], ["o1", "o2"])
         column = st.columns(3)[0]
         column.markdown("**W_O**: one row per concatenated output")

@@ -9,7 +9,6 @@ import streamlit as st
 
 from core.charts.results import probability_chart
 from core.data.columns import detect_text_column
-from core.data.export import to_csv_bytes, to_xlsx_bytes
 from core.data.limits import DataError
 from core.jobs import BackgroundJob, JobStatus, eta_seconds
 from core.models.classify import (
@@ -21,6 +20,7 @@ from core.models.classify import (
 )
 from core.models.registry import LoadedModel
 from core.review.triage import enqueue_uncertain, triage_batch_id
+from ui.downloads import render_table_downloads
 from ui.jobs import JobProgress, eta_text, render_job_progress
 from ui.safe import md_escape
 from ui.state import CLASSIFY_JOB, get_store
@@ -149,13 +149,9 @@ def render_result(result: pd.DataFrame, file_name: str) -> None:
     )
     st.dataframe(result, hide_index=True, width="stretch")
     stem = file_name.rsplit(".", 1)[0] + "_classified"
-    left, right = st.columns(2)
-    left.download_button("Download CSV", to_csv_bytes(result), f"{stem}.csv", "text/csv",
-                         key="classify.csv")  # fmt: skip
-    right.download_button(
-        "Download XLSX", to_xlsx_bytes(result), f"{stem}.xlsx",
-        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", key="classify.xlsx",
-    )  # fmt: skip
+    render_table_downloads(
+        result, stem, label="Download {fmt}", keys=("classify.csv", "classify.xlsx")
+    )
 
 
 def render_send_to_triage(result: pd.DataFrame, run: ClassifyRun) -> None:

@@ -14,11 +14,12 @@ from core.charts.results import (
 )
 from core.data.columns import detect_columns
 from core.data.dataset import Dataset
-from core.data.export import safe_file_stem, to_csv_bytes, to_xlsx_bytes
+from core.data.export import safe_file_stem
 from core.data.limits import DataError
 from core.data.validation import validate
 from core.models.baseline import BaselineConfig
 from ui.datasets import DEMO_NAME, demo_table
+from ui.downloads import render_table_downloads
 from ui.safe import md_escape
 from ui.state import (
     ActiveDataset,
@@ -121,20 +122,11 @@ def render_lengths(container, active: ActiveDataset) -> None:
 def render_downloads(active: ActiveDataset) -> None:
     frame = active.dataset.to_frame()
     stem = "cleaned-" + safe_file_stem(active.name)
-    left, right = st.columns(2)
-    left.download_button(
-        "Download cleaned CSV",
-        to_csv_bytes(frame),
-        f"{stem}.csv",
-        "text/csv",
-        key="data.download_csv",
-    )
-    right.download_button(
-        "Download cleaned XLSX",
-        to_xlsx_bytes(frame),
-        f"{stem}.xlsx",
-        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        key="data.download_xlsx",
+    render_table_downloads(
+        frame,
+        stem,
+        label="Download cleaned {fmt}",
+        keys=("data.download_csv", "data.download_xlsx"),
     )
     st.caption("Cells that a spreadsheet would run as formulas are prefixed with ' for safety.")
 

@@ -23,7 +23,7 @@ from core.data.dataset import Dataset
 from core.jobs import BackgroundJob, JobStatus
 from core.models.registry import LoadedModel
 from ui.datasets import require_dataset
-from ui.jobs import JobProgress, eta_text, render_job_progress
+from ui.jobs import JobProgress, counted_progress, render_job_progress
 from ui.safe import md_escape
 from ui.state import explain_row, get_explain_review, set_explain_review
 from ui.widgets import require_model
@@ -77,13 +77,9 @@ def current_review(
 
 def describe_review(job: BackgroundJob[ScanProgress, pd.DataFrame | None]) -> JobProgress | None:
     """Rows of the sample classified so far and the time left; None once it has ended."""
-    snapshot = job.snapshot()
-    if snapshot.status is not JobStatus.RUNNING:
-        return None
-    latest = snapshot.latest
-    done, total = (latest.done, latest.total) if latest else (0, 1)
-    eta = eta_text(latest.eta_s if latest else None)
-    return JobProgress(done / max(total, 1), f"Classifying the sample: {done} of {total}{eta}")
+    return counted_progress(
+        job, lambda done, total, eta, _: f"Classifying the sample: {done} of {total}{eta}"
+    )
 
 
 def render_row_choice(frame: pd.DataFrame, dataset: Dataset, requested: int) -> str:

@@ -1,11 +1,10 @@
 """Label audit page: find rows whose label looks wrong, decide each one, export the corrections.
 
-The audit runs in a worker thread (core.audit_models.AuditJob) polled by a fragment; finished
-audits are cached per server process by data fingerprint and settings. Every decision goes to
-the review store (SQLite) in one transaction and is shown as saved only after the write returned.
-Page-private session keys: "audit.row" (the issue under review, a widget) and "audit.last_save"
-(SaveOutcome of the last decision, shown once).
-"""
+The audit runs in a worker thread (core.analysis.audit_transformer.AuditJob) polled by a
+fragment; finished audits are cached per server process by data fingerprint and settings. Every
+decision goes to the review store (SQLite) in one transaction and is shown as saved only after
+the write returned. Page-private session keys: "audit.row" (the issue under review, a widget) and
+"audit.last_save" (SaveOutcome of the last decision, shown once)."""
 
 from __future__ import annotations
 
@@ -24,13 +23,14 @@ from core.analysis.audit_transformer import (
     transformer_audit_config,
 )
 from core.data.dataset import Dataset
-from core.data.export import safe_file_stem, to_csv_bytes, to_xlsx_bytes
+from core.data.export import safe_file_stem
 from core.models.registry import LoadedModel
 from core.models.transformer.config import TrainConfig
 from core.review.records import ReviewDecision
 from core.review.relabel import apply_decisions
 from core.review.store import Store
 from ui.datasets import require_dataset
+from ui.downloads import render_table_downloads
 from ui.jobs import JobProgress, render_job_progress
 from ui.safe import md_escape
 from ui.state import (
@@ -125,7 +125,7 @@ def start_audit(dataset: Dataset, choice: str, folds: int, model: LoadedModel | 
     if cached is not None:
         set_audit_job(AuditJob.finished(dataset, cached, key=key))
         return
-    set_audit_job(AuditJob.start(dataset, config, train_config=train_config, key=key))
+    set_audit_job(AuditJob(dataset, config, train_config=train_config, key=key).begin())
 
 
 def audit_settings(
@@ -349,21 +349,10 @@ def render_export(active: ActiveDataset, store: Store) -> None:
         return apply_decisions(dataset, store.latest_decisions(dataset.fingerprint))
 
     stem = "corrected-" + safe_file_stem(active.name)
-    left, right = st.columns(2)
-    left.download_button(
-        "Download the corrected data set (CSV)",
-        lambda: to_csv_bytes(corrected()),
-        f"{stem}.csv",
-        "text/csv",
-        key="audit.export_csv",
-    )
-    right.download_button(
-        "Download the corrected data set (XLSX)",
-        lambda: to_xlsx_bytes(corrected()),
-        f"{stem}.xlsx",
-        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        key="audit.export_xlsx",
-    )
+    render_table_downloads(
+        corrected, stem, label="Download the corrected data set ({fmt})",
+        keys=("audit.export_csv", "audit.export_xlsx"),
+    )  # fmt: skip
     st.caption(
         "Relabelled rows carry the new label; `original_label` keeps the old one and `review` "
         "says what changed. Cells a spreadsheet would run as formulas are prefixed with '."

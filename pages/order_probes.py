@@ -37,7 +37,7 @@ from core.data.dataset import Dataset
 from core.jobs import BackgroundJob, JobStatus
 from core.models.registry import LoadedModel
 from ui.datasets import require_dataset
-from ui.jobs import JobProgress, eta_text, render_job_progress
+from ui.jobs import JobProgress, counted_progress, render_job_progress
 from ui.safe import md_escape
 from ui.state import get_probe_scan, set_probe_scan
 from ui.widgets import require_model
@@ -204,14 +204,12 @@ def render_scan_form(model: LoadedModel, dataset: Dataset) -> None:
 
 def describe_scan(job: BackgroundJob[ScanProgress, ScanResult]) -> JobProgress | None:
     """The scan's phase, texts done and time left; None once it has ended."""
-    snapshot = job.snapshot()
-    if snapshot.status is not JobStatus.RUNNING:
-        return None
-    latest = snapshot.latest
-    done, total = (latest.done, latest.total) if latest else (0, 1)
-    eta = eta_text(latest.eta_s if latest else None)
-    phase = latest.phase if latest else "starting"
-    return JobProgress(done / max(total, 1), f"{phase}: {done:,} of {total:,} texts{eta}")
+
+    def text(done: int, total: int, eta: str, latest: ScanProgress | None) -> str:
+        phase = latest.phase if latest else "starting"
+        return f"{phase}: {done:,} of {total:,} texts{eta}"
+
+    return counted_progress(job, text)
 
 
 def render_scan_result(result: ScanResult) -> None:

@@ -1,11 +1,11 @@
 """Triage queue page: a reviewer confirms or corrects the predictions the model was unsure about.
 
 Classify puts every prediction whose confidence is below the review threshold into the queue
-(core.store.enqueue_uncertain). Verdicts are written to the review store at once. Reviewed rows
-become training data by download: a labelled CSV of them, or the active data set with them
-appended, which the Data page loads as it is (the session's data set is never changed behind
-the reviewer's back). Page-private session keys: "triage.item" (widget) and "triage.last_save".
-"""
+(core.review.triage.enqueue_uncertain). Verdicts are written to the review store at once.
+Reviewed rows become training data by download: a labelled CSV of them, or the active data set
+with them appended, which the Data page loads as it is (the session's data set is never changed
+behind the reviewer's back). Page-private session keys: "triage.item" (widget) and
+"triage.last_save"."""
 
 from __future__ import annotations
 

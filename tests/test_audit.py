@@ -1,4 +1,4 @@
-"""Tests for core.audit: folds, out-of-fold probabilities, label issues, conflicts, cancel.
+"""Tests for core.analysis.audit: folds, out-of-fold probabilities, label issues, conflicts, cancel.
 
 Detection bars, from `python -m bench.bench_audit --rows 600` (600 demo rows, data seed 7, 30 flips
 with seed 1; BENCHMARKS.md, "Label audit"): the bag-of-words audit's model flags reached recall

@@ -1,4 +1,5 @@
-"""Tests for core.audit_models: the per-fold transformer fit and the background audit job.
+"""Tests for core.analysis.audit_transformer: the per-fold transformer fit and the background
+audit job.
 
 Models are the tiny random BERT of tests/conftest.py (built from a config, never downloaded) and
 the from-scratch "tiny" backbone, on a separable toy set: seconds, not minutes.
@@ -117,7 +118,7 @@ def test_job_runs_the_transformer_audit_in_a_thread_with_step_progress(tiny_bert
     data, _ = noisy
     config = transformer_audit_config(AuditConfig(folds=3))
     train_config = quick_config(tiny_bert_dir, max_steps=3)
-    job = AuditJob.start(data, config, train_config=train_config, key="k1")
+    job = AuditJob(data, config, train_config=train_config, key="k1").begin()
     assert job.join(timeout=300)
     status = job.status()
     assert (status.state, status.fraction, status.fold, status.folds) == ("done", 1.0, 3, 3)
@@ -148,7 +149,7 @@ def test_a_job_cancelled_before_it_starts_ends_cancelled(noisy):
 
 def test_a_failing_audit_reports_its_error_instead_of_hanging(noisy):
     data, _ = noisy
-    job = AuditJob.start(data.subset(range(4)), AuditConfig(folds=5))
+    job = AuditJob(data.subset(range(4)), AuditConfig(folds=5)).begin()
     assert job.join(timeout=60)
     status = job.status()
     assert status.state == "failed" and "lower --folds" in status.error and status.result is None

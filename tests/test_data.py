@@ -1,4 +1,5 @@
-"""core.data: safe reading, column detection, validation and splitting; files built in tmp_path."""
+"""core.data: safe reading, column detection, validation and splitting; files built in
+tmp_path."""
 
 import codecs
 import datetime as dt

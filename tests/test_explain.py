@@ -1,5 +1,6 @@
-"""core.explain and core.charts_explain: attention maps, rollout, Integrated Gradients, the word
-merge, the side-by-side result and its escaped HTML, on a tiny random BERT and the tiny model."""
+"""core.analysis.explain and core.charts.explain: attention maps, rollout, Integrated Gradients, the
+word merge, the side-by-side result and its escaped HTML, on a tiny random BERT and the tiny
+model."""
 
 from __future__ import annotations
 

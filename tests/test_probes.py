@@ -1,5 +1,6 @@
-"""core.probes: perturbations and bag-of-words bookkeeping, both models on them, the data set
-scan (twin groups, one-model-right rows, flip rates) and its background job."""
+"""Word-order probes (core.analysis: perturbations, probe_compare, probe_scan, review_sample):
+perturbations and bag-of-words bookkeeping, both models on them, the data set scan (twin
+groups, one-model-right rows, flip rates) and its background job."""
 
 from __future__ import annotations
 

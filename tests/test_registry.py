@@ -1,4 +1,4 @@
-"""core.registry: atomic saves, safe loading (no pickle), names, list / rename / delete."""
+"""core.models.registry: atomic saves, safe loading (no pickle), names, list / rename / delete."""
 
 from __future__ import annotations
 

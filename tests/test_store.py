@@ -1,7 +1,8 @@
-"""Tests for core.store: the SQLite review store, its append-only trail and apply_decisions.
+"""Tests for core.review: the SQLite review store, its append-only trail, the triage queue and
+apply_decisions.
 
 Spawned writer processes import this module, so it imports only the store at the top; pandas,
-core.data and core.export (which pull in scikit-learn) are imported by the tests that use them.
+core.data (which pulls in scikit-learn) are imported by the tests that use them.
 """
 
 import io
@@ -490,7 +491,7 @@ def test_corrected_export_neutralises_formula_looking_text():
 
 
 class _Prediction:
-    """Shaped like core.transformer.Prediction (label, confidence, probabilities)."""
+    """Shaped like core.models.classifier.Prediction (label, confidence, probabilities)."""
 
     def __init__(self, label: str, confidence: float) -> None:
         self.label, self.confidence = label, confidence

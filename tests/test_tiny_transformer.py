@@ -298,7 +298,7 @@ def one_thread():
 
 
 def _train(model, tok, texts, labels, *, epochs=20, seed=0):
-    """Minimal AdamW loop for the test; the project's real loop lives in core.transformer."""
+    """Minimal AdamW loop for the test; the real loop lives in core.models.transformer.loop."""
     batch = tok(texts)
     y = torch.tensor([model.config.label2id[label] for label in labels])
     optimiser = torch.optim.AdamW(model.parameters(), lr=3e-3)

@@ -1,4 +1,5 @@
-"""core.transformer: the fine-tuning loop, progress, cancel, batching and the batch predictor."""
+"""core.models.transformer: the fine-tuning loop, progress, cancel, batching and the batch
+predictor."""
 
 from __future__ import annotations
 

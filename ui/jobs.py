@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import streamlit as st
+
+from core.jobs import JobStatus
 
 
 class Cancellable(Protocol):
@@ -68,3 +70,16 @@ def _render_progress(
         job.cancel()
         if on_cancel is not None:
             on_cancel()
+
+
+def counted_progress(job: Any, text: Callable[[int, int, str, Any], str]) -> JobProgress | None:
+    """The progress of a core.jobs.BackgroundJob whose progress values count `done` of `total`
+    with an `eta_s`: the bar at done/total, labelled `text(done, total, eta_text, latest)`
+    (`latest` is None before the first report); None once the job has ended."""
+    snapshot = job.snapshot()
+    if snapshot.status is not JobStatus.RUNNING:
+        return None
+    latest = snapshot.latest
+    done, total = (latest.done, latest.total) if latest else (0, 1)
+    eta = eta_text(latest.eta_s if latest else None)
+    return JobProgress(done / max(total, 1), text(done, total, eta, latest))

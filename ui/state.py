@@ -1,7 +1,7 @@
 """The few documented session-state keys, each holding a dataclass, and the shared model cache.
 
 Session state holds only what one browser tab is looking at; anything that must survive a
-restart goes through core.store (SQLite) or core.registry (saved model folders).
+restart goes through core.review.store (SQLite) or core.models.registry (saved model folders).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ BASELINE_RUN = "baseline_run"  # BaselineEvaluation of the active data set, if t
 ACTIVE_MODEL = "active_model"  # str: folder of the saved model every page uses
 TRAIN_JOB = "train.job"  # TrainingRun: this session's training job (running or finished)
 CLASSIFY_JOB = "classify.job"  # ClassifyRun: this session's file classification job
-AUDIT_JOB = "audit.job"  # core.audit_models.AuditJob: this session's label audit (running or done)
-PROBE_SCAN = "probes.scan"  # core.probes.ScanRun: this session's data set scan (running or done)
-EXPLAIN_REVIEW = "explain.review"  # core.probes.ReviewRun: the Explain page's classified sample
+AUDIT_JOB = "audit.job"  # AuditJob: this session's label audit (running or done)
+PROBE_SCAN = "probes.scan"  # ScanRun: this session's data set scan (running or done)
+EXPLAIN_REVIEW = "explain.review"  # ReviewRun: the Explain page's classified sample
 REVIEWER = "reviewer"  # str: the reviewer's name, entered once per session when there is no login
 # Query parameter that opens the Explain page on one row: `?row=N`, N the 1-based spreadsheet row
 # (core.data.Dataset.rows, header = row 1) of the active data set. Read it with `explain_row()`.
@@ -105,7 +105,7 @@ def _open_store(path: str) -> Store:
 
 
 def get_store() -> Store:
-    """The review store at core.store.default_db_path() (follows GRIEVANCE_LENS_DATA_DIR)."""
+    """The review store at core.review.store.default_db_path() (follows GRIEVANCE_LENS_DATA_DIR)."""
     from core.review.store import default_db_path
 
     return _open_store(str(default_db_path()))

@@ -1,5 +1,5 @@
-"""Finished label audits kept in memory by cache key (core.audit.audit_cache_key), so that the same
-audit asked for again, by any session of the server, is served without running it twice."""
+"""Finished label audits kept in memory by cache key (core.analysis.audit.audit_cache_key), so that
+the same audit asked for again, by any session of the server, is served without running it twice."""
 
 from __future__ import annotations
 

@@ -93,7 +93,7 @@ class AuditJob:
     """One audit running in a worker thread (core.jobs.BackgroundJob) that makes no UI calls;
     poll `status()`.
 
-    Start with `AuditJob.start(...)` (or build it, then `begin()`); `cancel()` asks it to stop
+    Build it, then start its thread with `begin()`; `cancel()` asks it to stop
     at the next optimiser step or fold. Progress is the share of folds done plus, for the
     transformer audit, the share of the current fold's optimiser steps.
     """
@@ -119,20 +119,9 @@ class AuditJob:
             self._work, name="grievance-lens-audit"
         )
 
-    @classmethod
-    def start(
-        cls,
-        dataset: Dataset,
-        config: AuditConfig,
-        *,
-        train_config: TrainConfig | None = None,
-        key: str = "",
-    ) -> AuditJob:
-        """Create the job and start its thread. `train_config` set: the transformer audit."""
-        return cls(dataset, config, train_config=train_config, key=key).begin()
-
     def begin(self) -> AuditJob:
-        """Start the worker thread (once) and return the job."""
+        """Start the worker thread (once) and return the job; `train_config` set at creation
+        makes it the transformer audit."""
         self._job.start()
         return self
 

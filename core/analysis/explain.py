@@ -282,7 +282,7 @@ def embedding_layer(model: nn.Module) -> nn.Embedding:
     if not isinstance(layer, nn.Embedding):
         raise ValueError(
             f"{type(model).__name__} has no word-embedding table to attribute to; expected a "
-            "Hugging Face model or core.tiny_transformer's model"
+            "Hugging Face model or core.models.tiny's model"
         )
     return layer
 

@@ -41,7 +41,7 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # whole folder untrusted: we refuse it rather than load the safe files beside them.
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib")
 ARCH_TRANSFORMERS = "transformers"  # loads with AutoModelForSequenceClassification
-ARCH_TINY = "tiny"  # core.tiny_transformer
+ARCH_TINY = "tiny"  # core.models.tiny
 
 
 @dataclass(frozen=True)

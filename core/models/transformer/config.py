@@ -25,14 +25,14 @@ class TrainConfig:
     BENCHMARKS.md, "Transformer engine"), for the bundled all-MiniLM-L6-v2 backbone.
     """
 
-    # "minilm" (bundled), "tiny" (core.tiny_transformer, from scratch), a local folder, or the
+    # "minilm" (bundled), "tiny" (core.models.tiny, from scratch), a local folder, or the
     # id of a model already in the Hugging Face cache (never downloaded).
     backbone: str = MINILM
     # "mean": average of real-token states, the interface all-MiniLM-L6-v2 was trained with.
     # It learned faster than "cls" (BERT's pooler over [CLS]) on both data sets and was better
     # on the real CFPB sample (test accuracy 0.730 vs 0.697); on the demo data they tied
     # (0.783 vs 0.780; cls did better on the small twin slice). "cls" folders load with plain
-    # transformers; "mean" folders need `import core.transformer` first (see MeanPool...).
+    # transformers; "mean" folders need `import core.models.transformer.head` first.
     pooling: Literal["mean", "cls"] = "mean"
     # Validation macro-F1 still rose at the last epoch of every 2-3 epoch run we measured;
     # early stopping (patience) ends runs that stop improving.

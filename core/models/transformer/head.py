@@ -33,7 +33,7 @@ class MeanPoolForSequenceClassification(PreTrainedModel):
 
     Registered with AutoConfig / AutoModelForSequenceClassification on import of this module,
     so a saved folder loads with the Auto classes and `pipeline("text-classification")` once
-    `core.transformer` is imported (without the import, transformers refuses the unknown
+    `core.models.transformer.head` is imported (without the import, transformers refuses the unknown
     model type loudly rather than guessing).
     """
 
