@@ -19,10 +19,7 @@ from core.review.records import TriageItem
 from core.review.store import Store
 from core.review.triage import triage_training_rows, with_training_rows
 from ui.safe import md_escape
-from ui.state import (
-    get_active_dataset,
-    get_store,
-)
+from ui.state import get_active_dataset, get_store
 from ui.widgets import SaveOutcome, remember_save, render_last_save, render_reviewer
 
 ALL = "All batches"

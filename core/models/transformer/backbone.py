@@ -8,11 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from torch import nn
-from transformers import (
-    AutoModel,
-    AutoModelForSequenceClassification,
-    AutoTokenizer,
-)
+from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
 from core.models.tiny.model import create_tiny_classifier
 from core.models.transformer.config import MINILM, TINY, TrainConfig

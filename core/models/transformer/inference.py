@@ -12,10 +12,7 @@ from torch import nn
 
 from core.checks import check_fraction, check_int, check_texts
 from core.models.classifier import Prediction
-from core.models.device import (
-    autocast,
-    resolve_precision,
-)
+from core.models.device import autocast, resolve_precision
 
 
 def encode_batch(tokenizer: Any, texts: Sequence[str], max_length: int, device: torch.device):

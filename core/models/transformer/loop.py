@@ -16,9 +16,7 @@ from torch import nn
 
 from core.analysis.metrics import evaluate_predictions
 from core.data.dataset import Dataset
-from core.models.device import (
-    autocast,
-)
+from core.models.device import autocast
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.inference import TransformerClassifier, encode_batch
 

@@ -9,19 +9,13 @@ import threading
 import time
 from dataclasses import dataclass
 
-from transformers import (
-    PreTrainedTokenizerBase,
-)
+from transformers import PreTrainedTokenizerBase
 
 from core.analysis.metrics import EvalReport, evaluate_predictions, slice_reports
 from core.data.dataset import TWIN_SLICE, Dataset, split_dataset
 from core.jobs import BackgroundJob, start_job
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
-from core.models.device import (
-    configure_cpu_threads,
-    resolve_device,
-    set_seed,
-)
+from core.models.device import configure_cpu_threads, resolve_device, set_seed
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.inference import TransformerClassifier
