@@ -30,8 +30,6 @@ from core.models.classifier import ProbabilisticClassifier
 FILTER_METHODS = ("prune_by_noise_rate", "prune_by_class", "both", "confident_learning")
 QUALITY_METHODS = ("self_confidence", "normalized_margin", "confidence_weighted_entropy")
 BUILT_IN_MODELS = ("bow",)
-
-
 # Why a row is listed; one issue can have several kinds (IDENTICAL, SAME_SEQUENCE and SAME_BAG
 # come from core.analysis.label_conflicts).
 MODEL = "confident_learning"  # cleanlab: the out-of-fold model confidently disagrees

@@ -19,27 +19,15 @@ TEXT_NAMES = (
     "details", "consumer_complaint_narrative",
 )  # fmt: skip
 
-
 LABEL_NAMES = (
     "label", "category", "desk", "class", "product", "queue", "department", "intent", "target",
 )  # fmt: skip
 
-
 _ID_LIKE = re.compile(r"(^|_)(id|uuid|guid|key|ref|reference|no|num|number|index)$|^unnamed")
-
-
 _MAX_LABELS = 50
-
-
 _MIN_TEXT_WORDS = 2.0  # a text column holds phrases, not codes or single words
-
-
 _SHOWN_COLUMNS = 30
-
-
 _TEXT_SAMPLE_ROWS = 5_000
-
-
 _MAX_RAW_LABEL_VALUES = 20 * _MAX_LABELS  # before stripping whitespace variants
 
 

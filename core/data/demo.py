@@ -44,14 +44,9 @@ COLUMNS: tuple[str, ...] = (
     "twin_group",
 )
 
-
 CHANNELS: tuple[str, ...] = ("email", "app", "chat", "branch")
-
-
 # Roughly balanced, Other a little smaller: a real complaints inbox is never perfectly even.
 _DESK_WEIGHTS: tuple[float, ...] = (0.22, 0.21, 0.20, 0.20, 0.17)
-
-
 # A fixed moment for the XLSX metadata and zip entries, so the same seed gives the same bytes.
 _FIXED_TIME = datetime(2024, 1, 1, 0, 0, 0)
 
@@ -155,13 +150,8 @@ def _pattern_size(pattern: SwapPattern | FixedPattern) -> int:
 
 
 _STYLES = ("terse", "short", "medium", "long")
-
-
 _STYLE_WEIGHTS = (0.08, 0.30, 0.42, 0.20)
-
-
 _LONG_WORDS = 60  # a "long" complaint rambles on until it has at least this many words
-
 
 _CHANNEL_WEIGHTS = {  # email, app, chat, branch: terse texts come from chat, long from email
     "terse": (0.05, 0.45, 0.45, 0.05),
@@ -170,13 +160,8 @@ _CHANNEL_WEIGHTS = {  # email, app, chat, branch: terse texts come from chat, lo
     "long": (0.60, 0.10, 0.05, 0.25),
 }
 
-
 _TYPO_SHARE = 0.08
-
-
 _VAGUE_SHARE = 0.12
-
-
 _REPHRASE_CHANCE = 0.2
 
 

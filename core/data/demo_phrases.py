@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 DESKS: tuple[str, ...] = ("UPI Dispute", "Card Fraud", "Loan Query", "KYC Update", "Other")
 
-
 FIRST_NAMES = (
     "Rahul", "Priya", "Amit", "Sneha", "Vikram", "Anjali", "Suresh", "Kavita", "Arjun", "Deepa",
     "Mohammed", "Fatima", "Rohan", "Pooja", "Karthik", "Lakshmi", "Sandeep", "Neha", "Imran",
@@ -17,7 +16,6 @@ FIRST_NAMES = (
     "Pradeep", "Rekha", "Siddharth", "Tanvi", "Naveen", "Bhavna", "Kiran", "Salma", "Ritesh",
 )  # fmt: skip
 
-
 LAST_NAMES = (
     "Sharma", "Verma", "Patel", "Iyer", "Reddy", "Nair", "Singh", "Gupta", "Khan", "Das",
     "Mukherjee", "Kulkarni", "Joshi", "Menon", "Chatterjee", "Yadav", "Pillai", "Banerjee",
@@ -25,19 +23,14 @@ LAST_NAMES = (
     "Mishra", "Pandey", "Chauhan", "Hegde", "Kapoor",
 )  # fmt: skip
 
-
 BANKS = (
     "SBI", "State Bank of India", "HDFC Bank", "ICICI Bank", "ICICI", "Axis Bank", "Axis",
     "Kotak Mahindra Bank", "Kotak", "PNB", "Punjab National Bank", "Bank of Baroda",
     "Canara Bank", "Union Bank", "IDFC First Bank", "Yes Bank", "IndusInd Bank",
 )  # fmt: skip
 
-
 APPS = ("PhonePe", "Google Pay", "GPay", "Paytm", "BHIM", "Amazon Pay", "CRED", "BHIM UPI")
-
-
 UPI_HANDLES = ("okaxis", "ybl", "paytm", "okhdfcbank", "oksbi", "okicici", "ibl", "axl", "upi")
-
 
 MERCHANTS = (
     "Swiggy", "Zomato", "Amazon", "Flipkart", "Myntra", "BigBasket", "Reliance Digital", "Croma",
@@ -46,7 +39,6 @@ MERCHANTS = (
     "a petrol pump", "a medical store",
 )  # fmt: skip
 
-
 CITIES = (
     "Mumbai", "Delhi", "Bengaluru", "Chennai", "Kolkata", "Hyderabad", "Pune", "Ahmedabad",
     "Jaipur", "Lucknow", "Kochi", "Indore", "Bhopal", "Patna", "Chandigarh", "Nagpur", "Surat",
@@ -54,18 +46,15 @@ CITIES = (
     "Mysuru", "Vadodara", "Ludhiana", "Ranchi", "Dehradun", "Madurai",
 )  # fmt: skip
 
-
 LOAN_TYPES = (
     "home loan", "personal loan", "car loan", "two-wheeler loan", "education loan", "gold loan",
     "business loan", "consumer durable loan", "loan against property",
 )  # fmt: skip
 
-
 MONTHS = (
     "January", "February", "March", "April", "May", "June", "July", "August", "September",
     "October", "November", "December",
 )  # fmt: skip
-
 
 EN_CORES: dict[str, tuple[str, ...]] = {
     "UPI Dispute": (
@@ -385,7 +374,6 @@ EN_CORES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-
 EN_TERSE: dict[str, tuple[str, ...]] = {
     "UPI Dispute": (
         "upi failed money gone",
@@ -449,7 +437,6 @@ EN_TERSE: dict[str, tuple[str, ...]] = {
     ),
 }
 
-
 EN_DETAILS: dict[str, tuple[str, ...]] = {
     "UPI Dispute": (
         "The transaction reference is {upi_ref}.",
@@ -511,7 +498,6 @@ EN_DETAILS: dict[str, tuple[str, ...]] = {
     ),
 }
 
-
 EN_GENERIC_DETAILS = (
     "I complained earlier as well, ticket {ticket}, but nothing happened.",
     "I called customer care on {date2} and was told it would be resolved in 7 days.",
@@ -524,7 +510,6 @@ EN_GENERIC_DETAILS = (
     "I am losing patience with the way this has been handled.",
     "The chatbot only gives standard replies and closes the chat.",
 )
-
 
 EN_OPENERS = (
     "Dear Sir/Madam,",
@@ -541,7 +526,6 @@ EN_OPENERS = (
     "Subject: complaint regarding my account.",
 )
 
-
 EN_CLOSERS = (
     "Please resolve at the earliest.",
     "Regards, {name}",
@@ -557,7 +541,6 @@ EN_CLOSERS = (
     "{name}, {city}",
 )
 
-
 EN_CONTEXTS = (
     "I have been a {bank} customer for {years} years.",
     "I am a salaried employee in {city}.",
@@ -571,7 +554,6 @@ EN_CONTEXTS = (
     "I have a savings account and a salary account with {bank}.",
 )
 
-
 # Mentions of another desk's words that do not change the desk: real complaints wander.
 EN_DISTRACTORS = (
     "My loan EMI from the same account is fine.",
@@ -583,7 +565,6 @@ EN_DISTRACTORS = (
     "My card is with me and I have not lost it.",
     "There is no problem with my loan account.",
 )
-
 
 HI_CORES: dict[str, tuple[str, ...]] = {
     "UPI Dispute": (
@@ -694,7 +675,6 @@ HI_CORES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-
 HI_TERSE: dict[str, tuple[str, ...]] = {
     "UPI Dispute": (
         "upi fail ho gaya paisa kat gaya",
@@ -728,7 +708,6 @@ HI_TERSE: dict[str, tuple[str, ...]] = {
     ),
 }
 
-
 HI_DETAILS = (
     "Mera account number {acct} hai.",
     "Screenshot attach kar diya hai.",
@@ -744,9 +723,7 @@ HI_DETAILS = (
     "Meri UPI ID {upi_id} hai.",
 )
 
-
 HI_OPENERS = ("Namaste,", "Sir,", "Hello sir,", "Hi team,", "Respected sir/madam,", "Dear sir,")
-
 
 HI_CLOSERS = (
     "Jaldi solve karo please.",
@@ -757,14 +734,12 @@ HI_CLOSERS = (
     "Thank you, {name}",
 )
 
-
 HI_CONTEXTS = (
     "Main {years} saal se {bank} ka customer hoon.",
     "Main {city} mein rehta hoon aur meri home branch wahi hai.",
     "Main senior citizen hoon, app chalana zyada nahi aata.",
     "Meri mummy ki taraf se likh raha hoon.",
 )
-
 
 HI_DISTRACTORS = (
     "Mera loan ka EMI theek kat raha hai, wo problem nahi hai.",
@@ -811,12 +786,10 @@ PHRASEBOOKS: dict[str, Phrasebook] = {
     ),
 }
 
-
 # Underspecified complaints: the text fits several desks, and the desk it was routed to was
 # decided by something the text does not say (the account it came from, an earlier ticket). They
 # keep any model honest: the weights are how often each desk gets such a complaint.
 _ALL_DESKS = dict.fromkeys(DESKS, 1.0)
-
 
 VAGUE_CORES: dict[str, tuple[tuple[str, Mapping[str, float]], ...]] = {
     "en": (
@@ -932,7 +905,6 @@ class FixedPattern:
 
 
 _UPI, _CARD, _LOAN, _KYC, _OTHER = DESKS
-
 
 TWIN_PATTERNS: tuple[SwapPattern | FixedPattern, ...] = (
     SwapPattern(
@@ -1154,7 +1126,6 @@ TWIN_PATTERNS: tuple[SwapPattern | FixedPattern, ...] = (
     ),
 )
 
-
 REPHRASINGS = {  # whole-phrase swaps that keep the sense, each tried once per English text
     "debited": ("deducted", "taken"),
     "deducted": ("debited", "cut"),
@@ -1168,7 +1139,6 @@ REPHRASINGS = {  # whole-phrase swaps that keep the sense, each tried once per E
     "customer care": ("customer support", "the helpline"),
     "money": ("amount", "funds"),
 }
-
 
 MISSPELLINGS = {
     "received": "recieved",

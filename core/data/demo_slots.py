@@ -122,7 +122,6 @@ def _rate(rng: random.Random, low: float) -> str:
 
 _SlotMaker = Callable[[random.Random, "Slots"], str]
 
-
 _SLOT_MAKERS: dict[str, _SlotMaker] = {
     "first": lambda rng, s: rng.choice(FIRST_NAMES),
     "last": lambda rng, s: rng.choice(LAST_NAMES),

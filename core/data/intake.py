@@ -20,10 +20,7 @@ from core.data.limits import DEFAULT_LIMITS, MAX_FILE_MB_ENV, MB, DataError, Int
 from core.data.readers import RawTable, read_csv, read_parquet, read_xlsx, too_many_rows_message
 
 Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
-
-
 SUPPORTED_SUFFIXES = (".csv", ".tsv", ".xlsx", ".parquet")
-
 
 _REFUSED_SUFFIXES = {
     ".xls": ".xls workbooks are not supported; save it as .xlsx or .csv",

@@ -9,11 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 MAX_FILE_MB_ENV = "GRIEVANCE_LENS_MAX_FILE_MB"
-
-
 MAX_ROWS_ENV = "GRIEVANCE_LENS_MAX_ROWS"
-
-
 MB = 1024**2
 
 

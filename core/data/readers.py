@@ -43,20 +43,10 @@ def too_many_rows_message(name: str, limits: IntakeLimits) -> str:
 
 
 _DELIMITERS = ",;\t"
-
-
 _DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab"}
-
-
 _SNIFF_CHARS = 32 * 1024
-
-
 _OLE2_MAGIC = bytes.fromhex("D0CF11E0A1B11AE1")
-
-
 _ZIP_MAGIC = b"PK\x03\x04"
-
-
 _PARQUET_MAGIC = b"PAR1"
 
 
@@ -191,10 +181,7 @@ def _describe_parser_error(name: str, delimiter: str, message: str) -> str:
 
 
 _ENCRYPTED_MARKER = "EncryptedPackage".encode("utf-16-le")
-
-
 _RATIO_MIN_BYTES = MB  # members smaller than this cannot hurt, whatever their ratio
-
 
 _XLSX_ERRORS = (
     InvalidFileException,

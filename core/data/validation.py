@@ -26,8 +26,6 @@ from core.text import WORD_PATTERN
 # 1.12x the true count on the CFPB sample (5th-95th percentile 0.96x-1.27x; 98% agree on
 # "longer than 256") and 0.90x on hand-written Indian banking complaints.
 _SPECIAL_TOKENS = 2
-
-
 _CHARS_PER_EXTRA_TOKEN = 8
 
 

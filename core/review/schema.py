@@ -11,7 +11,6 @@ from pathlib import Path
 # (one row and one trail event), so even many sessions clear the lock within milliseconds.
 BUSY_TIMEOUT_S = 30.0
 
-
 # Each entry moves the schema from version i to i + 1; never edit a shipped entry, append a new one.
 MIGRATIONS: tuple[str, ...] = (
     """

@@ -26,11 +26,7 @@ from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer, read_saved_json
 from core.paths import write_json
 
 MODEL_TYPE = "tiny-transformer"
-
-
 CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
-
-
 POOLINGS = ("mean", "cls")
 
 

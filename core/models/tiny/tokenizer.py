@@ -15,11 +15,7 @@ from core.paths import read_json, write_json
 from core.text import word_spans, words
 
 PAD, UNK, CLS = "[PAD]", "[UNK]", "[CLS]"
-
-
 PAD_ID, UNK_ID, CLS_ID = 0, 1, 2
-
-
 VOCAB_NAME, TOKENIZER_CONFIG_NAME = "vocab.json", "tokenizer_config.json"
 
 

@@ -9,11 +9,7 @@ from typing import Literal
 from core.checks import check_fraction, check_int, check_non_empty_str
 
 MINILM = "minilm"
-
-
 TINY = "tiny"
-
-
 POOLINGS = ("mean", "cls")
 
 

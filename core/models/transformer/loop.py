@@ -21,11 +21,7 @@ from core.models.transformer.config import TrainConfig
 from core.models.transformer.inference import TransformerClassifier, encode_batch
 
 GRAD_CLIP_NORM = 1.0  # the usual BERT fine-tuning clip; tames the first steps of a fresh head
-
-
 MEGABATCH = 50  # length-grouping window, in batches: big enough to group, small enough to mix
-
-
 ProgressCallback = Callable[["TrainProgress"], None]
 
 
