@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -87,6 +88,21 @@ DESK_PHRASES = {
     "Loan Query": ["loan emi interest rate", "loan statement foreclosure", "emi tenure loan"],
 }
 FILLERS = ["", "please help", "since yesterday no reply", "very bad service kindly help sir"]
+
+
+# Taken when pytest loads this file, before any test runs: the interpreter's own main module.
+PYTEST_MAIN = sys.modules["__main__"]
+
+
+@pytest.fixture(autouse=True)
+def restore_main_module():
+    """Put the interpreter's main module back after each test.
+
+    AppTest leaves the last page script as sys.modules["__main__"]; a process started with the
+    "spawn" method then runs that page again before its target (10 to 25 s per process here).
+    """
+    yield
+    sys.modules["__main__"] = PYTEST_MAIN
 
 
 def make_dataset(texts: list[str], labels: list[str], *, extra: pd.DataFrame | None = None):
