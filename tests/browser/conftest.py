@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -83,12 +84,10 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def saved_tiny_model(models_dir: Path) -> Path:
-    """A tiny transformer trained for a few steps, saved as `models_dir/tiny-test` before the
-    server starts; pick it on the Train page ("Use this model")."""
-    from tests.models import save_tiny_model
-
-    return save_tiny_model(models_dir / "tiny-test")
+def saved_tiny_model(models_dir: Path, tiny_model_dir: Path) -> Path:
+    """The session's tiny transformer (tests/conftest.py), copied to `models_dir/tiny-test` before
+    the server starts; pick it on the Train page ("Use this model")."""
+    return Path(shutil.copytree(tiny_model_dir, models_dir / "tiny-test"))
 
 
 @pytest.fixture(scope="session")
