@@ -57,6 +57,9 @@ def serve_app(data_dir: Path, *, models_dir: Path | None = None) -> Iterator[str
     base URL. Two blocks in a row on one folder are an app restart."""
     data_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "GRIEVANCE_LENS_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
+    # One OpenMP thread, as in the test process (tests/conftest.py, one_thread): the server's
+    # tiny fits and 3000-row audits gain nothing from threads on the shared 2-core machine.
+    env["OMP_NUM_THREADS"] = "1"
     if models_dir is not None:
         env["GRIEVANCE_LENS_MODELS_DIR"] = str(models_dir)
     port = _free_port()
