@@ -169,8 +169,8 @@ def minilm_path() -> Path:
 def one_thread():
     """One intra-op torch thread for the whole session (worker threads follow it).
 
-    Tiny models gain nothing from threads; on the shared 2-core machine OpenMP threads waiting
-    for each other made tiny fits ten times slower (and the MiniLM test 40 s instead of 4 s)."""
+    Tiny models gain nothing from threads; on the shared, busy 2-core machine OpenMP threads
+    waiting for each other made tiny fits ten times slower (the MiniLM test: 40 s, not 4 s)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -51,7 +51,7 @@ def run_cli(*args: str) -> CliRun:
     return CliRun(code, out.getvalue(), err.getvalue())
 
 
-def run_cli_process(*args: str, env: dict[str, str] | None = None) -> CliRun:
+def run_cli_process(*args: str) -> CliRun:
     """`python -m core ARGS` as users run it: the real entry point, in a process of its own."""
     result = subprocess.run(
         [sys.executable, "-m", "core", *args],
@@ -59,19 +59,18 @@ def run_cli_process(*args: str, env: dict[str, str] | None = None) -> CliRun:
         capture_output=True,
         text=True,
         timeout=300,
-        env=env,
     )
     return CliRun(result.returncode, result.stdout, result.stderr)
 
 
-def save_tiny_model(folder: Path, *, max_steps: int = 20) -> Path:
-    """Train the from-scratch tiny transformer for a few steps and save it to `folder`."""
+def save_tiny_model(folder: Path) -> Path:
+    """Train the from-scratch tiny transformer for 20 steps and save it to `folder`."""
     from core.data import Dataset, split_dataset
     from core.registry import save_model
     from core.transformer import TrainConfig, train_models
 
     dataset = Dataset(TINY_TEXTS * 4, TINY_LABELS * 4)
     train, val = split_dataset(dataset, val_fraction=0.25, seed=0)
-    config = TrainConfig(backbone="tiny", lr=1e-3, epochs=20, max_steps=max_steps, batch_size=8)
+    config = TrainConfig(backbone="tiny", lr=1e-3, epochs=20, max_steps=20, batch_size=8)
     result = train_models(train, val, config)
     return save_model(result, folder, data_fingerprint=dataset.fingerprint)
