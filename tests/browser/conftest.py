@@ -10,7 +10,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -93,13 +93,40 @@ def saved_tiny_model(models_dir: Path, tiny_model_dir: Path) -> Path:
     return Path(shutil.copytree(tiny_model_dir, models_dir / "tiny-test"))
 
 
+class AppServer:
+    """The session's server (`serve_app`); `restart()` stops its process and starts a new one on
+    the same folders, so `url` changes."""
+
+    def __init__(self, data_dir: Path, *, models_dir: Path) -> None:
+        self.data_dir, self.models_dir = data_dir, models_dir
+        self._running = ExitStack()
+        self.url = self._start()
+
+    def _start(self) -> str:
+        return self._running.enter_context(serve_app(self.data_dir, models_dir=self.models_dir))
+
+    def restart(self) -> None:
+        self._running.close()
+        self.url = self._start()
+
+    def stop(self) -> None:
+        self._running.close()
+
+
 @pytest.fixture(scope="session")
-def app_url(
+def app_server(
     tmp_path_factory: pytest.TempPathFactory, models_dir: Path, saved_tiny_model: Path
-) -> Iterator[str]:
-    """Start the app once per test session; yield its base URL."""
-    with serve_app(tmp_path_factory.mktemp("lens-data"), models_dir=models_dir) as url:
-        yield url
+) -> Iterator[AppServer]:
+    """Start the app once per test session (a test may restart it); stop it at the end."""
+    server = AppServer(tmp_path_factory.mktemp("lens-data"), models_dir=models_dir)
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def app_url(app_server: AppServer) -> str:
+    """The base URL of the session's server, as it is now."""
+    return app_server.url
 
 
 @pytest.fixture(scope="session")
