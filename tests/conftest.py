@@ -6,6 +6,7 @@ Session models are shared: a test that changes a saved model folder copies it to
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -98,6 +99,17 @@ FILLERS = ["", "please help", "since yesterday no reply", "very bad service kind
 
 # Taken when pytest loads this file, before any test runs: the interpreter's own main module.
 PYTEST_MAIN = sys.modules["__main__"]
+BROWSER_TESTS = Path(__file__).resolve().parent / "browser"
+
+
+def _in_browser_tests(item: pytest.Item) -> bool:
+    return Path(item.path).is_relative_to(BROWSER_TESTS)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The browser journeys run last, so their server (browser_server) starts and imports torch
+    on the other core while the other tests run."""
+    items.sort(key=_in_browser_tests)  # stable: each group keeps its order
 
 
 @pytest.fixture(autouse=True)
@@ -211,3 +223,20 @@ def tiny_bert_cls_model_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPa
     )  # fmt: skip
     result = train_models(data, data, config)
     return save_model(result, tmp_path_factory.mktemp("models") / "tiny-bert")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def browser_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The app server of tests/browser, started with the session when any of them is selected
+    (None otherwise) and warmed up in the background; it serves the session's tiny model as
+    `tiny-test`."""
+    if not any(_in_browser_tests(item) for item in request.session.items):
+        yield None
+        return
+    from tests.browser.server import AppServer
+
+    models_dir = tmp_path_factory.mktemp("lens-models")
+    shutil.copytree(request.getfixturevalue("tiny_model_dir"), models_dir / "tiny-test")
+    server = AppServer(tmp_path_factory.mktemp("lens-data"), models_dir=models_dir, warm_up=True)
+    yield server
+    server.stop()
