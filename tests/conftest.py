@@ -226,7 +226,9 @@ def tiny_bert_cls_model_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPa
 
 
 @pytest.fixture(scope="session", autouse=True)
-def browser_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+def browser_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, one_thread: None
+):
     """The app server of tests/browser, started with the session when any of them is selected
     (None otherwise) and warmed up in the background; it serves the session's tiny model as
     `tiny-test`."""
