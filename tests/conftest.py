@@ -241,4 +241,4 @@ def browser_server(
     shutil.copytree(request.getfixturevalue("tiny_model_dir"), models_dir / "tiny-test")
     server = AppServer(tmp_path_factory.mktemp("lens-data"), models_dir=models_dir, warm_up=True)
     yield server
-    server.stop()
+    server.stop(kill=True)  # the session's store is thrown away: no graceful shutdown needed

@@ -94,8 +94,13 @@ class AppServer:
         self.stop()
         self._start(warm_up=False)
 
-    def stop(self) -> None:
-        self._process.terminate()
+    def stop(self, *, kill: bool = False) -> None:
+        """Stop the process: gracefully (SIGTERM, seconds once torch is loaded) or, with `kill`,
+        at once, when nothing will read its store again."""
+        if kill:
+            self._process.kill()
+        else:
+            self._process.terminate()
         self._process.wait(timeout=20)
         self._ready.join()  # ends once its request fails, if it was still waiting
         self._log.close()
