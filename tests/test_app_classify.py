@@ -6,23 +6,16 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.models import save_tiny_model
-
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages" / "classify.py")
 CONTRACT = ["predicted_label", "confidence", "needs_review", "bow_label", "bow_confidence"]
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_tiny_model(tmp_path_factory.mktemp("models") / "tiny-test")
-
-
 @pytest.fixture()
-def app(model_dir: Path) -> AppTest:
+def app(tiny_model_dir: Path) -> AppTest:
     # Through the router, so st.page_link finds the pages registered by st.navigation.
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.session_state["active_model"] = str(model_dir)
+    at.session_state["active_model"] = str(tiny_model_dir)
     at.run()
     at.switch_page(PAGE).run()
     assert not at.exception

@@ -5,52 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 from core.analysis.probe_compare import DEMO_TEXT
 from core.jobs import JobStatus
-from core.models.registry import save_model
-from core.models.transformer.config import TrainConfig
-from core.models.transformer.training import train_models
-from tests.conftest import make_dataset, separable_rows
-from tests.models import save_tiny_model
 from ui.state import ACTIVE_MODEL, EXPLAIN_REVIEW
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages" / "explain.py")
 HOSTILE = "<img src=x onerror=alert(1)> ![x](http://127.0.0.1:9/x.png) **card** fraud"
-
-
-def save_tiny_bert_model(backbone: Path, folder: Path) -> Path:
-    """A tiny random BERT with [CLS] pooling, trained for two steps, saved as a model folder."""
-    texts, labels = separable_rows(4)
-    data = make_dataset(texts, labels)
-    config = TrainConfig(
-        backbone=str(backbone), pooling="cls", lr=1e-2, batch_size=6, max_length=48,
-        max_steps=2, device="cpu",
-    )  # fmt: skip
-    return save_model(train_models(data, data, config), folder)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads; on the shared 2-core machine they only wait."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def bert_model(tiny_bert_dir, tmp_path_factory) -> Path:
-    return save_tiny_bert_model(tiny_bert_dir, tmp_path_factory.mktemp("models") / "tiny-bert")
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    return save_tiny_model(tmp_path_factory.mktemp("models") / "tiny", max_steps=2)
 
 
 def _open(model: Path, **query) -> AppTest:
@@ -70,8 +33,8 @@ def test_without_a_model_the_page_points_to_train():
     assert any("No model is active" in i.value for i in at.info)
 
 
-def test_example_complaint_is_explained_with_both_models(bert_model):
-    at = _open(bert_model)
+def test_example_complaint_is_explained_with_both_models(tiny_bert_cls_model_dir):
+    at = _open(tiny_bert_cls_model_dir)
     assert at.text[0].value == DEMO_TEXT
     labels = {m.label: m.value for m in at.metric}
     assert set(labels) == {"Transformer", "Bag of words"}
@@ -83,8 +46,8 @@ def test_example_complaint_is_explained_with_both_models(bert_model):
     assert len(at.tabs) >= 4  # every head, one head, [CLS] row, rollout
 
 
-def test_hostile_complaint_stays_text(bert_model):
-    at = _open(bert_model)
+def test_hostile_complaint_stays_text(tiny_bert_cls_model_dir):
+    at = _open(tiny_bert_cls_model_dir)
     at.text_area(key="explain.text").set_value(HOSTILE)
     at.button(key="FormSubmitter:explain.typed-Explain").click().run()
     assert not at.exception
@@ -94,8 +57,8 @@ def test_hostile_complaint_stays_text(bert_model):
     assert ">img</span>" in fragment and ">onerror</span>" in fragment
 
 
-def test_target_selector_changes_the_explained_desk(bert_model):
-    at = _open(bert_model)
+def test_target_selector_changes_the_explained_desk(tiny_bert_cls_model_dir):
+    at = _open(tiny_bert_cls_model_dir)
     at.selectbox(key="explain.target").set_value("Loan Query").run()
     assert not at.exception
     assert "Scores for the desk <b>Loan Query</b>" in at.get("html")[0].value
@@ -111,8 +74,8 @@ def _finish_review(at: AppTest) -> None:
     assert not at.exception
 
 
-def test_pick_a_row_from_the_demo_data(bert_model):
-    at = _open(bert_model)
+def test_pick_a_row_from_the_demo_data(tiny_bert_cls_model_dir):
+    at = _open(tiny_bert_cls_model_dir)
     at.radio(key="explain.source").set_value("Pick one from the data set").run()
     at.button(key="explain.use_demo").click().run()
     assert not at.exception
@@ -129,15 +92,15 @@ def test_pick_a_row_from_the_demo_data(bert_model):
     assert at.text[0].value == picker.set_index("row").loc[row, "text"]
 
 
-def test_row_query_parameter_opens_that_row(bert_model):
-    first = _open(bert_model)
+def test_row_query_parameter_opens_that_row(tiny_bert_cls_model_dir):
+    first = _open(tiny_bert_cls_model_dir)
     first.radio(key="explain.source").set_value("Pick one from the data set").run()
     first.button(key="explain.use_demo").click().run()
     active = first.session_state["active_dataset"]
     first.session_state[EXPLAIN_REVIEW].job.cancel()
     row = active.dataset.rows[1234]
     at = AppTest.from_file(PAGE, default_timeout=120)
-    at.session_state[ACTIVE_MODEL] = str(bert_model)
+    at.session_state[ACTIVE_MODEL] = str(tiny_bert_cls_model_dir)
     at.session_state["active_dataset"] = active
     at.query_params["row"] = str(row)
     at.run()
@@ -147,7 +110,7 @@ def test_row_query_parameter_opens_that_row(bert_model):
     assert at.text[0].value == active.dataset.texts[1234]
 
 
-def test_model_without_cls_says_so(tiny_model):
-    at = _open(tiny_model)
+def test_model_without_cls_says_so(tiny_model_dir):
+    at = _open(tiny_model_dir)
     assert any("no [CLS] token" in i.value for i in at.info)
     assert at.get("html")

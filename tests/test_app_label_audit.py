@@ -9,13 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import torch
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from core.data.validation import validate
-from core.models.registry import save_model
-from core.models.transformer.config import TrainConfig
-from core.models.transformer.training import train_models
 from core.review.store import Store, default_db_path
 from tests.conftest import separable_rows
 from ui.state import ACTIVE_DATASET, ACTIVE_MODEL, AUDIT_JOB, REVIEWER, ActiveDataset
@@ -32,13 +29,11 @@ def data_dir(tmp_path, monkeypatch) -> Path:
     return tmp_path / "state"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """One intra-op thread: on the shared 2-core dev machine two made tiny fits ~10x slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+@pytest.fixture(autouse=True)
+def no_cached_audits():
+    """Every test starts without the finished audits of earlier tests: the page keeps them in
+    st.cache_resource (`finished_audits()`), shared by the whole process."""
+    st.cache_resource.clear()
 
 
 def open_page(state: dict | None = None) -> AppTest:
@@ -73,18 +68,6 @@ def toy_active() -> ActiveDataset:
     texts, labels = separable_rows(30)
     dataset, report = validate(pd.DataFrame({"text": texts, "desk": labels}), label_col="desk")
     return ActiveDataset(name="toy complaints", dataset=dataset, report=report)
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    """A saved model with the from-scratch tiny backbone, trained in seconds on the toy data."""
-    data = toy_active().dataset
-    train, val = data.subset(range(0, 90, 2)), data.subset(range(1, 90, 2))
-    config = TrainConfig(
-        backbone="tiny", epochs=3, lr=1e-2, batch_size=8, max_length=32, device="cpu"
-    )
-    result = train_models(train, val, config)
-    return save_model(result, tmp_path_factory.mktemp("models") / "toy-tiny")
 
 
 def test_without_data_the_page_offers_the_demo_data(app: AppTest):
@@ -159,9 +142,9 @@ def test_the_transformer_audit_needs_an_active_model(app: AppTest):
     assert AUDIT_JOB not in app.session_state
 
 
-def test_transformer_audit_with_a_saved_tiny_model(tiny_model: Path):
+def test_transformer_audit_with_a_saved_tiny_model(tiny_model_dir: Path):
     at = open_page(
-        {ACTIVE_DATASET: toy_active(), ACTIVE_MODEL: str(tiny_model), REVIEWER: "Ben"}
+        {ACTIVE_DATASET: toy_active(), ACTIVE_MODEL: str(tiny_model_dir), REVIEWER: "Ben"}
     ).run()
     assert any("backbone tiny" in c.value for c in at.caption)
     at.radio(key="audit.model").set_value("transformer")
@@ -176,13 +159,14 @@ def test_transformer_audit_with_a_saved_tiny_model(tiny_model: Path):
 
 
 @pytest.fixture()
-def slow_model(tiny_model: Path, tmp_path: Path) -> Path:
+def slow_model(tiny_model_dir: Path, tmp_path: Path) -> Path:
     """The tiny model with training settings that take minutes per fold (200 epochs, no early
-    stop), so its audit is surely still running when the test looks, however fast the machine."""
+    stop, no step limit), so its audit is surely still running when the test looks, however
+    fast the machine."""
     folder = tmp_path / "slow-tiny"
-    shutil.copytree(tiny_model, folder)
+    shutil.copytree(tiny_model_dir, folder)
     card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
-    card["train_config"].update(epochs=200, patience=200)
+    card["train_config"].update(epochs=200, patience=200, max_steps=None)
     (folder / "card.json").write_text(json.dumps(card), encoding="utf-8")
     return folder
 

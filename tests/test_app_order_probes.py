@@ -5,33 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 from core.analysis.probe_compare import DEMO_TEXT
 from core.jobs import JobStatus
-from tests.models import save_tiny_model
-from tests.test_app_explain import save_tiny_bert_model
 from ui.state import ACTIVE_MODEL, PROBE_SCAN
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages" / "order_probes.py")
 HOSTILE = "<img src=x onerror=alert(1)> paid by card, not by UPI ![x](http://127.0.0.1:9/x.png)"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads; on the shared 2-core machine they only wait."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def bert_model(tiny_bert_dir, tmp_path_factory) -> Path:
-    return save_tiny_bert_model(tiny_bert_dir, tmp_path_factory.mktemp("models") / "tiny-bert")
 
 
 def _open(model: Path) -> AppTest:
@@ -49,8 +31,8 @@ def test_without_a_model_the_page_points_to_train():
     assert any("No model is active" in i.value for i in at.info)
 
 
-def test_probe_table_note_ablation_and_demonstration(bert_model):
-    at = _open(bert_model)
+def test_probe_table_note_ablation_and_demonstration(tiny_bert_cls_model_dir):
+    at = _open(tiny_bert_cls_model_dir)
     assert any("**cannot** change its answer" in i.value for i in at.info)
     probes = at.dataframe[0].value
     assert {"kind", "same bag of words", "text", "transformer", "bag of words"} <= set(probes)
@@ -65,8 +47,8 @@ def test_probe_table_note_ablation_and_demonstration(bert_model):
     assert demo["bag of words"].nunique() == 1  # equal bags, equal answers
 
 
-def test_hostile_complaint_is_probed_as_text(bert_model):
-    at = _open(bert_model)
+def test_hostile_complaint_is_probed_as_text(tiny_bert_cls_model_dir):
+    at = _open(tiny_bert_cls_model_dir)
     at.text_area(key="probes.text").set_value(HOSTILE)
     at.button(key="FormSubmitter:probes.form-Probe").click().run()
     assert not at.exception
@@ -74,13 +56,13 @@ def test_hostile_complaint_is_probed_as_text(bert_model):
     assert any("onerror=alert(1)" in t for t in texts)
 
 
-def test_mean_pooled_tiny_model_explains_why_there_is_no_ablation(tmp_path):
-    at = _open(save_tiny_model(tmp_path / "tiny", max_steps=2))
+def test_mean_pooled_tiny_model_explains_why_there_is_no_ablation(tiny_model_dir):
+    at = _open(tiny_model_dir)
     assert any("Not available for this model" in i.value for i in at.info)
 
 
-def test_scan_runs_in_the_background_and_shows_its_tables(bert_model):
-    at = _open(bert_model)
+def test_scan_runs_in_the_background_and_shows_its_tables(tiny_bert_cls_model_dir):
+    at = _open(tiny_bert_cls_model_dir)
     at.button(key="probes.use_demo").click().run()
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-import torch
 
 from core.analysis.audit import MODEL, AuditConfig, plant_label_flips, run_audit
 from core.analysis.audit_transformer import (
@@ -33,15 +32,6 @@ def quick_config(backbone, **overrides) -> TrainConfig:
         patience=10, device="cpu", seed=0,
     )  # fmt: skip
     return TrainConfig(**{**options, **overrides})
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """One intra-op thread: on the shared 2-core dev machine two made these fits ~10x slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -1,27 +1,19 @@
-"""The command-line contract of DESIGN.md for `validate` and `demo-data`, run as users run it."""
+"""The command-line contract of DESIGN.md for `validate` and `demo-data`.
+
+Commands run in-process through `core.cli.main`; one test per command runs `python -m core` as
+users run it.
+"""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import CliRun, run_cli, run_cli_process
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "core", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+def assert_one_line_error(result: CliRun, *fragments: str) -> None:
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
@@ -46,7 +38,7 @@ def complaints(tmp_path: Path) -> Path:
 
 
 def test_validate_json_has_the_contract_keys(complaints: Path):
-    result = run_cli("validate", str(complaints), "--json")
+    result = run_cli_process("validate", str(complaints), "--json")  # the real entry point
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["text_col"] == "Complaint" and report["label_col"] == "Desk"
@@ -97,7 +89,8 @@ def test_demo_data_csv_is_deterministic_and_valid(tmp_path: Path):
 
 def test_demo_data_xlsx(tmp_path: Path):
     out = tmp_path / "demo.xlsx"
-    assert run_cli("demo-data", str(out), "--rows", "200").returncode == 0
+    # The real entry point, as users run it.
+    assert run_cli_process("demo-data", str(out), "--rows", "200").returncode == 0
     assert len(pd.read_excel(out)) == 200
 
 

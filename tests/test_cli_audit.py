@@ -1,37 +1,22 @@
 """The `python -m core audit` contract of DESIGN.md: JSON keys, --folds checks, one-line errors,
-and the transformer audit of a saved (tiny) model."""
+and the transformer audit of a saved (tiny) model.
+
+Commands run in-process through `core.cli.main`; the first test runs `python -m core audit` as
+users run it.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from core.cli import main
-from core.data.dataset import split_dataset
 from core.data.demo import DemoConfig, write_demo_data
-from core.data.validation import load_dataset
-from core.models.registry import save_model
-from core.models.transformer.config import TrainConfig
-from core.models.transformer.training import train_models
+from tests.helpers import run_cli, run_cli_process
 
-ROOT = Path(__file__).resolve().parent.parent
 ISSUE_KEYS = {"row", "text", "given_label", "suggested_label", "quality"}
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "core", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
 
 
 def one_line_error(stderr: str) -> str:
@@ -47,7 +32,7 @@ def demo_csv(tmp_path_factory) -> Path:
 
 
 def test_audit_json_has_the_contract_keys(demo_csv: Path):
-    result = run_cli("audit", str(demo_csv), "--json", "--folds", "4")
+    result = run_cli_process("audit", str(demo_csv), "--json", "--folds", "4")  # real entry point
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert {"issues", "folds", "model"} <= set(document)
@@ -107,22 +92,10 @@ def test_a_missing_file_and_a_folder_that_is_not_a_model(demo_csv: Path, tmp_pat
     assert "is not a model" in one_line_error(capsys.readouterr().err)
 
 
-@pytest.fixture(scope="module")
-def tiny_model(demo_csv: Path, tmp_path_factory) -> Path:
-    """A saved model with the tiny backbone, trained for one epoch on the demo file."""
-    dataset, _ = load_dataset(demo_csv)
-    train, val = split_dataset(dataset, val_fraction=0.2, seed=0)
-    config = TrainConfig(backbone="tiny", epochs=1, lr=1e-2, max_length=48, device="cpu")
-    result = train_models(train, val, config)
-    return save_model(result, tmp_path_factory.mktemp("models") / "tiny")
-
-
-@pytest.mark.slow  # a subprocess that imports torch and fine-tunes twice: 10 to 20 s here
-def test_audit_with_a_saved_model_fine_tunes_its_settings_per_fold(demo_csv, tiny_model):
-    # One torch thread: on the shared 2-core dev machine two made tiny fits ~10x slower.
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    args = ("audit", str(demo_csv), "--model", str(tiny_model), "--folds", "2", "--json")
-    result = run_cli(*args, env=env)
+@pytest.mark.slow  # fine-tunes the session's tiny model (tests/conftest.py) once per fold
+def test_audit_with_a_saved_model_fine_tunes_its_settings_per_fold(demo_csv, tiny_model_dir):
+    args = ("audit", str(demo_csv), "--model", str(tiny_model_dir), "--folds", "2", "--json")
+    result = run_cli(*args)
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert (document["model"], document["folds"], document["backbone"]) == (
@@ -130,6 +103,6 @@ def test_audit_with_a_saved_model_fine_tunes_its_settings_per_fold(demo_csv, tin
         2,
         "tiny",
     )
-    assert document["model_dir"] == str(tiny_model)
+    assert document["model_dir"] == str(tiny_model_dir)
     assert all(set(issue) >= ISSUE_KEYS for issue in document["issues"])
     assert "audit (tiny)" in result.stderr and "fold=2/2" in result.stderr  # tqdm steps

@@ -7,41 +7,17 @@ one test runs `python -m core` as users do.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from core.cli import main
 from tests.conftest import separable_rows
+from tests.helpers import CliRun, run_cli, run_cli_process
 
-ROOT = Path(__file__).resolve().parent.parent
 DESKS = ["Card Fraud", "Loan Query", "UPI Dispute"]
 CONTRACT_COLUMNS = ["predicted_label", "confidence", "needs_review", "bow_label", "bow_confidence"]
-
-
-@dataclass(frozen=True)
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def run_cli(*args: str) -> Run:
-    """`python -m core ARGS` in this process: exit code, stdout and stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(args))
-        except SystemExit as exc:  # argparse errors exit
-            code = exc.code
-    return Run(code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +31,7 @@ def labelled(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def trained(labelled, tiny_bert_dir) -> tuple[Path, dict, Run]:
+def trained(labelled, tiny_bert_dir) -> tuple[Path, dict, CliRun]:
     out = labelled.parent / "models" / "cli-model"
     result = run_cli(
         "train", str(labelled), "--out", str(out), "--backbone", str(tiny_bert_dir),
@@ -139,10 +115,7 @@ def test_classify_refuses_a_pickle_model_folder(trained, tmp_path, labelled):
     out, _, _ = trained
     folder = shutil.copytree(out, tmp_path / "unsafe")
     (folder / "pytorch_model.bin").write_bytes(b"\x80\x04K\x01.")
-    result = subprocess.run(
-        [sys.executable, "-m", "core", "classify", "--model", str(folder), str(labelled)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    result = run_cli_process("classify", "--model", str(folder), str(labelled))
     assert result.returncode == 2 and "pickle" in result.stderr
     assert "Traceback" not in result.stderr
 

@@ -36,20 +36,9 @@ from core.models.transformer.config import TrainConfig
 from core.models.transformer.inference import TransformerClassifier
 from core.text import word_spans
 from tests.conftest import separable_rows
-from tests.models import save_tiny_model
 
 TEXT = "My UPI payment failed, money debited twice; the merchant refund is still pending."
 TRICKY = "UPI ₹500 debited!! मेरा card x😀y <script>alert(1)</script> KYC's, Rs.2,000 पैसा"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads; on the shared 2-core machine OpenMP threads
-    waiting for each other made these tests ten times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
@@ -278,13 +267,8 @@ def test_charts_build_and_carry_position_prefixed_labels(bert_cls, baseline):
         attention_head_chart(maps, 5, 0)
 
 
-@pytest.fixture(scope="module")
-def saved_model(tmp_path_factory):
-    return save_tiny_model(tmp_path_factory.mktemp("models") / "tiny", max_steps=2)
-
-
-def test_cli_explain_prints_the_contract_json(saved_model, capsys):
-    code = main(["explain", "--model", str(saved_model), "UPI payment failed, ₹500", "--json"])
+def test_cli_explain_prints_the_contract_json(tiny_model_dir, capsys):
+    code = main(["explain", "--model", str(tiny_model_dir), "UPI payment failed, ₹500", "--json"])
     assert code == 0
     document = json.loads(capsys.readouterr().out)
     assert document["words"] == ["UPI", "payment", "failed", "500"]
@@ -293,14 +277,14 @@ def test_cli_explain_prints_the_contract_json(saved_model, capsys):
     assert set(document["attention"]) >= {"layers", "heads", "tokens"}
 
 
-def test_cli_explain_text_output_and_one_line_errors(saved_model, tmp_path, capsys):
-    assert main(["explain", "--model", str(saved_model), "kyc documents rejected"]) == 0
+def test_cli_explain_text_output_and_one_line_errors(tiny_model_dir, tmp_path, capsys):
+    assert main(["explain", "--model", str(tiny_model_dir), "kyc documents rejected"]) == 0
     assert "bag of words" in capsys.readouterr().out
     for argv in (
         ["explain", "--model", str(tmp_path), "kyc"],  # a folder that is not a model
-        ["explain", "--model", str(saved_model), "?!"],  # no words
-        ["explain", "--model", str(saved_model), "kyc", "--target", "Nope"],
-        ["explain", "--model", str(saved_model), "kyc", "--steps", "1"],
+        ["explain", "--model", str(tiny_model_dir), "?!"],  # no words
+        ["explain", "--model", str(tiny_model_dir), "kyc", "--target", "Nope"],
+        ["explain", "--model", str(tiny_model_dir), "kyc", "--steps", "1"],
     ):
         assert main(argv) == 2
         err = capsys.readouterr().err

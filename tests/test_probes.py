@@ -52,7 +52,6 @@ from core.jobs import JobStatus
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
 from core.text import bag_key
 from tests.conftest import make_dataset
-from tests.models import save_tiny_model
 
 CLASSES = ["Card Fraud", "UPI Dispute"]
 
@@ -356,9 +355,8 @@ def test_review_rows_put_misclassified_rows_first():
     assert row["row"] == 33 and row["desk"] == "UPI Dispute" and row["text"] == "b card a"
 
 
-def test_cli_probe_prints_the_contract_json_and_one_line_errors(tmp_path, capsys):
-    folder = save_tiny_model(tmp_path / "tiny", max_steps=2)
-    assert main(["probe", "--model", str(folder), DEMO_TEXT, "--json"]) == 0
+def test_cli_probe_prints_the_contract_json_and_one_line_errors(tiny_model_dir, tmp_path, capsys):
+    assert main(["probe", "--model", str(tiny_model_dir), DEMO_TEXT, "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["original"]["text"] == DEMO_TEXT
     assert set(document["original"]["bow"]) == {"label", "probabilities"}
@@ -368,7 +366,7 @@ def test_cli_probe_prints_the_contract_json_and_one_line_errors(tmp_path, capsys
         assert p["bag_unchanged"] == (bag_key(p["text"]) == bag_key(DEMO_TEXT))
         if p["bag_unchanged"]:  # the unigram baseline cannot move
             assert p["bow"] == document["original"]["bow"]
-    assert main(["probe", "--model", str(folder), DEMO_TEXT]) == 0
+    assert main(["probe", "--model", str(tiny_model_dir), DEMO_TEXT]) == 0
     assert "same bag" in capsys.readouterr().out
     assert main(["probe", "--model", str(tmp_path), DEMO_TEXT]) == 2
     err = capsys.readouterr().err

@@ -19,21 +19,14 @@ from core.models.registry import (
     save_model,
     validate_model_name,
 )
-from core.models.transformer.config import TrainConfig
-from core.models.transformer.training import train_models
-from tests.conftest import make_dataset, separable_rows
 
 TEXTS = ["upi payment failed", "card stolen fraud charge since yesterday", "loan emi", "kyc"]
 
 
 @pytest.fixture(scope="module")
-def result(tiny_bert_dir):
-    texts, labels = separable_rows(4)
-    data = make_dataset(texts, labels)
-    config = TrainConfig(
-        backbone=str(tiny_bert_dir), lr=1e-2, batch_size=6, max_length=32, max_steps=2, device="cpu"
-    )
-    return train_models(data, data, config)
+def result(tiny_bert_result):
+    """The session's tiny BERT, trained two steps (mean pooling, max_length 32)."""
+    return tiny_bert_result
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import pytest
 from core.paths import DATA_DIR_ENV
 from core.review.records import ReviewDecision, TriageItem
 from core.review.relabel import apply_decisions
-from core.review.schema import SCHEMA_VERSION
+from core.review.schema import SCHEMA_VERSION, switch_to_wal
 from core.review.store import DB_NAME, Store, default_db_path
 from core.review.triage import (
     enqueue_uncertain,
@@ -593,3 +593,23 @@ def test_training_rows_are_appended_to_the_data_set_with_their_source(store):
     assert combined["channel"].tolist()[:4] == ["app", "email", "chat", "branch"]
     with pytest.raises(ValueError, match="'text' and 'label'"):
         with_training_rows(data, combined.drop(columns=["label"]))
+
+
+class _LockedTwice:
+    """A connection whose first two journal-mode switches find the database locked."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def execute(self, sql: str):
+        self.calls += 1
+        if self.calls <= 2:
+            raise sqlite3.OperationalError("database is locked")
+        return sqlite3.connect(":memory:").execute("SELECT 'wal'")
+
+
+def test_switch_to_wal_waits_out_a_lock_and_gives_up_after_the_timeout():
+    conn = _LockedTwice()
+    assert switch_to_wal(conn) == "wal" and conn.calls == 3
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        switch_to_wal(_LockedTwice(), timeout_s=0.0)

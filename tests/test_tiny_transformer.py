@@ -288,15 +288,6 @@ def _twin_pairs():
     return pairs
 
 
-@pytest.fixture
-def one_thread():
-    """Tiny matrices on a shared 2-core machine: extra threads only wait on each other."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _train(model, tok, texts, labels, *, epochs=20, seed=0):
     """Minimal AdamW loop for the test; the real loop lives in core.models.transformer.loop."""
     batch = tok(texts)

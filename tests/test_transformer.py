@@ -213,13 +213,21 @@ def test_split_with_unseen_validation_label_is_refused(tiny_bert_dir, split):
 
 
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
-def test_saved_folder_works_with_transformers_pipeline(tiny_bert_dir, split, tmp_path, pooling):
-    result = train_models(*split, quick_config(tiny_bert_dir, pooling=pooling, max_steps=3))
-    trained = result.transformer
+def test_saved_folder_works_with_transformers_pipeline(
+    tiny_bert_cls_model_dir, tiny_bert_result, tmp_path, pooling
+):
+    from core.models.registry import load_model
+
+    # The session's tiny BERTs, trained a few steps by train_models with each pooling.
+    if pooling == "cls":
+        trained = load_model(tiny_bert_cls_model_dir).transformer
+    else:
+        trained = tiny_bert_result.transformer
     # fp32 like the pipeline: "auto" picks bf16 on a CPU with AMX or AVX512-BF16.
     classifier = TransformerClassifier(
-        trained.model, trained.tokenizer, trained.classes_, max_length=32, precision="fp32"
-    )
+        trained.model, trained.tokenizer, trained.classes_, max_length=trained.max_length,
+        precision="fp32",
+    )  # fmt: skip
     classifier.model.save_pretrained(tmp_path)
     classifier.tokenizer.save_pretrained(tmp_path)
     reloaded = AutoModelForSequenceClassification.from_pretrained(tmp_path, use_safetensors=True)
@@ -232,9 +240,8 @@ def test_saved_folder_works_with_transformers_pipeline(tiny_bert_dir, split, tmp
         assert [scores[c] for c in classifier.classes_] == pytest.approx(row.tolist(), abs=1e-5)
 
 
-def test_mean_pooling_returns_attentions(tiny_bert_dir, split):
-    result = train_models(*split, quick_config(tiny_bert_dir, pooling="mean", max_steps=1))
-    model, tokenizer = result.transformer.model, result.transformer.tokenizer
+def test_mean_pooling_returns_attentions(tiny_bert_result):
+    model, tokenizer = tiny_bert_result.transformer.model, tiny_bert_result.transformer.tokenizer
     batch = tokenizer(["upi payment failed", "loan"], padding=True, return_tensors="pt")
     out = model(**batch, output_attentions=True)
     assert len(out.attentions) == 2 and out.attentions[0].shape == (2, 2, 5, 5)

@@ -4,6 +4,7 @@ connection settings (WAL, busy timeout, fsync on commit) and bringing a file up 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,12 +78,28 @@ def configure_connection(conn: sqlite3.Connection) -> None:
     """Busy timeout, foreign keys, WAL journal and fsync on every commit for a new connection."""
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    mode = switch_to_wal(conn)
     if str(mode).lower() != "wal":
         raise ValueError(f"could not switch the database to WAL mode (got {mode!r})")
     # FULL: WAL commits are fsynced, so a confirmed decision survives a power cut, not only a
     # crash of the app (NORMAL may lose the last commits on power loss). Writes are rare.
     conn.execute("PRAGMA synchronous = FULL")
+
+
+def switch_to_wal(conn: sqlite3.Connection, *, timeout_s: float = BUSY_TIMEOUT_S) -> str:
+    """`PRAGMA journal_mode = WAL`, retried while another connection holds a conflicting lock.
+
+    SQLite answers this pragma with "database is locked" at once, without waiting out the busy
+    timeout, when it could deadlock (two processes creating one database); returns the new mode.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 def migrate_schema(conn: sqlite3.Connection, path: Path) -> None:

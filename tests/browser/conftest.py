@@ -1,20 +1,15 @@
-"""A real `streamlit run` on a free loopback port, driven by Debian's chromium via Playwright."""
+"""A real `streamlit run` on a free loopback port (tests/browser/server.py), driven by Debian's
+chromium via Playwright."""
 
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.browser.server import AppServer
+
 CHROMIUM = Path("/usr/bin/chromium")
 # Chromium must not reach for Google's services: this machine has no network beyond loopback.
 CHROMIUM_ARGS = [
@@ -30,74 +25,24 @@ CHROMIUM_ARGS = [
 pytestmark = pytest.mark.browser
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = 90) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited early with code {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)  # polling a server that is still starting, not pacing a test
-    raise RuntimeError(f"streamlit did not answer on {url} within {timeout_s} s")
-
-
-@contextmanager
-def serve_app(data_dir: Path, *, models_dir: Path | None = None) -> Iterator[str]:
-    """Run a server of its own on `data_dir` (its SQLite store) until the block ends; yields its
-    base URL. Two blocks in a row on one folder are an app restart."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "GRIEVANCE_LENS_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
-    if models_dir is not None:
-        env["GRIEVANCE_LENS_MODELS_DIR"] = str(models_dir)
-    port = _free_port()
-    with (data_dir / f"streamlit-{port}.log").open("w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ui.launch", "--server.port", str(port)],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            _wait_healthy(url, process)
-            yield url
-        finally:
-            process.terminate()
-            process.wait(timeout=20)
+@pytest.fixture(scope="session")
+def app_server(browser_server: AppServer) -> AppServer:
+    """The app, started with the session (tests/conftest.py, browser_server); a test may restart
+    it, so ask `app_url` (or this object's `url`) for its address each time."""
+    return browser_server
 
 
 @pytest.fixture(scope="session")
-def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The test server's GRIEVANCE_LENS_MODELS_DIR: the saved models its Train page lists."""
-    return tmp_path_factory.mktemp("lens-models")
+def saved_tiny_model(app_server: AppServer) -> Path:
+    """The session's tiny transformer, saved as `tiny-test` among the server's models; pick it
+    on the Train page ("Use this model")."""
+    return app_server.models_dir / "tiny-test"
 
 
-@pytest.fixture(scope="session")
-def saved_tiny_model(models_dir: Path) -> Path:
-    """A tiny transformer trained for a few steps, saved as `models_dir/tiny-test` before the
-    server starts; pick it on the Train page ("Use this model")."""
-    from tests.models import save_tiny_model
-
-    return save_tiny_model(models_dir / "tiny-test")
-
-
-@pytest.fixture(scope="session")
-def app_url(
-    tmp_path_factory: pytest.TempPathFactory, models_dir: Path, saved_tiny_model: Path
-) -> Iterator[str]:
-    """Start the app once per test session; yield its base URL."""
-    with serve_app(tmp_path_factory.mktemp("lens-data"), models_dir=models_dir) as url:
-        yield url
+@pytest.fixture()
+def app_url(app_server: AppServer) -> str:
+    """The base URL of the session's server, as it is now."""
+    return app_server.url
 
 
 @pytest.fixture(scope="session")

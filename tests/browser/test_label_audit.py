@@ -1,5 +1,8 @@
 """The label audit journey in a real browser: audit the demo data, relabel one row, the export
-contains the change, and the decision is still there after the app restarts."""
+contains the change, and the decision is still there after the app restarts.
+
+It runs on the session's server and restarts it (later tests get the new process); no other
+browser test records review decisions in the session's store."""
 
 from __future__ import annotations
 
@@ -10,8 +13,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from playwright.sync_api import Page, expect
-
-from tests.browser.conftest import serve_app
 
 pytestmark = pytest.mark.browser
 
@@ -57,30 +58,26 @@ def download_csv(page: Page) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(content), dtype=str, keep_default_na=False)
 
 
-def test_audit_relabel_export_and_restart(browser, tmp_path: Path):
-    data_dir = tmp_path / "state"
-    with serve_app(data_dir) as url:
-        page = open_audit_page(browser, url)
-        row, given, suggested = relabel_first_issue(page)
-        expect(page.get_by_test_id("stMetric").filter(has_text="Decided")).to_contain_text(
-            "1", timeout=WAIT_MS
-        )
-        corrected = download_csv(page)
-        page.context.close()
+def test_audit_relabel_export_and_restart(browser, app_server):
+    page = open_audit_page(browser, app_server.url)
+    row, given, suggested = relabel_first_issue(page)
+    expect(page.get_by_test_id("stMetric").filter(has_text="Decided")).to_contain_text(
+        "1", timeout=WAIT_MS
+    )
+    corrected = download_csv(page)
+    page.context.close()
     changed = corrected[corrected["review"] != ""]
     assert changed[["row", "label", "original_label", "review"]].values.tolist() == [
         [str(row), suggested, given, f"relabelled from {given}"]
     ]
     assert len(corrected) == 3000
 
-    with serve_app(data_dir) as url:  # the same store, a new server: a restart
-        page = open_audit_page(browser, url)
-        expect(
-            page.get_by_text(f"1 decisions on this data set; the latest: row {row}")
-        ).to_be_visible(timeout=WAIT_MS)
-        expect(page.get_by_text(f"relabel to {suggested}, by Asha Rao")).to_be_visible(
-            timeout=WAIT_MS
-        )
-        again = download_csv(page)  # the export is built from the store, not the session
-        page.context.close()
+    app_server.restart()  # the same store, a new server process
+    page = open_audit_page(browser, app_server.url)
+    expect(page.get_by_text(f"1 decisions on this data set; the latest: row {row}")).to_be_visible(
+        timeout=WAIT_MS
+    )
+    expect(page.get_by_text(f"relabel to {suggested}, by Asha Rao")).to_be_visible(timeout=WAIT_MS)
+    again = download_csv(page)  # the export is built from the store, not the session
+    page.context.close()
     assert again.equals(corrected)

@@ -1,0 +1,77 @@
+"""Helpers shared by the test modules: the command line run in-process or as a real process, and
+the tiny model trained in seconds and saved (no download)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TINY_TEXTS = [
+    "upi payment failed but money debited",
+    "upi refund not received after failed payment",
+    "card used for a purchase i never made",
+    "fraud transaction on my credit card",
+    "emi charged twice on my home loan",
+    "loan statement not received this month",
+    "please update my kyc address",
+    "kyc documents rejected again",
+]
+TINY_LABELS = ["UPI Dispute", "UPI Dispute", "Card Fraud", "Card Fraud", "Loan Query",
+               "Loan Query", "KYC Update", "KYC Update"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """What one command printed and the exit code it ended with."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str) -> CliRun:
+    """`python -m core ARGS` in this process, through `core.cli.main` (no torch import per run).
+
+    Works in fixtures of any scope, where capsys is not available.
+    """
+    from core.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse errors exit
+            code = exc.code
+    return CliRun(code, out.getvalue(), err.getvalue())
+
+
+def run_cli_process(*args: str) -> CliRun:
+    """`python -m core ARGS` as users run it: the real entry point, in a process of its own."""
+    result = subprocess.run(
+        [sys.executable, "-m", "core", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return CliRun(result.returncode, result.stdout, result.stderr)
+
+
+def save_tiny_model(folder: Path) -> Path:
+    """Train the from-scratch tiny transformer for 20 steps and save it to `folder`."""
+    from core.data.dataset import Dataset, split_dataset
+    from core.models.registry import save_model
+    from core.models.transformer.config import TrainConfig
+    from core.models.transformer.training import train_models
+
+    dataset = Dataset(TINY_TEXTS * 4, TINY_LABELS * 4)
+    train, val = split_dataset(dataset, val_fraction=0.25, seed=0)
+    config = TrainConfig(backbone="tiny", lr=1e-3, epochs=20, max_steps=20, batch_size=8)
+    result = train_models(train, val, config)
+    return save_model(result, folder, data_fingerprint=dataset.fingerprint)
