@@ -117,7 +117,8 @@ _TRAIN_OPTIONS = {  # CLI flag dest -> TrainConfig field
 def _cmd_train(args: argparse.Namespace) -> None:
     from core.data.dataset import split_dataset
     from core.data.validation import load_dataset
-    from core.models.registry import save_model, validate_model_name
+    from core.models.card import validate_model_name
+    from core.models.registry import save_model
     from core.models.transformer.config import TrainConfig
     from core.models.transformer.training import train_models
 
@@ -188,10 +189,10 @@ def _print_scores(document: dict, headline: str) -> None:
 def _cmd_evaluate(args: argparse.Namespace) -> None:
     from core.analysis.metrics import evaluate_model, evaluate_proba
     from core.data.validation import load_dataset
-    from core.models.classify import chunked_proba
-    from core.models.registry import load_model
 
-    loaded = load_model(Path(args.model))
+    loaded = _load_model(args.model)
+    from core.models.classify import chunked_proba
+
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
     texts, labels = list(dataset.texts), list(dataset.labels)
     with _progress_bar("evaluate", total=len(texts), unit="text") as bar:
@@ -208,6 +209,18 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
         _print_scores(document, f"{args.file}: {len(dataset)} rows")
 
 
+def _load_model(folder: str):
+    """The saved model at `folder`; one that is not a model or holds pickle-based files is
+    refused before torch and transformers load (seconds), so a wrong path fails at once."""
+    from core.models.card import check_no_pickle, read_card
+
+    read_card(folder)
+    check_no_pickle(folder)
+    from core.models.registry import load_model
+
+    return load_model(Path(folder))
+
+
 def _advance(bar):
     """An on_progress callback moving a tqdm bar to `progress.done`."""
     return lambda progress: bar.update(progress.done - bar.n)
@@ -217,14 +230,15 @@ def _cmd_classify(args: argparse.Namespace) -> None:
     from core.data.columns import detect_text_column
     from core.data.export import write_table
     from core.data.intake import load_table
-    from core.models.classify import DEFAULT_REVIEW_THRESHOLD, classify_table
-    from core.models.registry import load_model
+    from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 
     threshold = args.review_threshold
     threshold = DEFAULT_REVIEW_THRESHOLD if threshold is None else threshold
     if not 0.0 <= threshold <= 1.0:
         raise CommandError(f"--review-threshold must lie in 0..1, got {threshold}")
-    loaded = load_model(Path(args.model))
+    loaded = _load_model(args.model)
+    from core.models.classify import classify_table
+
     table = load_table(Path(args.input))
     text_col, _ = detect_text_column(table, text_col=args.text_col)
     out = Path(args.out) if args.out else _default_out(Path(args.input))
@@ -328,7 +342,7 @@ def _transformer_audit(dataset, config, folder: Path):
         transformer_audit_config,
         transformer_fit,
     )
-    from core.models.registry import read_card
+    from core.models.card import read_card
 
     train_config = train_config_from_card(read_card(folder))
     config = transformer_audit_config(config)
@@ -383,10 +397,9 @@ def _complaint(text: str) -> str:
 
 def _cmd_explain(args: argparse.Namespace) -> None:
     from core.analysis.explain import ExplainConfig, explain_text
-    from core.models.registry import load_model
 
     config = ExplainConfig(target=args.target, n_steps=args.steps)  # bad options fail first
-    model = load_model(Path(args.model))
+    model = _load_model(args.model)
     expl = explain_text(model.transformer, model.baseline, _complaint(args.text), config)
     if args.json:
         _emit_json(expl.to_json())
@@ -402,12 +415,11 @@ def _cmd_explain(args: argparse.Namespace) -> None:
 def _cmd_probe(args: argparse.Namespace) -> None:
     from core.analysis.perturbations import ProbeConfig
     from core.analysis.probe_compare import run_probes
-    from core.models.registry import load_model
 
     config = ProbeConfig(
         n_shuffles=args.shuffles, invariance=not args.no_invariance, seed=args.seed
     )
-    model = load_model(Path(args.model))
+    model = _load_model(args.model)
     result = run_probes(model.transformer, model.baseline, _complaint(args.text), config)
     if args.json:
         _emit_json(result.to_json())

@@ -11,8 +11,8 @@ from core.charts.results import probability_chart
 from core.data.columns import detect_text_column
 from core.data.limits import DataError
 from core.jobs import BackgroundJob, JobStatus, eta_seconds
+from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 from core.models.classify import (
-    DEFAULT_REVIEW_THRESHOLD,
     ClassifyProgress,
     classification_columns,
     classify_in_background,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import streamlit as st
@@ -24,7 +25,6 @@ from core.analysis.audit_transformer import (
 )
 from core.data.dataset import Dataset
 from core.data.export import safe_file_stem
-from core.models.registry import LoadedModel
 from core.models.transformer.config import TrainConfig
 from core.review.records import ReviewDecision
 from core.review.relabel import apply_decisions
@@ -42,6 +42,9 @@ from ui.state import (
     set_audit_job,
 )
 from ui.widgets import SaveOutcome, remember_save, render_last_save, render_reviewer
+
+if TYPE_CHECKING:  # the bag-of-words audit needs no torch; a loaded model brings it along
+    from core.models.registry import LoadedModel
 
 BOW, TRANSFORMER = "bow", "transformer"
 ROW_KEY = "audit.row"

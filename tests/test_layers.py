@@ -15,6 +15,8 @@ import ui.state
 assert "torch" not in sys.modules, "importing ui.state imported torch"
 at = AppTest.from_file({str(CORE.parent / "app.py")!r}, default_timeout=60).run()
 assert not at.exception, at.exception
+at.switch_page("pages/label_audit.py").run()  # a bag-of-words audit needs no torch either
+assert not at.exception, at.exception
 print([name for name in ("torch", "transformers") if name in sys.modules])
 """
 
@@ -37,7 +39,8 @@ def test_core_never_imports_streamlit():
 
 
 def test_starting_the_app_does_not_import_torch():
-    """app.py, ui.state and the default page (Data, nothing loaded) start without torch."""
+    """app.py, ui.state, the default page (Data) and the Label audit page, nothing loaded, start
+    without torch."""
     done = subprocess.run(
         [sys.executable, "-c", STARTUP],
         cwd=CORE.parent,

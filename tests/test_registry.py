@@ -11,14 +11,8 @@ import pytest
 
 from core.models import registry
 from core.models.baseline import BagOfWordsClassifier
-from core.models.registry import (
-    delete_model,
-    list_models,
-    load_model,
-    rename_model,
-    save_model,
-    validate_model_name,
-)
+from core.models.card import validate_model_name
+from core.models.registry import delete_model, list_models, load_model, rename_model, save_model
 
 TEXTS = ["upi payment failed", "card stolen fraud charge since yesterday", "loan emi", "kyc"]
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from core.models.card import read_card
+
 # Types only: the app starts (app.py imports this module) without importing torch or
 # transformers; core functions are imported where they are first needed.
 if TYPE_CHECKING:
@@ -86,8 +88,6 @@ def get_active_model() -> LoadedModel | None:
     folder = st.session_state.get(ACTIVE_MODEL)
     if folder is None:
         return None
-    from core.models.registry import read_card  # torch comes with it: only once a model is chosen
-
     try:
         card = read_card(folder)
     except ValueError:

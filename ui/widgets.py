@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from core.models.registry import LoadedModel
 from ui.safe import md_escape
 from ui.state import get_active_model, get_reviewer, reviewer_from_login, set_reviewer
 

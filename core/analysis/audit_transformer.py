@@ -12,20 +12,21 @@ import dataclasses
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from core.analysis.audit import AuditConfig, AuditProgress, AuditResult, FitModel, run_audit
 from core.data.dataset import Dataset, split_dataset
 from core.jobs import BackgroundJob, JobSnapshot, JobStatus
 from core.models.transformer.config import TrainConfig
-from core.models.transformer.inference import TransformerClassifier
-from core.models.transformer.loop import TrainProgress
-from core.models.transformer.training import fine_tune
+
+if TYPE_CHECKING:  # torch and transformers load only once a transformer audit runs
+    from core.models.transformer.inference import TransformerClassifier
+    from core.models.transformer.loop import TrainProgress
 
 TRANSFORMER = "transformer"  # AuditConfig.model of an audit that fine-tunes per fold
-StepCallback = Callable[[TrainProgress], None]
+StepCallback = Callable[["TrainProgress"], None]
 JobState = Literal["running", "done", "cancelled", "failed"]
-AuditEvent = AuditProgress | TrainProgress
+AuditEvent = Union[AuditProgress, "TrainProgress"]  # per fold, and per optimiser step
 
 
 def transformer_fit(
@@ -43,6 +44,8 @@ def transformer_fit(
     """
     if not isinstance(config, TrainConfig):
         raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
+
+    from core.models.transformer.training import fine_tune
 
     def fit(train: Dataset) -> TransformerClassifier:
         fold_train, fold_val = split_dataset(

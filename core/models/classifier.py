@@ -10,6 +10,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+# A desk decision below 60% confidence goes to a person: on the demo data this flags the
+# ambiguous complaints without burying reviewers (the page lets analysts move it).
+DEFAULT_REVIEW_THRESHOLD = 0.6
+
 
 class ProbabilisticClassifier(Protocol):
     """Sorted `classes_` and `predict_proba(texts)` returning (n, n_classes) probabilities."""

@@ -17,9 +17,6 @@ from core.jobs import BackgroundJob, start_job
 from core.models.classifier import Prediction
 from core.models.registry import LoadedModel
 
-# A desk decision below 60% confidence goes to a person: on the demo data this flags the
-# ambiguous complaints without burying reviewers (the page lets analysts move it).
-DEFAULT_REVIEW_THRESHOLD = 0.6
 CHUNK = 256  # texts per progress report: small enough to cancel promptly, big enough to batch
 
 

@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import platform
-import re
 import shutil
 import uuid
 import warnings
@@ -27,20 +26,23 @@ import transformers
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
 
 from core.models.baseline import BagOfWordsClassifier
+from core.models.card import (
+    CARD_FORMAT,
+    CARD_NAME,
+    CARD_VERSION,
+    NAME_PATTERN,
+    check_no_pickle,
+    read_card,
+    validate_model_name,
+)
 from core.models.tiny.model import TinyTransformerForSequenceClassification
 from core.models.tiny.tokenizer import TinyTokenizer
 from core.models.transformer.inference import TransformerClassifier
 from core.models.transformer.training import TrainResult
-from core.paths import read_json
 
-CARD_NAME = "card.json"
-CARD_FORMAT = "grievance-lens-model"
-CARD_VERSION = 1
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-# Files that can run code when loaded (pickle-based checkpoints). Their presence makes the
-# whole folder untrusted: we refuse it rather than load the safe files beside them.
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib")
 ARCH_TRANSFORMERS = "transformers"  # loads with AutoModelForSequenceClassification
+
+
 ARCH_TINY = "tiny"  # core.models.tiny
 
 
@@ -72,19 +74,6 @@ class LoadedModel:
     def key(self) -> str:
         """What identifies this model in caches and job records: its folder and save time."""
         return f"{self.path}@{self.card.get('created_at', '')}"
-
-
-def validate_model_name(name: str) -> str:
-    """Return `name` if it is a safe folder name; raise ValueError saying what to change."""
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or name.strip(".") == "":
-        raise ValueError(
-            f"model name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
-            "starting with a letter or digit (no slashes, no spaces)"
-        )
-    return name
-
-
-# --------------------------------------------------------------------------- save
 
 
 def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> dict[str, Any]:
@@ -197,31 +186,6 @@ def _move_into_place(staging: Path, target: Path) -> None:
     shutil.rmtree(retired)
 
 
-# --------------------------------------------------------------------------- load
-
-
-def read_card(folder: str | Path) -> dict[str, Any]:
-    """The parsed card.json of a model folder; ValueError when the folder is not a model."""
-    folder = Path(folder)
-    path = folder / CARD_NAME
-    missing = f"{folder} is not a model: it has no {CARD_NAME}; train and save one"
-    card = read_json(path, missing=missing)
-    if not isinstance(card, dict) or card.get("format") != CARD_FORMAT:
-        raise ValueError(f"{path} is not a Grievance Lens model card; save the model again")
-    return card
-
-
-def check_no_pickle(folder: str | Path) -> None:
-    """Raise ValueError if `folder` holds a pickle-based file (.bin, .pt, .pkl, ...)."""
-    found = sorted(p.name for p in Path(folder).rglob("*") if p.suffix.lower() in PICKLE_SUFFIXES)
-    if found:
-        raise ValueError(
-            f"refusing to load {folder}: it contains pickle-based files {found}, which can run "
-            "code when loaded; only safetensors, npz and json are accepted. Re-save the model "
-            "with this tool (safetensors) or remove those files if you trust the rest"
-        )
-
-
 def load_model(folder: str | Path, *, device: str = "cpu", precision: str = "auto") -> LoadedModel:
     """Load a saved model folder; never unpickles anything.
 
@@ -258,9 +222,6 @@ def _load_transformer(folder: Path, architecture: Any) -> tuple[torch.nn.Module,
     )
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     return model.eval(), tokenizer
-
-
-# --------------------------------------------------------------------------- list / rename / delete
 
 
 def list_models(root: str | Path) -> list[ModelSummary]:
