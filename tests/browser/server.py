@@ -43,8 +43,9 @@ class AppServer:
 
     With `warm_up`, the server runs app.py once (Streamlit's script health check) in a
     background thread, so its imports happen before the first page is asked for, while the test
-    process does other work. `url` waits until the server is ready. `restart()` stops the process
-    and starts a new, cold one on the same folders, as an app restart does.
+    process does other work. `url` waits until the server is ready. `restart()` ends the process
+    and continues on a new one on the same folders, as an app restart after a crash does;
+    `start_successor()` boots that new process ahead of time, while the test does its work.
     """
 
     def __init__(self, data_dir: Path, *, models_dir: Path | None = None, warm_up: bool = False):
@@ -53,6 +54,10 @@ class AppServer:
         self._start(warm_up=warm_up)
 
     def _start(self, *, warm_up: bool) -> None:
+        self._process, self._log, self._url, self._ready = self._launch(warm_up=warm_up)
+        self._successor = None
+
+    def _launch(self, *, warm_up: bool):
         env = {**os.environ, "GRIEVANCE_LENS_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1"}
         # One OpenMP thread, as in the test process (tests/conftest.py, one_thread): the server's
         # tiny fits and 3000-row audits gain nothing from threads on the shared 2-core machine.
@@ -60,43 +65,44 @@ class AppServer:
         if self.models_dir is not None:
             env["GRIEVANCE_LENS_MODELS_DIR"] = str(self.models_dir)
         port = _free_port()
-        self._log = (self.data_dir / f"streamlit-{port}.log").open("w")
-        self._process = subprocess.Popen(
+        log = (self.data_dir / f"streamlit-{port}.log").open("w")
+        process = subprocess.Popen(
             [sys.executable, "-m", "ui.launch", "--server.port", str(port),
              "--server.scriptHealthCheckEnabled", "true"],
-            cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
-        self._url = f"http://127.0.0.1:{port}"
-        self._failure: BaseException | None = None
-        self._ready = threading.Thread(target=self._get_ready, args=(warm_up,), daemon=True)
-        self._ready.start()
-
-    def _get_ready(self, warm_up: bool) -> None:
-        try:
-            _wait_healthy(self._url, self._process)
-            if warm_up:
-                check = f"{self._url}/_stcore/script-health-check"
-                with urllib.request.urlopen(check, timeout=WARM_UP_TIMEOUT_S) as response:
-                    response.read()
-        except BaseException as exc:  # re-raised by `url`, in the test that needs the server
-            self._failure = exc
+        url = f"http://127.0.0.1:{port}"
+        ready = _Readiness(url, process, warm_up=warm_up)
+        return process, log, url, ready
 
     @property
     def url(self) -> str:
         """The base URL, once the server answers (and, with `warm_up`, has run app.py once)."""
-        self._ready.join()
-        if self._failure is not None:
-            raise RuntimeError(f"the app server at {self._url} is not ready") from self._failure
+        self._ready.wait()
         return self._url
 
+    def start_successor(self) -> None:
+        """Boot the process that the next `restart()` continues on (same folders, new port)."""
+        if self._successor is None:
+            self._successor = self._launch(warm_up=False)
+
     def restart(self) -> None:
-        """Stop the process; start a new one on the same folders."""
-        self.stop()
-        self._start(warm_up=False)
+        """Kill the process, as a crash would (whatever it confirmed must already be on disk),
+        and continue on its successor: booted ahead by `start_successor()`, or now."""
+        self.start_successor()
+        successor, self._successor = self._successor, None
+        self.stop(kill=True)
+        self._process, self._log, self._url, self._ready = successor
 
     def stop(self, *, kill: bool = False) -> None:
-        """Stop the process: gracefully (SIGTERM, seconds once torch is loaded) or, with `kill`,
-        at once, when nothing will read its store again."""
+        """Stop the process (and a successor booted for a restart that never came): gracefully
+        (SIGTERM, seconds once torch is loaded) or, with `kill`, at once."""
+        if self._successor is not None:
+            process, log, _, _ = self._successor
+            process.kill()
+            process.wait(timeout=20)
+            log.close()
+            self._successor = None
         if kill:
             self._process.kill()
         else:
@@ -104,3 +110,29 @@ class AppServer:
         self._process.wait(timeout=20)
         self._ready.join()  # ends once its request fails, if it was still waiting
         self._log.close()
+
+
+class _Readiness(threading.Thread):
+    """Waits in the background until a new server answers (and, with `warm_up`, has run app.py
+    once); `wait()` re-raises what went wrong, in the test that needs the server."""
+
+    def __init__(self, url: str, process: subprocess.Popen, *, warm_up: bool) -> None:
+        super().__init__(daemon=True)
+        self.url, self.process, self.warm_up = url, process, warm_up
+        self.failure: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            _wait_healthy(self.url, self.process)
+            if self.warm_up:
+                check = f"{self.url}/_stcore/script-health-check"
+                with urllib.request.urlopen(check, timeout=WARM_UP_TIMEOUT_S) as response:
+                    response.read()
+        except BaseException as exc:
+            self.failure = exc
+
+    def wait(self) -> None:
+        self.join()
+        if self.failure is not None:
+            raise RuntimeError(f"the app server at {self.url} is not ready") from self.failure

@@ -59,6 +59,7 @@ def download_csv(page: Page) -> pd.DataFrame:
 
 
 def test_audit_relabel_export_and_restart(browser, app_server):
+    app_server.start_successor()  # the process after the restart boots while the audit runs
     page = open_audit_page(browser, app_server.url)
     row, given, suggested = relabel_first_issue(page)
     expect(page.get_by_test_id("stMetric").filter(has_text="Decided")).to_contain_text(
@@ -72,7 +73,7 @@ def test_audit_relabel_export_and_restart(browser, app_server):
     ]
     assert len(corrected) == 3000
 
-    app_server.restart()  # the same store, a new server process
+    app_server.restart()  # killed as in a crash; a new process on the same store
     page = open_audit_page(browser, app_server.url)
     expect(page.get_by_text(f"1 decisions on this data set; the latest: row {row}")).to_be_visible(
         timeout=WAIT_MS
