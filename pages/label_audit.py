@@ -345,12 +345,9 @@ def save_decision(
 
 
 def render_export(active: ActiveDataset, store: Store) -> None:
-    """Corrected data set downloads; built from the store when clicked, formula-safe."""
+    """Corrected data set downloads, built from the store (not the session), formula-safe."""
     dataset = active.dataset
-
-    def corrected() -> pd.DataFrame:
-        return apply_decisions(dataset, store.latest_decisions(dataset.fingerprint))
-
+    corrected = apply_decisions(dataset, store.latest_decisions(dataset.fingerprint))
     stem = "corrected-" + safe_file_stem(active.name)
     render_table_downloads(
         corrected, stem, label="Download the corrected data set ({fmt})",

@@ -168,7 +168,7 @@ def render_training_rows(reviewed: list[TriageItem]) -> None:
     if active is not None:
         right.download_button(
             f"Download {md_escape(active.name)} + {len(rows)} reviewed rows (CSV)",
-            lambda: to_csv_bytes(with_training_rows(active.dataset, rows)),
+            to_csv_bytes(with_training_rows(active.dataset, rows)),  # not deferred: ui.downloads
             "training-data-with-triage.csv",
             "text/csv",
             key="triage.combined_csv",
