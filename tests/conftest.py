@@ -125,9 +125,8 @@ def restore_main_module():
 
 def make_dataset(texts: list[str], labels: list[str], *, extra: pd.DataFrame | None = None):
     """A `core.data.Dataset` built directly from lists (rows numbered from 2, as in a sheet)."""
-    from core.data.dataset import (
-        Dataset,  # imported here so other modules' tests never depend on it
-    )
+    # Imported here so that the other test modules never depend on core.data.
+    from core.data.dataset import Dataset
 
     extra = extra if extra is not None else pd.DataFrame(index=range(len(texts)))
     return Dataset(

@@ -1,5 +1,6 @@
-"""Helpers shared by the test modules: the command line run in-process or as a real process, and
-the tiny model trained in seconds and saved (no download)."""
+"""Helpers shared by the test modules: the command line run in-process or as a real process, a
+page opened through the app's router, and the tiny model trained in seconds and saved (no
+download)."""
 
 from __future__ import annotations
 
@@ -75,3 +76,15 @@ def save_tiny_model(folder: Path) -> Path:
     config = TrainConfig(backbone="tiny", lr=1e-3, epochs=20, max_steps=20, batch_size=8)
     result = train_models(train, val, config)
     return save_model(result, folder, data_fingerprint=dataset.fingerprint)
+
+
+def open_page(page: str, state: dict | None = None):
+    """The page file `page` opened through app.py's router (st.page_link needs the pages that
+    st.navigation registers), with `state` in the session; returned before it runs."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    at.run()
+    return at.switch_page(page)

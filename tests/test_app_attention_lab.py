@@ -5,23 +5,16 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.helpers import open_page
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages" / "attention_lab.py")
 TEXTBOOK_NUMBERS = ["0.599", "1.401", "0.802", "0.752", "1.503", "0.1978", "0.4011"]
 
 
-def open_page(state: dict | None = None) -> AppTest:
-    """The page through the router (st.page_link needs st.navigation's pages), not yet run."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for key, value in (state or {}).items():
-        at.session_state[key] = value
-    at.run()
-    return at.switch_page(PAGE)
-
-
 @pytest.fixture()
 def app() -> AppTest:
-    at = open_page().run()
+    at = open_page(PAGE).run()
     assert not at.exception
     return at
 
@@ -77,7 +70,7 @@ def test_again_toggle_reweights_every_token(app: AppTest):
 
 
 def test_projection_edit_flows_through_every_step():
-    at = open_page({"attention.W_Q": _editor_state({0: {"q1": 2.0}})}).run()
+    at = open_page(PAGE, {"attention.W_Q": _editor_state({0: {"q1": 2.0}})}).run()
     assert not at.exception
     q = next(t.value for t in at.table if list(t.value.columns) == ["q1", "q2"])
     assert q.loc["UPI"].tolist() == ["2.000", "0.000"]
@@ -93,7 +86,7 @@ def test_projection_edit_flows_through_every_step():
     ],
 )
 def test_invalid_edit_gives_an_error_not_an_exception(state, message):
-    at = open_page({"attention.X": state}).run()
+    at = open_page(PAGE, {"attention.X": state}).run()
     assert not at.exception
     assert len(at.error) == 1
     assert message in at.error[0].value
@@ -161,7 +154,7 @@ def test_timing_runs_on_submit_and_stays(app: AppTest):
 
 
 def test_reset_restores_the_textbook_numbers():
-    at = open_page({"attention.X": _editor_state({0: {"x1": None}})}).run()
+    at = open_page(PAGE, {"attention.X": _editor_state({0: {"x1": None}})}).run()
     assert at.error
     at.button(key="attention.reset").click().run()
     assert not at.exception and not at.error

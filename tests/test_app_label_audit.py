@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from core.data.validation import validate
 from core.review.store import Store, default_db_path
 from tests.conftest import separable_rows
+from tests.helpers import open_page
 from ui.state import ACTIVE_DATASET, ACTIVE_MODEL, AUDIT_JOB, REVIEWER, ActiveDataset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,18 +37,9 @@ def no_cached_audits():
     st.cache_resource.clear()
 
 
-def open_page(state: dict | None = None) -> AppTest:
-    """The page through the router (st.page_link needs st.navigation's pages), not yet run."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for key, value in (state or {}).items():
-        at.session_state[key] = value
-    at.run()
-    return at.switch_page(PAGE)
-
-
 @pytest.fixture()
 def app() -> AppTest:
-    at = open_page().run()
+    at = open_page(PAGE).run()
     assert not at.exception
     return at
 
@@ -119,7 +111,7 @@ def test_audit_the_demo_data_then_relabel_one_row(app: AppTest, data_dir: Path):
 
 
 def test_the_same_audit_again_is_served_from_the_cache():
-    app = open_page({ACTIVE_DATASET: toy_active()}).run()
+    app = open_page(PAGE, {ACTIVE_DATASET: toy_active()}).run()
     app.button(key=RUN).click().run()
     finish_audit(app)
     first = app.session_state[AUDIT_JOB].status().result
@@ -144,7 +136,7 @@ def test_the_transformer_audit_needs_an_active_model(app: AppTest):
 
 def test_transformer_audit_with_a_saved_tiny_model(tiny_model_dir: Path):
     at = open_page(
-        {ACTIVE_DATASET: toy_active(), ACTIVE_MODEL: str(tiny_model_dir), REVIEWER: "Ben"}
+        PAGE, {ACTIVE_DATASET: toy_active(), ACTIVE_MODEL: str(tiny_model_dir), REVIEWER: "Ben"}
     ).run()
     assert any("backbone tiny" in c.value for c in at.caption)
     at.radio(key="audit.model").set_value("transformer")
@@ -172,7 +164,7 @@ def slow_model(tiny_model_dir: Path, tmp_path: Path) -> Path:
 
 
 def test_a_running_transformer_audit_shows_progress_and_can_be_cancelled(slow_model: Path):
-    at = open_page({ACTIVE_DATASET: toy_active(), ACTIVE_MODEL: str(slow_model)}).run()
+    at = open_page(PAGE, {ACTIVE_DATASET: toy_active(), ACTIVE_MODEL: str(slow_model)}).run()
     at.radio(key="audit.model").set_value("transformer")
     at.number_input(key="audit.folds").set_value(3)
     at.button(key=RUN).click().run()
