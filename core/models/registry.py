@@ -218,9 +218,12 @@ def _load_transformer(folder: Path, architecture: Any) -> tuple[torch.nn.Module,
     if architecture != ARCH_TRANSFORMERS:
         raise ValueError(f"{folder}: unknown architecture {architecture!r} in {CARD_NAME}")
     model = AutoModelForSequenceClassification.from_pretrained(
-        folder, use_safetensors=True, local_files_only=True, attn_implementation="eager"
+        folder, use_safetensors=True, local_files_only=True, attn_implementation="eager",
+        trust_remote_code=False,
+    )  # fmt: skip
+    tokenizer = AutoTokenizer.from_pretrained(
+        folder, local_files_only=True, trust_remote_code=False
     )
-    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     return model.eval(), tokenizer
 
 

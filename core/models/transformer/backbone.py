@@ -47,13 +47,16 @@ def load_backbone(
     label2id = {label: i for i, label in id2label.items()}
     options = {"attn_implementation": "eager", "use_safetensors": True, "local_files_only": True}
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(
+            source, local_files_only=True, trust_remote_code=False
+        )
         if config.pooling == "cls":
             model = AutoModelForSequenceClassification.from_pretrained(
-                source, num_labels=len(classes), id2label=id2label, label2id=label2id, **options
-            )
+                source, num_labels=len(classes), id2label=id2label, label2id=label2id,
+                trust_remote_code=False, **options,
+            )  # fmt: skip
             return model, tokenizer
-        encoder = AutoModel.from_pretrained(source, **options)
+        encoder = AutoModel.from_pretrained(source, trust_remote_code=False, **options)
     except OSError as exc:
         raise ValueError(
             f"could not load backbone {config.backbone!r} offline ({exc}); give 'minilm', a "
