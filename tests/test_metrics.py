@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.metrics import f1_score
 
@@ -12,7 +13,9 @@ from core.analysis.metrics import (
     evaluate_model,
     evaluate_predictions,
     evaluate_proba,
+    evaluate_with_slices,
 )
+from tests.conftest import make_dataset
 
 Y_TRUE = ["A", "A", "A", "B", "B", "C"]
 Y_PRED = ["A", "A", "B", "B", "C", "C"]
@@ -111,6 +114,22 @@ def test_evaluate_model_needs_only_the_protocol():
     assert report.confusion == ((0, 1, 0), (0, 1, 1), (0, 0, 1))
     with pytest.raises(ValueError, match="one per text"):
         evaluate_model(KeywordModel(), texts, ["Card Fraud"])
+
+
+def test_evaluate_with_slices_reports_the_whole_set_and_each_marked_slice():
+    texts = ["UPI failed", "card stolen", "UPI and card", "upi refund"]
+    labels = ["UPI Dispute", "Card Fraud", "Card Fraud", "UPI Dispute"]
+    extra = pd.DataFrame({"slice": ["twin", "", "twin", None]})
+    report, slices = evaluate_with_slices(KeywordModel(), make_dataset(texts, labels, extra=extra))
+    assert report == evaluate_model(KeywordModel(), texts, labels)
+    assert list(slices) == ["twin"]
+    assert (slices["twin"].n, slices["twin"].accuracy) == (2, 0.5)
+    assert slices["twin"].labels == (
+        "Card Fraud",
+        "UPI Dispute",
+    )  # every class, not only the slice's
+    _, none = evaluate_with_slices(KeywordModel(), make_dataset(texts, labels))
+    assert none == {}
 
 
 def test_confusion_frame_is_tidy_long_format():

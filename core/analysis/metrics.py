@@ -118,10 +118,18 @@ def evaluate_proba(
         raise ValueError("pred_probs contains NaN or infinite values; check the model's output")
     if len(set(classes)) != len(classes):
         raise ValueError(f"classes must be distinct, got {classes}")
-    y_pred = [classes[i] for i in pred_probs.argmax(axis=1)]
     if labels is None:
-        labels = sorted(set(classes) | set(_check_label_list(y_true, "y_true")))
-    return evaluate_predictions(y_true, y_pred, labels=labels)
+        labels = _model_labels(classes, _check_label_list(y_true, "y_true"))
+    return evaluate_predictions(y_true, _argmax_labels(pred_probs, classes), labels=labels)
+
+
+def _argmax_labels(pred_probs: np.ndarray, classes: Sequence[str]) -> list[str]:
+    return [classes[i] for i in pred_probs.argmax(axis=1)]
+
+
+def _model_labels(classes: Sequence[str], y_true: Sequence[str]) -> list[str]:
+    """Every class of the model, reported even if never predicted, and every true label."""
+    return sorted(set(classes) | set(y_true))
 
 
 def evaluate_model(
@@ -149,6 +157,18 @@ def slice_reports(
         picked = [truth[i] for i in rows], [pred[i] for i in rows]
         reports[name] = evaluate_predictions(*picked, labels=labels)
     return reports
+
+
+def evaluate_with_slices(
+    model: ProbabilisticClassifier, dataset: Dataset
+) -> tuple[EvalReport, dict[str, EvalReport]]:
+    """`evaluate_model` on all of `dataset` and `slice_reports` on its slices, predicting once."""
+    classes = [str(c) for c in model.classes_]
+    pred_probs = np.asarray(model.predict_proba(list(dataset.texts)))
+    labels = _model_labels(classes, dataset.labels)
+    report = evaluate_proba(list(dataset.labels), pred_probs, classes, labels=labels)
+    slices = slice_reports(dataset, _argmax_labels(pred_probs, classes), labels=labels)
+    return report, slices
 
 
 def confusion_frame(report: EvalReport) -> pd.DataFrame:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from transformers import PreTrainedTokenizerBase
 
-from core.analysis.metrics import EvalReport, evaluate_predictions, slice_reports
+from core.analysis.metrics import EvalReport, evaluate_with_slices
 from core.data.dataset import TWIN_SLICE, Dataset, split_dataset
 from core.jobs import BackgroundJob, start_job
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
@@ -140,11 +140,7 @@ def _validation_reports(
     """Both models on `val`, and on its twin slice when the data marks one."""
     reports: dict[str, EvalReport | None] = {}
     for name, model in (("transformer", transformer), ("baseline", baseline)):
-        classes = [str(c) for c in model.classes_]
-        y_pred = [classes[i] for i in model.predict_proba(list(val.texts)).argmax(axis=1)]
-        labels = sorted(set(classes) | set(val.labels))
-        reports[f"{name}_report"] = evaluate_predictions(list(val.labels), y_pred, labels=labels)
-        slices = slice_reports(val, y_pred, labels=labels)
+        reports[f"{name}_report"], slices = evaluate_with_slices(model, val)
         reports[f"{name}_twin_report"] = slices.get(TWIN_SLICE)
     return reports
 
