@@ -345,3 +345,45 @@ def test_same_weights_with_and_without_positions():
     assert "positional" not in model.state_dict()  # a formula, recomputed, never saved
     assert model.embeddings.padding_idx == PAD_ID
     assert model.embeddings.weight[PAD_ID].abs().max() == 0
+
+
+# ------------------------------------------------------------------ crafted config.json
+
+
+def _saved_with_config(tmp_path, **changes):
+    model, _ = _model()
+    model.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))
+    (tmp_path / "config.json").write_text(json.dumps({**config, **changes}), encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"vocab_size": 900_000, "d_model": 2048, "n_heads": 4},  # 7 GB of embeddings
+        {"n_layers": 48},
+        {"d_ff": 8192},
+        {"num_labels": 3, "max_length": 4096},  # fits: positions are no weight
+    ],
+)
+def test_a_config_that_does_not_fit_its_weights_is_refused_before_building(tmp_path, changes):
+    folder = _saved_with_config(tmp_path, **changes)
+    if changes.get("max_length") == 4096:
+        loaded = TinyTransformerForSequenceClassification.from_pretrained(folder)
+        assert loaded.config.max_length == 4096
+        return
+    with pytest.raises(ValueError, match="does not fit config.json"):
+        TinyTransformerForSequenceClassification.from_pretrained(folder)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("vocab_size", 10**9), ("d_model", 10**6), ("max_length", 10**8), ("n_layers", 10**6),
+     ("vocab_size", "12"), ("n_heads", True)],
+)  # fmt: skip
+def test_absurd_sizes_are_refused_in_one_line(tmp_path, field, value):
+    folder = _saved_with_config(tmp_path, **{field: value})
+    with pytest.raises(ValueError, match=f"{field} must be an integer in 1..") as err:
+        TinyTransformerForSequenceClassification.from_pretrained(folder)
+    assert "\n" not in str(err.value)

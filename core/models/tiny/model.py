@@ -23,11 +23,19 @@ from torch import nn
 
 from core.lab.self_attention import positional_encoding
 from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer, read_saved_json
+from core.models.weights import read_safetensors_shapes
 from core.paths import write_json
 
 MODEL_TYPE = "tiny-transformer"
 CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
 POOLINGS = ("mean", "cls")
+# Upper bounds of a tiny model, far above anything it is trained with (vocab <= 20,000 words,
+# max_length <= 512), so that a crafted config.json is refused before it allocates: the
+# positional table alone is max_length x d_model floats and holds no saved weight.
+SIZE_LIMITS = {
+    "vocab_size": 1_000_000, "d_model": 2048, "n_heads": 64, "d_ff": 8192, "n_layers": 48,
+    "max_length": 4096, "num_labels": 10_000,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -61,10 +69,10 @@ class TinyConfig:
         return hash(json.dumps(self.to_dict(), sort_keys=True))
 
     def _check_sizes(self) -> None:
-        positive = ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_length")
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
+        for name, limit in SIZE_LIMITS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+                raise ValueError(f"{name} must be an integer in 1..{limit}; got {value!r}")
         if self.d_model % self.n_heads:
             raise ValueError(
                 f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"
@@ -73,8 +81,6 @@ class TinyConfig:
             raise ValueError(f"pooling must be 'mean' or 'cls'; got {self.pooling!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1); got {self.dropout}")
-        if self.num_labels < 1:
-            raise ValueError(f"num_labels must be at least 1; got {self.num_labels}")
 
     def to_dict(self) -> dict:
         """JSON-ready dictionary (label ids become strings, as in Hugging Face configs)."""
@@ -270,12 +276,30 @@ class TinyTransformerForSequenceClassification(nn.Module):
             raise ValueError(
                 f"{weights_path} is missing; save the model with save_pretrained first"
             )
+        _check_weights_fit(cls, config, weights_path)
         model = cls(config)
         try:
             model.load_state_dict(load_file(str(weights_path), device="cpu"))
         except RuntimeError as error:
             raise ValueError(f"{weights_path} does not fit {config}: {error}") from error
         return model.to(device).eval()
+
+
+def _check_weights_fit(cls: type[nn.Module], config: TinyConfig, weights_path: Path) -> None:
+    """Refuse a config whose tensor shapes differ from the weight file's, before allocating.
+
+    The model is built on the meta device (no memory) and its shapes compared with the
+    safetensors header, which lists each tensor's shape without reading it.
+    """
+    held = read_safetensors_shapes(weights_path)
+    with torch.device("meta"):
+        wanted = {k: tuple(v.shape) for k, v in cls(config).state_dict().items()}
+    if held != wanted:
+        diff = sorted(set(held.items()) ^ set(wanted.items()))[0][0]
+        raise ValueError(
+            f"{weights_path.name} does not fit config.json (first difference: tensor {diff!r}); "
+            "save the model again"
+        )
 
 
 def create_tiny_classifier(
