@@ -117,14 +117,16 @@ _TRAIN_OPTIONS = {  # CLI flag dest -> TrainConfig field
 def _cmd_train(args: argparse.Namespace) -> None:
     from core.data.dataset import split_dataset
     from core.data.validation import load_dataset
-    from core.models.card import validate_model_name
+    from core.models.card import model_folder
     from core.models.registry import save_model
     from core.models.transformer.config import TrainConfig
     from core.models.transformer.training import train_models
 
+    # --out is the operator's own path: its parent may be any folder they can write to; its
+    # last part is the model name, checked like a name typed in the app (one safe segment,
+    # not a symbolic link), before hours of training rather than after.
     out = Path(args.out)
-    validate_model_name(out.name)
-    if out.exists():
+    if model_folder(out.parent, out.name).exists():
         raise CommandError(f"{out} already exists; choose another --out or delete it first")
     options = {
         field: getattr(args, dest)
@@ -138,7 +140,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
     train, val = split_dataset(dataset, val_fraction=config.val_fraction, seed=config.seed)
     with _progress_bar("train", unit="step") as bar:
         result = train_models(train, val, config, on_progress=_train_progress(bar))
-    folder = save_model(result, out, data_fingerprint=dataset.fingerprint)
+    folder = save_model(result, out.parent, out.name, data_fingerprint=dataset.fingerprint)
     document = {
         "transformer": result.transformer_report.to_json(),
         "bow": result.baseline_report.to_json(),
@@ -210,12 +212,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
 
 
 def _load_model(folder: str):
-    """The saved model at `folder`; one that is not a model or holds pickle-based files is
-    refused before torch and transformers load (seconds), so a wrong path fails at once."""
-    from core.models.card import check_no_pickle, read_card
+    """The saved model at `folder` (the operator's path); one that is not a model, holds
+    pickle-based files or ships code is refused before torch and transformers load (seconds),
+    so a wrong path fails at once."""
+    from core.models.card import check_loadable, read_card
 
     read_card(folder)
-    check_no_pickle(folder)
+    check_loadable(folder)
     from core.models.registry import load_model
 
     return load_model(Path(folder))
@@ -261,7 +264,10 @@ def _default_out(path: Path) -> Path:
 def _add_train(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="fine-tune the transformer and the baseline; save both")
     p.add_argument("file", help="labelled CSV, TSV, XLSX or Parquet file")
-    p.add_argument("--out", required=True, help="model folder to create, e.g. models/NAME")
+    p.add_argument(
+        "--out", required=True,
+        help="model folder to create, e.g. models/NAME; NAME: letters, digits, '_', '-', '.'",
+    )  # fmt: skip
     p.add_argument("--backbone", help="minilm (default), tiny, or a local folder / HF model id")
     p.add_argument("--epochs", type=int)
     p.add_argument("--batch-size", type=int)

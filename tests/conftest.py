@@ -225,7 +225,7 @@ def tiny_bert_cls_model_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPa
         max_steps=2, device="cpu",
     )  # fmt: skip
     result = train_models(data, data, config)
-    return save_model(result, tmp_path_factory.mktemp("models") / "tiny-bert")
+    return save_model(result, tmp_path_factory.mktemp("models"), "tiny-bert")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -75,7 +76,7 @@ def save_tiny_model(folder: Path) -> Path:
     train, val = split_dataset(dataset, val_fraction=0.25, seed=0)
     config = TrainConfig(backbone="tiny", lr=1e-3, epochs=20, max_steps=20, batch_size=8)
     result = train_models(train, val, config)
-    return save_model(result, folder, data_fingerprint=dataset.fingerprint)
+    return save_model(result, folder.parent, folder.name, data_fingerprint=dataset.fingerprint)
 
 
 def open_page(page: str, state: dict | None = None):
@@ -88,3 +89,19 @@ def open_page(page: str, state: dict | None = None):
         at.session_state[key] = value
     at.run()
     return at.switch_page(page)
+
+
+_MARKER_CODE = "import pathlib\npathlib.Path({marker!r}).write_text('ran')\n"
+
+
+def add_remote_code(
+    folder: Path, marker: Path, *, auto_map=True, script=True, where="config.json"
+) -> Path:
+    """Make `folder` look like a remote-code model whose module writes `marker` when run."""
+    if script:
+        (folder / "modeling_evil.py").write_text(_MARKER_CODE.format(marker=str(marker)))
+    if auto_map:
+        config = json.loads((folder / where).read_text(encoding="utf-8"))
+        config["auto_map"] = {"AutoModel": "modeling_evil.EvilModel"}
+        (folder / where).write_text(json.dumps(config), encoding="utf-8")
+    return folder

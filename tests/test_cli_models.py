@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import separable_rows
-from tests.helpers import CliRun, run_cli, run_cli_process
+from tests.helpers import CliRun, add_remote_code, run_cli, run_cli_process
 
 DESKS = ["Card Fraud", "Loan Query", "UPI Dispute"]
 CONTRACT_COLUMNS = ["predicted_label", "confidence", "needs_review", "bow_label", "bow_confidence"]
@@ -118,6 +118,27 @@ def test_classify_refuses_a_pickle_model_folder(trained, tmp_path, labelled):
     result = run_cli_process("classify", "--model", str(folder), str(labelled))
     assert result.returncode == 2 and "pickle" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_commands_refuse_a_model_folder_that_ships_code(trained, tmp_path, labelled):
+    import shutil
+
+    out, _, _ = trained
+    folder = add_remote_code(shutil.copytree(out, tmp_path / "remote"), tmp_path / "ran")
+    for command in (["classify", "--model", str(folder), str(labelled)],
+                    ["explain", "--model", str(folder), "card stolen"]):  # fmt: skip
+        result = run_cli(*command)
+        assert result.returncode == 2 and "ships code" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert not (tmp_path / "ran").exists()
+
+
+def test_train_out_may_not_be_a_symbolic_link(labelled, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    result = run_cli("train", str(labelled), "--out", str(tmp_path / "link"), "--backbone", "tiny")
+    assert result.returncode == 2 and "inside the models folder" in result.stderr
+    assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
 def test_train_tiny_without_positions(labelled, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 import shutil
@@ -11,8 +12,16 @@ import pytest
 
 from core.models import registry
 from core.models.baseline import BagOfWordsClassifier
-from core.models.card import validate_model_name
-from core.models.registry import delete_model, list_models, load_model, rename_model, save_model
+from core.models.card import ModelChange, card_digest, model_change, validate_model_name
+from core.models.registry import (
+    delete_model,
+    list_models,
+    load_model,
+    load_named_model,
+    rename_model,
+    save_model,
+)
+from tests.helpers import add_remote_code
 
 TEXTS = ["upi payment failed", "card stolen fraud charge since yesterday", "loan emi", "kyc"]
 
@@ -26,7 +35,7 @@ def result(tiny_bert_result):
 @pytest.fixture(scope="module")
 def saved(result, tmp_path_factory):
     return save_model(
-        result, tmp_path_factory.mktemp("models") / "desk-router", data_fingerprint="f" * 64
+        result, tmp_path_factory.mktemp("models"), "desk-router", data_fingerprint="f" * 64
     )
 
 
@@ -95,7 +104,7 @@ def test_failed_save_leaves_nothing_behind(result, tmp_path, monkeypatch):
 
     monkeypatch.setattr(BagOfWordsClassifier, "save", explode)
     with pytest.raises(OSError, match="disk full"):
-        save_model(result, tmp_path / "broken")
+        save_model(result, tmp_path, "broken")
     assert list(tmp_path.iterdir()) == []
     assert list_models(tmp_path) == []
 
@@ -104,7 +113,7 @@ def test_failed_overwrite_keeps_the_old_model(result, saved, tmp_path, monkeypat
     folder = shutil.copytree(saved, tmp_path / "kept")
     monkeypatch.setattr(registry, "build_card", _raise)
     with pytest.raises(RuntimeError):
-        save_model(result, folder, overwrite=True)
+        save_model(result, tmp_path, "kept", overwrite=True)
     assert [p.name for p in tmp_path.iterdir()] == ["kept"]
     assert load_model(folder).card["data_fingerprint"] == "f" * 64
 
@@ -115,15 +124,15 @@ def _raise(*args, **kwargs):
 
 def test_save_refuses_existing_target_and_cancelled_runs(result, saved):
     with pytest.raises(ValueError, match="already exists"):
-        save_model(result, saved)
+        save_model(result, saved.parent, saved.name)
     cancelled = type(result)(**{**result.__dict__, "cancelled": True, "transformer": None})
     with pytest.raises(ValueError, match="cancelled"):
-        save_model(cancelled, saved.parent / "other")
+        save_model(cancelled, saved.parent, "other")
 
 
 def test_overwrite_replaces_the_model(result, saved, tmp_path):
     folder = shutil.copytree(saved, tmp_path / "again")
-    save_model(result, folder, overwrite=True, data_fingerprint="0" * 64)
+    save_model(result, tmp_path, "again", overwrite=True, data_fingerprint="0" * 64)
     assert load_model(folder).card["data_fingerprint"] == "0" * 64
     assert [p.name for p in tmp_path.iterdir()] == ["again"]
 
@@ -134,9 +143,9 @@ def test_overwrite_replaces_the_model(result, saved, tmp_path):
 def test_bad_model_names_are_refused(name, result, tmp_path):
     with pytest.raises(ValueError, match="model name"):
         validate_model_name(name)
-    if name and "/" not in name and "\\" not in name:
-        with pytest.raises(ValueError, match="model name"):
-            save_model(result, tmp_path / name)
+    with pytest.raises(ValueError, match="model name"):
+        save_model(result, tmp_path, name)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("name", ["a", "desk-router_v2.1", "M" * 64, "2025-01-run"])
@@ -178,7 +187,136 @@ def test_list_models_of_missing_root_is_empty(tmp_path):
     assert list_models(tmp_path / "nowhere") == []
 
 
-def test_a_loaded_model_is_keyed_by_its_folder_and_save_time(saved):
+def test_a_loaded_model_is_keyed_by_its_name_and_content(saved):
     loaded = load_model(saved)
-    created_at = json.loads((saved / "card.json").read_text(encoding="utf-8"))["created_at"]
-    assert loaded.key == f"{saved}@{created_at}"
+    digest = hashlib.sha256((saved / "card.json").read_bytes()).hexdigest()
+    assert loaded.digest == card_digest(saved) == digest
+    assert loaded.key == f"desk-router@{digest}"
+    files = json.loads((saved / "card.json").read_text(encoding="utf-8"))["files"]
+    assert {"model.safetensors", "baseline.npz", "config.json"} <= set(files)
+    assert (
+        files["model.safetensors"]
+        == hashlib.sha256((saved / "model.safetensors").read_bytes()).hexdigest()
+    )
+
+
+def test_a_model_saved_again_under_its_name_is_another_key(result, saved, tmp_path):
+    folder = shutil.copytree(saved, tmp_path / "again")
+    before = load_model(folder)
+    assert model_change(folder, before.digest) is ModelChange.SAME
+    save_model(result, tmp_path, "again", overwrite=True)
+    after = load_model(folder)
+    assert after.key != before.key and after.path == before.path
+    assert model_change(folder, before.digest) is ModelChange.CHANGED
+    with pytest.raises(ValueError, match="changed on disk"):
+        load_model(folder, digest=before.digest)
+    delete_model(tmp_path, "again")
+    assert model_change(folder, after.digest) is ModelChange.GONE
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "baseline.npz"])
+def test_a_weight_file_swapped_under_its_card_is_refused(saved, tmp_path, name):
+    folder = shutil.copytree(saved, tmp_path / "swapped")
+    data = bytearray((folder / name).read_bytes())
+    data[-1] ^= 1  # one bit of the last tensor
+    (folder / name).write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=f"{name} differs from the file it was saved with"):
+        load_model(folder)
+
+
+# ------------------------------------------------------------------ nothing escapes models/
+
+
+@pytest.fixture()
+def outside(tmp_path):
+    """A models folder `models/` and, beside it, a folder `outside/` that nothing may touch."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "outside").mkdir()
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", ["../outside/evil", "../../x/evil", "/tmp/evil", "..", "a/b"])
+def test_save_refuses_names_that_leave_the_models_folder(result, outside, name):
+    with pytest.raises(ValueError, match="model name"):
+        save_model(result, outside / "models", name)
+    with pytest.raises(ValueError, match="model name"):
+        save_model(result, outside / "models", str(outside / "outside" / "evil"))
+    assert list((outside / "outside").iterdir()) == []
+    assert list((outside / "models").iterdir()) == []
+
+
+def test_a_symbolic_link_out_of_the_models_folder_is_refused(result, saved, outside):
+    models, elsewhere = outside / "models", outside / "outside"
+    shutil.copytree(saved, elsewhere / "victim")
+    (models / "link").symlink_to(elsewhere, target_is_directory=True)
+    (models / "victim").symlink_to(elsewhere / "victim", target_is_directory=True)
+    shutil.copytree(saved, models / "mine")
+    with pytest.raises(ValueError, match="inside the models folder"):
+        save_model(result, models, "link", overwrite=True)
+    with pytest.raises(ValueError, match="inside the models folder"):
+        delete_model(models, "victim")
+    with pytest.raises(ValueError, match="inside the models folder"):
+        rename_model(models, "victim", "renamed")
+    with pytest.raises(ValueError, match="inside the models folder"):
+        rename_model(models, "mine", "link")
+    with pytest.raises(ValueError, match="inside the models folder"):
+        load_named_model(models, "victim")
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["victim"]
+    assert (elsewhere / "victim" / "card.json").is_file()
+    assert load_named_model(models, "mine").card["labels"]
+
+
+def test_rename_and_delete_name_models_never_paths(saved, outside):
+    models = outside / "models"
+    shutil.copytree(saved, models / "mine")
+    for bad in ["../outside", str(outside / "outside"), "mine/..", ".."]:
+        with pytest.raises(ValueError, match="model name") as err:
+            rename_model(models, "mine", bad)
+        assert str(models) not in str(err.value)
+    with pytest.raises(ValueError, match="no model named 'gone'") as err:
+        delete_model(models, "gone")
+    assert str(models) not in str(err.value)
+    assert [p.name for p in models.iterdir()] == ["mine"]
+
+
+# ------------------------------------------------------------------ nothing runs
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"script": False},
+        {"auto_map": False},
+        {"script": False, "where": "tokenizer_config.json"},
+    ],
+)
+def test_a_folder_that_ships_code_is_refused_without_running_it(saved, tmp_path, options):
+    folder = shutil.copytree(saved, tmp_path / "remote")
+    marker = tmp_path / "ran"
+    add_remote_code(folder, marker, **options)
+    with pytest.raises(ValueError, match="ships code"):
+        load_model(folder)
+    assert not marker.exists()
+
+
+def test_a_backbone_that_ships_code_is_refused_without_running_it(tiny_bert_dir, tmp_path):
+    from core.models.transformer.backbone import load_backbone
+    from core.models.transformer.config import TrainConfig
+
+    folder = add_remote_code(shutil.copytree(tiny_bert_dir, tmp_path / "bert"), tmp_path / "ran")
+    with pytest.raises(ValueError, match="ships code"):
+        load_backbone(TrainConfig(backbone=str(folder)), ["a", "b"])
+    assert not (tmp_path / "ran").exists()
+
+
+def test_a_crafted_transformers_config_is_refused_before_allocating(saved, tmp_path):
+    folder = shutil.copytree(saved, tmp_path / "huge")
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config.update(vocab_size=50_000_000, hidden_size=4096, num_attention_heads=32)
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
+    del card["files"]  # as an older card would be: the digests would catch the edit first
+    (folder / "card.json").write_text(json.dumps(card), encoding="utf-8")
+    with pytest.raises(ValueError, match="describes about"):
+        load_model(folder)

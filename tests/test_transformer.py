@@ -284,7 +284,7 @@ def test_bundled_minilm_learns_and_round_trips(minilm_path, tmp_path):
     result = train_models(train, val, config)
     assert _mean_loss(result.transformer, train) < 0.9 * _mean_loss(untrained, train)
 
-    folder = save_model(result, tmp_path / "minilm-demo")
+    folder = save_model(result, tmp_path, "minilm-demo")
     assert (folder / "model.safetensors").stat().st_size > 80e6  # the whole encoder is saved
     loaded = load_model(folder)
     texts = list(val.texts)

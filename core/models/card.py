@@ -1,13 +1,14 @@
 """What makes a folder a saved model, checked without loading torch: its card.json, a safe
-folder name, and no pickle-based file anywhere in it."""
+folder name inside the models folder, no file that can run code, and its content digest."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+from enum import Enum
 from pathlib import Path
 from typing import Any
-
-from core.paths import read_json
 
 CARD_NAME = "card.json"
 CARD_FORMAT = "grievance-lens-model"
@@ -16,6 +17,9 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Files that can run code when loaded (pickle-based checkpoints). Their presence makes the
 # whole folder untrusted: we refuse it rather than load the safe files beside them.
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib")
+# JSON files in which transformers looks for `auto_map` (classes to import from .py files).
+AUTO_MAP_FILES = ("config.json", "tokenizer_config.json")
+FILES_KEY = "files"  # card.json: {file name: SHA-256} of every other file, written at save time
 
 
 def validate_model_name(name: str) -> str:
@@ -28,15 +32,44 @@ def validate_model_name(name: str) -> str:
     return name
 
 
+def model_folder(root: str | Path, name: str) -> Path:
+    """The folder of model `name` directly inside the models folder `root`.
+
+    `name` must pass `validate_model_name` (one path segment); the folder must not be a symbolic
+    link and must resolve to a direct child of the resolved `root`. Raises ValueError otherwise;
+    the folder need not exist yet (saving checks the same way).
+    """
+    validate_model_name(name)
+    root = Path(root).resolve()
+    folder = root / name
+    if folder.is_symlink() or folder.resolve().parent != root:
+        raise ValueError(f"model name {name!r} does not name a folder inside the models folder")
+    return folder
+
+
 def read_card(folder: str | Path) -> dict[str, Any]:
     """The parsed card.json of a model folder; ValueError when the folder is not a model."""
+    return read_card_and_digest(folder)[0]
+
+
+def read_card_and_digest(folder: str | Path) -> tuple[dict[str, Any], str]:
+    """The parsed card.json and its `card_digest`, from one read of the file (so both always
+    describe the same save)."""
     folder = Path(folder)
     path = folder / CARD_NAME
-    missing = f"{folder} is not a model: it has no {CARD_NAME}; train and save one"
-    card = read_json(path, missing=missing)
+    try:
+        raw = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError) as err:
+        raise ValueError(
+            f"{folder} is not a model: it has no {CARD_NAME}; train and save one"
+        ) from err
+    try:
+        card = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); save the model again") from err
     if not isinstance(card, dict) or card.get("format") != CARD_FORMAT:
         raise ValueError(f"{path} is not a Grievance Lens model card; save the model again")
-    return card
+    return card, hashlib.sha256(raw).hexdigest()
 
 
 def check_no_pickle(folder: str | Path) -> None:
@@ -48,3 +81,82 @@ def check_no_pickle(folder: str | Path) -> None:
             "code when loaded; only safetensors, npz and json are accepted. Re-save the model "
             "with this tool (safetensors) or remove those files if you trust the rest"
         )
+
+
+def check_no_code(folder: str | Path) -> None:
+    """Raise ValueError if `folder` ships Python code: a .py file anywhere in it, or `auto_map`
+    in config.json or tokenizer_config.json (transformers' pointer to classes in such files)."""
+    folder = Path(folder)
+    scripts = sorted(p.name for p in folder.rglob("*.py"))
+    mapped = [n for n in AUTO_MAP_FILES if _has_auto_map(folder / n)]
+    if scripts or mapped:
+        found = scripts + [f"auto_map in {n}" for n in mapped]
+        raise ValueError(
+            f"refusing to load {folder.name}: it ships code {found}, which would run when "
+            "loaded; only standard architectures with safetensors weights are accepted"
+        )
+
+
+def _has_auto_map(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path.name} is not valid JSON ({err}); save the model again") from err
+    return isinstance(data, dict) and "auto_map" in data
+
+
+def check_loadable(folder: str | Path) -> None:
+    """Every torch-free refusal before a folder is handed to torch or transformers: no
+    pickle-based file and no shipped code."""
+    check_no_pickle(folder)
+    check_no_code(folder)
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def folder_digests(folder: Path) -> dict[str, str]:
+    """{file name: SHA-256} of every file directly in `folder` except card.json."""
+    return {
+        p.name: file_digest(p)
+        for p in sorted(folder.iterdir())
+        if p.is_file() and p.name != CARD_NAME
+    }
+
+
+def card_digest(folder: str | Path) -> str | None:
+    """SHA-256 of the folder's card.json bytes: the identity of one saved model; None if gone.
+
+    Why this is enough: `save_model` writes the SHA-256 of every other file into card.json
+    (FILES_KEY) and `load_model` verifies them, so the card's bytes pin the whole content, while
+    a check costs one small file read per rerun instead of hashing the weights each time. Every
+    save (a re-save under the same name included) writes a new card (new digests, created_at).
+    """
+    try:
+        return hashlib.sha256((Path(folder) / CARD_NAME).read_bytes()).hexdigest()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+class ModelChange(Enum):
+    """How a model folder compares with the version a session chose."""
+
+    SAME = "same"
+    CHANGED = "changed"  # saved again or replaced: another model under the same name
+    GONE = "gone"  # deleted or renamed
+
+
+def model_change(folder: str | Path, digest: str) -> ModelChange:
+    """Whether the model in `folder` is still the one whose card digest is `digest`."""
+    current = card_digest(folder)
+    if current is None:
+        return ModelChange.GONE
+    return ModelChange.SAME if current == digest else ModelChange.CHANGED

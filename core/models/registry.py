@@ -30,15 +30,21 @@ from core.models.card import (
     CARD_FORMAT,
     CARD_NAME,
     CARD_VERSION,
+    FILES_KEY,
     NAME_PATTERN,
-    check_no_pickle,
+    card_digest,
+    check_loadable,
+    file_digest,
+    folder_digests,
+    model_folder,
     read_card,
-    validate_model_name,
+    read_card_and_digest,
 )
 from core.models.tiny.model import TinyTransformerForSequenceClassification
 from core.models.tiny.tokenizer import TinyTokenizer
 from core.models.transformer.inference import TransformerClassifier
 from core.models.transformer.training import TrainResult
+from core.models.weights import check_config_fits_weights
 
 ARCH_TRANSFORMERS = "transformers"  # loads with AutoModelForSequenceClassification
 
@@ -69,11 +75,13 @@ class LoadedModel:
     baseline: BagOfWordsClassifier
     card: dict[str, Any]
     path: Path
+    digest: str  # SHA-256 of card.json, which pins every file (see core.models.card.card_digest)
 
     @property
     def key(self) -> str:
-        """What identifies this model in caches and job records: its folder and save time."""
-        return f"{self.path}@{self.card.get('created_at', '')}"
+        """What identifies this model in caches and job records: its name and content digest,
+        so a model saved again under the same name is another key."""
+        return f"{self.path.name}@{self.digest}"
 
 
 def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> dict[str, Any]:
@@ -138,24 +146,26 @@ def _versions() -> dict[str, str]:
 
 def save_model(
     result: TrainResult,
-    target: str | Path,
+    root: str | Path,
+    name: str,
     *,
     data_fingerprint: str | None = None,
     overwrite: bool = False,
 ) -> Path:
-    """Write a trained pair into the folder `target` atomically; returns the folder.
+    """Write a trained pair as model `name` of the models folder `root` atomically; returns the
+    folder `root/name`.
 
-    Everything is written into a hidden temporary folder beside `target`, which is renamed
-    into place only when complete: an interrupted save leaves no folder that lists as a model.
-    The folder name must pass `validate_model_name`.
+    `name` is untrusted: it must be one safe path segment (`validate_model_name`) and the folder
+    must stay inside `root`, symbolic links included (`model_folder`). Everything is written
+    into a hidden temporary folder beside the target, which is renamed into place only when
+    complete: an interrupted save leaves no folder that lists as a model.
     """
     if result.cancelled or result.transformer is None or result.baseline is None:
         raise ValueError("this training run was cancelled; there is no model to save")
-    target = Path(target)
-    validate_model_name(target.name)
+    Path(root).mkdir(parents=True, exist_ok=True)
+    target = model_folder(root, name)
     if target.exists() and not overwrite:
-        raise ValueError(f"{target} already exists; choose another name or pass overwrite=True")
-    target.parent.mkdir(parents=True, exist_ok=True)
+        raise ValueError(f"a model named {name!r} already exists; choose another name")
     staging = target.parent / f".{target.name}.saving-{uuid.uuid4().hex[:8]}"
     try:
         _write_model(result, staging, data_fingerprint)
@@ -172,6 +182,7 @@ def _write_model(result: TrainResult, folder: Path, data_fingerprint: str | None
     result.transformer.tokenizer.save_pretrained(folder)
     result.baseline.save(folder)
     card = build_card(result, data_fingerprint=data_fingerprint)
+    card[FILES_KEY] = folder_digests(folder)  # pins the content; load_model verifies it
     (folder / CARD_NAME).write_text(json.dumps(card, indent=2), encoding="utf-8")  # last
 
 
@@ -186,8 +197,17 @@ def _move_into_place(staging: Path, target: Path) -> None:
     shutil.rmtree(retired)
 
 
-def load_model(folder: str | Path, *, device: str = "cpu", precision: str = "auto") -> LoadedModel:
-    """Load a saved model folder; never unpickles anything.
+def load_model(
+    folder: str | Path,
+    *,
+    device: str = "cpu",
+    precision: str = "auto",
+    digest: str | None = None,
+) -> LoadedModel:
+    """Load a saved model folder; never unpickles anything and never runs code it ships.
+
+    The folder is trusted as a whole (the operator's models folder, or a path the operator
+    typed); to load by an untrusted name use `load_named_model`.
 
     Parameters
     ----------
@@ -195,10 +215,16 @@ def load_model(folder: str | Path, *, device: str = "cpu", precision: str = "aut
         A folder written by `save_model`.
     device, precision : str
         Where and how the transformer runs (see `TransformerClassifier`).
+    digest : str, optional
+        The card digest the caller expects (`core.models.card.card_digest`); ValueError when
+        the folder now holds another model.
     """
     folder = Path(folder)
-    card = read_card(folder)
-    check_no_pickle(folder)
+    card, found = read_card_and_digest(folder)
+    if digest is not None and found != digest:
+        raise ValueError(f"model {folder.name!r} changed on disk while loading; load it again")
+    check_loadable(folder)
+    _verify_files(folder, card)
     model, tokenizer = _load_transformer(folder, card.get("architecture"))
     labels = [str(label) for label in card["labels"]]
     transformer = TransformerClassifier(
@@ -207,8 +233,35 @@ def load_model(folder: str | Path, *, device: str = "cpu", precision: str = "aut
     )  # fmt: skip
     baseline = BagOfWordsClassifier.load(folder)
     if [str(c) for c in baseline.classes_] != labels:
-        raise ValueError(f"{folder}: the baseline's labels differ from the card's; save again")
-    return LoadedModel(transformer=transformer, baseline=baseline, card=card, path=folder)
+        raise ValueError(f"{folder.name}: the baseline's labels differ from the card's; save again")
+    if card_digest(folder) != found:  # a save swapped the folder while its files were read
+        raise ValueError(f"model {folder.name!r} changed on disk while loading; load it again")
+    return LoadedModel(
+        transformer=transformer, baseline=baseline, card=card, path=folder, digest=found
+    )
+
+
+def load_named_model(root: str | Path, name: str, **options: Any) -> LoadedModel:
+    """Load model `name` of the models folder `root`; `name` may be untrusted (see
+    `save_model`). Options are those of `load_model`."""
+    return load_model(_model_folder(root, name), **options)
+
+
+def _verify_files(folder: Path, card: dict[str, Any]) -> None:
+    """Check every file against the SHA-256 that save_model wrote into the card, so the card's
+    digest identifies the weights too. Cards saved before digests existed carry none."""
+    expected = card.get(FILES_KEY)
+    if expected is None:
+        return
+    if not isinstance(expected, dict):
+        raise ValueError(f"model {folder.name!r}: {CARD_NAME} is damaged; save the model again")
+    for name, digest in sorted(expected.items()):
+        path = model_folder(folder, name)  # a card names files of this folder only
+        if not path.is_file() or file_digest(path) != digest:
+            raise ValueError(
+                f"model {folder.name!r}: {name} differs from the file it was saved with; "
+                "save the model again"
+            )
 
 
 def _load_transformer(folder: Path, architecture: Any) -> tuple[torch.nn.Module, Any]:
@@ -216,7 +269,8 @@ def _load_transformer(folder: Path, architecture: Any) -> tuple[torch.nn.Module,
         model = TinyTransformerForSequenceClassification.from_pretrained(folder)
         return model, TinyTokenizer.from_pretrained(folder)
     if architecture != ARCH_TRANSFORMERS:
-        raise ValueError(f"{folder}: unknown architecture {architecture!r} in {CARD_NAME}")
+        raise ValueError(f"{folder.name}: unknown architecture {architecture!r} in {CARD_NAME}")
+    check_config_fits_weights(folder)
     model = AutoModelForSequenceClassification.from_pretrained(
         folder, use_safetensors=True, local_files_only=True, attn_implementation="eager",
         trust_remote_code=False,
@@ -266,26 +320,28 @@ def _metric(metrics: dict, model: str, key: str) -> float | None:
 
 
 def _model_folder(root: str | Path, name: str) -> Path:
-    folder = Path(root) / validate_model_name(name)
+    """The existing model folder `name` inside `root`; names are never echoed with paths."""
+    folder = model_folder(root, name)
     if not (folder / CARD_NAME).is_file():
-        raise ValueError(f"no model named {name!r} in {root}; pick one from the list")
+        raise ValueError(f"no model named {name!r}; pick one from the list")
     return folder
 
 
 def rename_model(root: str | Path, name: str, new_name: str) -> Path:
-    """Rename model `name` under `root` to `new_name`; returns the new folder."""
+    """Rename model `name` of `root` to `new_name` (both checked like `save_model`'s name);
+    returns the new folder."""
     folder = _model_folder(root, name)
-    target = Path(root) / validate_model_name(new_name)
+    target = model_folder(root, new_name)
     if target.exists():
-        raise ValueError(f"{target} already exists; choose another name")
+        raise ValueError(f"a model named {new_name!r} already exists; choose another name")
     os.rename(folder, target)
     return target
 
 
 def delete_model(root: str | Path, name: str) -> None:
-    """Delete model `name` under `root` (only folders that are models)."""
+    """Delete model `name` of `root` (only folders that are models, inside `root`)."""
     folder = _model_folder(root, name)
     # Retire it under a hidden name first so a half-deleted folder never lists as a model.
-    retired = Path(root) / f".{name}.deleting-{uuid.uuid4().hex[:8]}"
+    retired = folder.parent / f".{name}.deleting-{uuid.uuid4().hex[:8]}"
     os.rename(folder, retired)
     shutil.rmtree(retired)
