@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from core.models.transformer.config import backbone_label
 from ui.safe import md_escape
 from ui.state import get_active_dataset, get_active_model
 
@@ -27,7 +28,7 @@ def render_sidebar(container) -> None:
         if model is None:
             st.caption("No model loaded. Train or load one on **Train**.")
         else:
-            backbone = md_escape(model.card.get("backbone", "?"))
+            backbone = md_escape(backbone_label(str(model.card.get("backbone", "?"))))
             st.caption(f"Model: {md_escape(model.path.name)} ({backbone})")
         active = get_active_dataset()
         if active is None:

@@ -25,7 +25,7 @@ from core.analysis.audit_transformer import (
 )
 from core.data.dataset import Dataset
 from core.data.export import safe_file_stem
-from core.models.transformer.config import TrainConfig
+from core.models.transformer.config import TrainConfig, backbone_label
 from core.review.records import ReviewDecision
 from core.review.relabel import apply_decisions
 from core.review.store import Store
@@ -110,7 +110,7 @@ def _settings_text(model: LoadedModel) -> str:
     except ValueError as exc:
         return md_escape(exc)
     return md_escape(
-        f"backbone {config.backbone}, {config.epochs} epochs, lr {config.lr:g}, "
+        f"backbone {backbone_label(config.backbone)}, {config.epochs} epochs, lr {config.lr:g}, "
         f"max length {config.max_length}"
     )
 

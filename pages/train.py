@@ -14,8 +14,10 @@ from core.charts.results import (
     validation_curve_chart,
 )
 from core.jobs import BackgroundJob, JobSnapshot, JobStatus
+from core.models.card import model_folder
 from core.models.registry import delete_model, list_models, rename_model, save_model
-from core.models.transformer.config import MINILM, TINY, TrainConfig
+from core.models.transformer.backbone import find_backbone
+from core.models.transformer.config import MINILM, TINY, TrainConfig, backbone_label
 from core.models.transformer.loop import TrainProgress
 from core.models.transformer.training import TrainingRun, TrainResult, start_training
 from core.paths import models_dir
@@ -31,12 +33,12 @@ DEFAULT_LR = {MINILM: TrainConfig.lr, TINY: 1e-3}
 def render_saved_models() -> None:
     summaries = list_models(models_dir())
     if not summaries:
-        st.caption(f"No saved models yet in {md_escape(models_dir())}.")
+        st.caption("No saved models yet.")  # a name, never the server's models path
         return
     table = pd.DataFrame(
         [
             {
-                "name": s.name, "created": s.created_at, "backbone": s.backbone,
+                "name": s.name, "created": s.created_at, "backbone": backbone_label(s.backbone),
                 "desks": len(s.labels), "transformer accuracy": s.transformer_accuracy,
                 "bag-of-words accuracy": s.bow_accuracy,
             }
@@ -48,7 +50,7 @@ def render_saved_models() -> None:
     name = st.selectbox("Model", names, key="train.pick")
     load, rename, delete = st.columns(3)
     if load.button("Use this model", key="train.load", type="primary"):
-        set_active_model(models_dir() / name)
+        set_active_model(model_folder(models_dir(), name))
         st.rerun()
     with rename.popover("Rename"):
         new_name = st.text_input("New name", key="train.new_name")
@@ -64,9 +66,17 @@ def apply_registry_change(change) -> None:
     try:
         change()
     except (ValueError, OSError) as exc:
-        st.error(md_escape(exc))
+        st.error(md_escape(error_text(exc)))
         return
     st.rerun()
+
+
+def error_text(exc: ValueError | OSError) -> str:
+    """What a visitor is told: our own messages name models, never paths; an OSError's text
+    holds the server's path, so only its reason is shown."""
+    if isinstance(exc, OSError):
+        return f"the models folder could not be changed ({exc.strerror or type(exc).__name__})"
+    return str(exc)
 
 
 def _reset_lr() -> None:
@@ -81,12 +91,12 @@ def render_train_form(active: ActiveDataset) -> TrainConfig | None:
     choice = left.selectbox(
         "Backbone", [MINILM, TINY, "other"], key="train.backbone", on_change=_reset_lr,
         format_func={MINILM: "MiniLM-L6 (bundled, pretrained)", TINY: "Tiny transformer (from "
-                     "scratch, seconds)", "other": "Another model folder or Hugging Face id"}.get,
+                     "scratch, seconds)", "other": "A saved model or a Hugging Face id"}.get,
     )  # fmt: skip
     custom = right.text_input(
-        "Model folder or id", key="train.custom", disabled=choice != "other",
-        help="A local folder with config.json, model.safetensors and tokenizer files, or the id "
-        "of a model already in the Hugging Face cache. Nothing is downloaded.",
+        "Saved model name or id", key="train.custom", disabled=choice != "other",
+        help="The name of a saved transformers model, or the id of a model already in the "
+        "Hugging Face cache. Nothing is downloaded.",
     )  # fmt: skip
     with st.form("train.form"):
         c = st.columns(4)
@@ -114,8 +124,10 @@ def render_train_form(active: ActiveDataset) -> TrainConfig | None:
         submitted = st.form_submit_button("Start training", type="primary")
     if not submitted:
         return None
-    backbone = custom.strip() if choice == "other" else choice
     try:
+        backbone = choice
+        if choice == "other":
+            backbone = find_backbone(custom, models_root=models_dir())
         return TrainConfig(
             backbone=backbone, pooling=pooling, epochs=int(epochs), lr=float(lr),
             batch_size=int(batch_size), max_length=int(max_length),
@@ -204,10 +216,10 @@ def render_save_form(run: TrainingRun, result: TrainResult) -> None:
     if saved:
         try:
             folder = save_model(
-                result, models_dir() / name.strip(), data_fingerprint=run.dataset_fingerprint
+                result, models_dir(), name.strip(), data_fingerprint=run.dataset_fingerprint
             )
         except (ValueError, OSError) as exc:
-            st.error(md_escape(exc))
+            st.error(md_escape(error_text(exc)))
             return
         set_active_model(folder)
         st.session_state.pop(TRAIN_JOB, None)
@@ -216,7 +228,8 @@ def render_save_form(run: TrainingRun, result: TrainResult) -> None:
 
 def render_job(run: TrainingRun) -> None:
     snapshot = run.job.snapshot()
-    st.caption(f"On {md_escape(run.dataset_name)} with backbone {md_escape(run.config.backbone)}.")
+    backbone = backbone_label(run.config.backbone)
+    st.caption(f"On {md_escape(run.dataset_name)} with backbone {md_escape(backbone)}.")
     if snapshot.status is JobStatus.RUNNING:
         render_job_progress(
             run.job, describe=describe_training, key="train.cancel", every=1.0,

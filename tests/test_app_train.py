@@ -1,9 +1,14 @@
 """AppTest for the Train page: train a tiny model on the demo data, save it, manage saved models."""
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from core.models.transformer.backbone import NOT_FOUND
+from ui.safe import md_escape
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "train.py")
 
@@ -29,9 +34,19 @@ def train_tiny(at: AppTest, *, max_steps: int) -> None:
     assert not at.exception
 
 
-def test_without_models_or_data_the_page_says_what_to_do(app: AppTest):
-    assert any("No saved models yet" in c.value for c in app.caption)
+def test_without_models_or_data_the_page_says_what_to_do(app: AppTest, tmp_path: Path):
+    assert [c.value for c in app.caption if "No saved models" in c.value] == [
+        "No saved models yet."
+    ]
     assert any("No data set is loaded" in i.value for i in app.info)
+    assert str(tmp_path) not in shown_text(app)  # the server's models path is never shown
+
+
+def shown_text(at: AppTest) -> str:
+    """Every caption, message, markdown and widget label of the page, joined."""
+    elements = [*at.caption, *at.markdown, *at.info, *at.error, *at.warning, *at.success]
+    labels = [w.label for w in [*at.text_input, *at.selectbox, *at.button]]
+    return "\n".join([str(e.value) for e in elements] + labels)
 
 
 def test_train_tiny_save_and_list(app: AppTest, tmp_path: Path):
@@ -40,6 +55,11 @@ def test_train_tiny_save_and_list(app: AppTest, tmp_path: Path):
     table = app.dataframe[-1].value
     assert list(table["model"]) == ["Transformer", "Bag of words"]
     assert table["accuracy"].between(0, 1).all()
+    for name in ["../escape", str(tmp_path / "escape")]:
+        app.text_input(key="train.save_name").set_value(name)
+        app.button(key="FormSubmitter:train.save_form-Save and use this model").click().run()
+        assert any("model name" in e.value for e in app.error)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models"]  # nothing escaped
     app.text_input(key="train.save_name").set_value("tiny-demo")
     app.button(key="FormSubmitter:train.save_form-Save and use this model").click().run()
     assert not app.exception
@@ -49,15 +69,43 @@ def test_train_tiny_save_and_list(app: AppTest, tmp_path: Path):
     assert app.dataframe[0].value["name"].tolist() == ["tiny-demo"]
 
 
-def test_bad_backbone_is_reported_by_the_run(app: AppTest):
+@pytest.mark.parametrize("typed", ["/no/such/model-folder", "/etc", "/etc/passwd", "../models"])
+def test_a_backbone_outside_the_allowed_places_is_only_not_found(app: AppTest, typed: str):
     app.button(key="train.use_demo").click().run()
     app.selectbox(key="train.backbone").set_value("other").run()
-    app.text_input(key="train.custom").set_value("/no/such/model-folder").run()
+    app.text_input(key="train.custom").set_value(typed).run()
     app.button(key="FormSubmitter:train.form-Start training").click().run()
-    snapshot = app.session_state["train.job"].job.wait(60)
-    assert snapshot.status == "failed" and "no/such/model-folder" in snapshot.error
+    assert not app.exception
+    assert [e.value for e in app.error] == [md_escape(NOT_FOUND.format(text=typed))]
+    assert "train.job" not in app.session_state  # nothing was started, nothing was read
+
+
+def test_a_session_is_told_when_its_model_changes_on_disk(
+    app: AppTest, tmp_path: Path, tiny_model_dir: Path
+):
+    folder = shutil.copytree(tiny_model_dir, tmp_path / "models" / "tiny-test")
+    app.session_state["active_model"] = str(folder)
     app.run()
-    assert any("Training failed" in e.value for e in app.error)
+    assert any(c.value == f"Active model: {md_escape('tiny-test')}" for c in app.caption)
+    assert not app.warning
+    card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
+    card["created_at"] = "2030-01-01T00:00:00+00:00"  # as a save under the same name does
+    (folder / "card.json").write_text(json.dumps(card), encoding="utf-8")
+    app.run()
+    assert [w.value for w in app.warning] == [
+        f"Model {md_escape('tiny-test')} was saved again or replaced since you chose it, so it "
+        "is no longer active; choose a model again on the Train page."
+    ]
+    assert "active_model" not in app.session_state
+    app.run()
+    assert not app.warning  # told once
+
+    app.session_state["active_model"] = str(folder)
+    app.run()
+    shutil.rmtree(folder)
+    app.run()
+    assert "deleted or renamed" in app.warning[0].value
+    assert not any("Active model" in c.value for c in app.caption)
 
 
 def test_cancel_saves_nothing(app: AppTest, tmp_path: Path):

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from core.models.card import read_card
+from core.models.card import ModelChange, card_digest, model_change
+from ui.safe import md_escape
 
 # Types only: the app starts (app.py imports this module) without importing torch or
 # transformers; core functions are imported where they are first needed.
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 ACTIVE_DATASET = "active_dataset"  # ActiveDataset: the data set every page works on
 BASELINE_RUN = "baseline_run"  # BaselineEvaluation of the active data set, if trained
 ACTIVE_MODEL = "active_model"  # str: folder of the saved model every page uses
+# str: card digest (core.models.card.card_digest) of the version of ACTIVE_MODEL this session
+# chose; recorded at the first use when absent. Another digest on disk means another model.
+ACTIVE_MODEL_DIGEST = "active_model.digest"
 TRAIN_JOB = "train.job"  # TrainingRun: this session's training job (running or finished)
 CLASSIFY_JOB = "classify.job"  # ClassifyRun: this session's file classification job
 AUDIT_JOB = "audit.job"  # AuditJob: this session's label audit (running or done)
@@ -69,31 +73,56 @@ def set_baseline_run(run: BaselineEvaluation) -> None:
 
 
 @st.cache_resource(max_entries=2, show_spinner="Loading the model…")
-def _load_shared_model(folder: str, created_at: str) -> LoadedModel:
-    """One loaded copy per saved model, shared by every session; never mutated.
+def _load_shared_model(folder: str, digest: str) -> LoadedModel:
+    """One loaded copy per saved model version, shared by every session; never mutated.
 
-    `created_at` is part of the key so a model saved again under the same name reloads.
+    Keyed on the content digest: a model saved again under the same name is another entry,
+    and load_model refuses a folder whose digest is no longer `digest`.
     """
     from core.models.registry import load_model
 
-    return load_model(folder)
+    return load_model(folder, digest=digest)
 
 
 def set_active_model(folder: str | Path) -> None:
+    """Make the model in `folder` (a folder of the models folder) this session's model."""
     st.session_state[ACTIVE_MODEL] = str(folder)
+    st.session_state[ACTIVE_MODEL_DIGEST] = card_digest(folder)
 
 
 def get_active_model() -> LoadedModel | None:
-    """The active saved model, loaded once and shared; None when none is chosen or it is gone."""
+    """The active saved model, loaded once and shared; None when none is chosen.
+
+    When the model changed on disk since this session chose it (saved again, replaced,
+    deleted or renamed), it stops being active and the session is told so in one line, instead
+    of silently classifying with another model.
+    """
     folder = st.session_state.get(ACTIVE_MODEL)
     if folder is None:
         return None
-    try:
-        card = read_card(folder)
-    except ValueError:
-        st.session_state.pop(ACTIVE_MODEL, None)  # deleted or renamed meanwhile
-        return None
-    return _load_shared_model(folder, str(card.get("created_at", "")))
+    digest = st.session_state.get(ACTIVE_MODEL_DIGEST) or card_digest(folder)
+    change = ModelChange.GONE if digest is None else model_change(folder, digest)
+    if change is ModelChange.SAME:
+        st.session_state[ACTIVE_MODEL_DIGEST] = digest
+        try:
+            return _load_shared_model(folder, digest)
+        except ValueError:
+            change = model_change(folder, digest)
+            if change is ModelChange.SAME:
+                raise  # the model itself is broken, not replaced
+    _drop_active_model(Path(folder).name, change)
+    return None
+
+
+def _drop_active_model(name: str, change: ModelChange) -> None:
+    st.session_state.pop(ACTIVE_MODEL, None)
+    st.session_state.pop(ACTIVE_MODEL_DIGEST, None)
+    what = "saved again or replaced" if change is ModelChange.CHANGED else "deleted or renamed"
+    st.warning(
+        f"Model {md_escape(name)} was {what} since you chose it, so it is no longer active; "
+        "choose a model again on the Train page.",
+        icon=":material/sync_problem:",
+    )
 
 
 @st.cache_resource(show_spinner=False)
