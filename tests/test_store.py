@@ -9,13 +9,14 @@ import io
 import multiprocessing
 import sqlite3
 import threading
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
 
 from core.paths import DATA_DIR_ENV
 from core.review.records import ReviewDecision, TriageItem
-from core.review.relabel import apply_decisions
+from core.review.relabel import apply_decisions, plan_carry_over
 from core.review.schema import SCHEMA_VERSION, switch_to_wal
 from core.review.store import DB_NAME, Store, default_db_path
 from core.review.triage import (
@@ -427,9 +428,13 @@ def test_apply_decisions_relabels_and_says_what_changed():
     fp = data.fingerprint
     decisions = [
         _decision(row=4, fingerprint=fp, text="upi failed", decision="escalate"),
-        _decision(row=4, fingerprint=fp, decision="relabel", new_label="UPI Dispute"),
+        _decision(
+            row=4, fingerprint=fp, text="upi failed", decision="relabel", new_label="UPI Dispute"
+        ),
         _decision(row=2, fingerprint=fp, text="card blocked"),
-        _decision(row=5, fingerprint=fp, given_label="KYC Update", decision="escalate"),
+        _decision(
+            row=5, fingerprint=fp, text="kyc pending", given_label="KYC Update", decision="escalate"
+        ),
     ]
     frame = apply_decisions(data, decisions)
     assert list(frame.columns) == ["row", "text", "label", "original_label", "review", "channel"]
@@ -444,6 +449,7 @@ def test_apply_decisions_accepts_latest_decisions_from_the_store(store):
     relabel = _decision(
         row=3,
         fingerprint=data.fingerprint,
+        text='=HYPERLINK("http://x")',
         given_label="Other",
         decision="relabel",
         new_label="Card Fraud",
@@ -459,14 +465,62 @@ def test_apply_decisions_accepts_latest_decisions_from_the_store(store):
     [
         ({"fingerprint": "0" * 64}, "not this one"),
         ({"row": 99}, "not in this data set"),
-        ({"given_label": "Other"}, "review the row again"),
+        ({"given_label": "Other"}, "row 2 is labelled 'Card Fraud'.*review the row again"),
+        ({"text": "upi failed"}, "row 2 now holds 'card blocked'.*review the row again"),
     ],
 )
 def test_apply_decisions_refuses_decisions_of_other_data(changes, message):
     data = _dataset()
-    decision = _decision(**{"fingerprint": data.fingerprint, **changes})
+    values = {"fingerprint": data.fingerprint, "text": "card blocked", **changes}
+    decision = _decision(**values)
     with pytest.raises(ValueError, match=message):
         apply_decisions(data, [decision])
+
+
+def _card_files():
+    """The same complaints before and after a blank row 2 was removed from the file."""
+    from core.data.dataset import Dataset
+
+    texts = ("someone used my card abroad", "card blocked without reason")
+    labels = ("Card Fraud", "Card Fraud")
+    return Dataset(texts, labels, rows=(3, 4)), Dataset(texts, labels, rows=(2, 3))
+
+
+def test_a_relabel_never_lands_on_the_complaint_that_moved_into_its_row(store):
+    before, after = _card_files()
+    store.record_decision(
+        _decision(
+            row=3,
+            fingerprint=before.fingerprint,
+            text="someone used my card abroad",
+            decision="relabel",
+            new_label="Other",
+        )
+    )
+    assert before.fingerprint != after.fingerprint
+    frame = apply_decisions(after, store.latest_decisions(after.fingerprint))
+    assert frame["label"].tolist() == ["Card Fraud", "Card Fraud"]
+    moved = [replace(d, fingerprint=after.fingerprint) for d in store.decisions(before.fingerprint)]
+    with pytest.raises(ValueError, match="row 3 now holds 'card blocked without reason'"):
+        apply_decisions(after, moved)
+
+
+def test_decisions_under_the_legacy_fingerprint_are_carried_over_only_where_rows_still_fit(store):
+    before, after = _card_files()
+    legacy = after.legacy_fingerprint
+    fits = _decision(row=2, fingerprint=legacy, text="someone used my card abroad", note="abroad")
+    moved = _decision(row=2, fingerprint=legacy, text="card blocked without reason")
+    first, second = store.record_decision(fits), store.record_decision(moved)
+    plan = plan_carry_over(after, store.decisions(legacy), store.decisions(after.fingerprint))
+    assert [d.id for d in plan.mismatched] == [second] and plan.mismatched_rows == [2]
+    (copy,) = plan.pending
+    assert (copy.fingerprint, copy.row, copy.reviewer) == (after.fingerprint, 2, "asha")
+    assert copy.note == f"abroad (carried over from decision #{first})"
+    store.record_decision(copy)
+    again = plan_carry_over(after, store.decisions(legacy), store.decisions(after.fingerprint))
+    assert (again.pending, again.carried) == ((), 1)
+    frame = apply_decisions(after, store.latest_decisions(after.fingerprint))
+    assert frame["review"].tolist() == ["kept", ""]
 
 
 def test_corrected_export_neutralises_formula_looking_text():
@@ -476,7 +530,13 @@ def test_corrected_export_neutralises_formula_looking_text():
     from core.data.export import to_csv_bytes, to_xlsx_bytes
 
     data = _dataset()
-    keep = _decision(row=3, fingerprint=data.fingerprint, given_label="Other", decision="keep")
+    keep = _decision(
+        row=3,
+        fingerprint=data.fingerprint,
+        text=data.texts[1],
+        given_label="Other",
+        decision="keep",
+    )
     frame = apply_decisions(data, [keep])
     read_back = pd.read_csv(io.StringIO(to_csv_bytes(frame).decode("utf-8-sig")))
     assert read_back.loc[1, "text"] == '\'=HYPERLINK("http://x")'
