@@ -60,7 +60,7 @@ def test_open_creates_missing_folders_file_and_schema(tmp_path):
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"decisions", "trail", "triage", "runs"} <= tables
+    assert tables == {"decisions", "trail", "triage_items", "triage_decisions", "runs"}
 
 
 def test_open_on_an_empty_existing_file(tmp_path):
@@ -221,6 +221,82 @@ def test_trail_rows_can_never_be_updated_or_deleted(tmp_path, statement):
     raw.close()
     with Store.open(path) as store:
         assert [e.action for e in store.trail()] == ["decision.recorded"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE decisions SET reviewer = 'mallory'",
+        "DELETE FROM decisions",
+        "UPDATE triage_items SET predicted_label = 'Other'",
+        "DELETE FROM triage_items",
+        "UPDATE triage_decisions SET final_label = 'Other'",
+        "DELETE FROM triage_decisions",
+        "UPDATE runs SET metrics = '{}'",
+        "DELETE FROM runs",
+    ],
+)
+def test_every_table_is_append_only(tmp_path, statement):
+    path = tmp_path / "lens.db"
+    with Store.open(path) as store:
+        store.record_decision(_decision())
+        (item_id,) = store.enqueue_triage([_item()])
+        store.decide_triage(item_id, final_label="Other", reviewer="asha")
+        store.record_run("audit", parameters={}, metrics={"issues": 1})
+    raw = sqlite3.connect(path)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute(statement)
+    raw.close()
+    with Store.open(path) as store:
+        assert store.decisions(FP)[0].reviewer == "asha"
+        (item,) = store.triage_items()
+        assert (item.status, item.final_label, item.reviewer) == ("corrected", "Other", "asha")
+        assert len(store.runs()) == 1
+
+
+def _version_1_file(path) -> None:
+    """A store as version 1 of the schema left it: a decision, a run, a decided and an open
+    triage item (decided by UPDATE, as version 1 did)."""
+    from core.review.schema import MIGRATIONS, _statements
+
+    raw = sqlite3.connect(path, isolation_level=None)
+    for statement in _statements(MIGRATIONS[0]):
+        raw.execute(statement)
+    raw.execute("PRAGMA user_version = 1")
+    raw.execute(
+        "INSERT INTO decisions (fingerprint, row, text, given_label, decision, reviewer,"
+        f" created_at) VALUES ('{FP}', 2, 'card lost', 'Card Fraud', 'keep', 'asha', 't0')"
+    )
+    raw.execute(
+        "INSERT INTO runs (kind, parameters, metrics, created_at) VALUES ('a', '{}', '{}', 't0')"
+    )
+    for row in (7, 8):
+        raw.execute(
+            "INSERT INTO triage (batch, row, text, predicted_label, confidence, probabilities,"
+            f" created_at) VALUES ('b', {row}, 'upi failed', 'UPI Dispute', 0.4, '{{}}', 't1')"
+        )
+    raw.execute(
+        "UPDATE triage SET status = 'corrected', final_label = 'Other', reviewer = 'ben',"
+        " decided_at = 't2' WHERE row = 7"
+    )
+    raw.close()
+
+
+def test_a_version_1_store_is_migrated_keeping_every_row(tmp_path):
+    path = tmp_path / "v1.db"
+    _version_1_file(path)
+    with Store.open(path) as store:
+        assert store.schema_version == SCHEMA_VERSION == 2
+        assert [(d.row, d.reviewer) for d in store.decisions(FP)] == [(2, "asha")]
+        assert [r.kind for r in store.runs()] == ["a"]
+        decided, waiting = store.triage_items()
+        assert (decided.row, decided.status, decided.final_label) == (7, "corrected", "Other")
+        assert (decided.reviewer, decided.decided_at) == ("ben", "t2")
+        assert (waiting.row, waiting.status, waiting.reviewer) == (8, "open", None)
+        store.decide_triage(waiting.id, final_label="UPI Dispute", reviewer="asha")
+        assert store.open_triage() == []
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            store._query("UPDATE decisions SET reviewer = 'mallory'")
 
 
 # ------------------------------------------------------------------------------ concurrency

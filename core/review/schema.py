@@ -1,5 +1,6 @@
-"""The review store's SQLite schema: the migrations (versioned with PRAGMA user_version), the
-connection settings (WAL, busy timeout, fsync on commit) and bringing a file up to date."""
+"""The review store's SQLite schema: the migrations (versioned with PRAGMA user_version; every table
+append-only by trigger), the connection settings (WAL, busy timeout, fsync on commit) and bringing
+a file up to date."""
 
 from __future__ import annotations
 
@@ -69,6 +70,55 @@ MIGRATIONS: tuple[str, ...] = (
         created_at TEXT NOT NULL
     );
     CREATE INDEX runs_by_kind ON runs (kind, id);
+    """,
+    # 2: every table append-only by trigger. A triage verdict is no longer an UPDATE of its item
+    # but a row of triage_decisions (one per item: decided once); existing verdicts move there.
+    """
+    CREATE TABLE triage_items (
+        id INTEGER PRIMARY KEY,
+        batch TEXT NOT NULL,
+        row INTEGER,
+        text TEXT NOT NULL,
+        predicted_label TEXT NOT NULL,
+        confidence REAL NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+        probabilities TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    INSERT INTO triage_items
+        (id, batch, row, text, predicted_label, confidence, probabilities, created_at)
+        SELECT id, batch, row, text, predicted_label, confidence, probabilities, created_at
+        FROM triage ORDER BY id;
+    CREATE INDEX triage_items_by_batch ON triage_items (batch, id);
+
+    CREATE TABLE triage_decisions (
+        id INTEGER PRIMARY KEY,
+        item_id INTEGER NOT NULL UNIQUE REFERENCES triage_items (id),
+        status TEXT NOT NULL CHECK (status IN ('confirmed', 'corrected')),
+        final_label TEXT NOT NULL,
+        reviewer TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    INSERT INTO triage_decisions (item_id, status, final_label, reviewer, created_at)
+        SELECT id, status, final_label, coalesce(reviewer, ''), coalesce(decided_at, created_at)
+        FROM triage WHERE status != 'open' ORDER BY coalesce(decided_at, created_at), id;
+    DROP TABLE triage;
+
+    CREATE TRIGGER decisions_no_update BEFORE UPDATE ON decisions
+    BEGIN SELECT RAISE(ABORT, 'review decisions are append-only: record a new decision'); END;
+    CREATE TRIGGER decisions_no_delete BEFORE DELETE ON decisions
+    BEGIN SELECT RAISE(ABORT, 'review decisions are append-only: rows cannot be deleted'); END;
+    CREATE TRIGGER triage_items_no_update BEFORE UPDATE ON triage_items
+    BEGIN SELECT RAISE(ABORT, 'triage items are append-only: rows cannot be updated'); END;
+    CREATE TRIGGER triage_items_no_delete BEFORE DELETE ON triage_items
+    BEGIN SELECT RAISE(ABORT, 'triage items are append-only: rows cannot be deleted'); END;
+    CREATE TRIGGER triage_decisions_no_update BEFORE UPDATE ON triage_decisions
+    BEGIN SELECT RAISE(ABORT, 'triage verdicts are append-only: rows cannot be updated'); END;
+    CREATE TRIGGER triage_decisions_no_delete BEFORE DELETE ON triage_decisions
+    BEGIN SELECT RAISE(ABORT, 'triage verdicts are append-only: rows cannot be deleted'); END;
+    CREATE TRIGGER runs_no_update BEFORE UPDATE ON runs
+    BEGIN SELECT RAISE(ABORT, 'run history is append-only: rows cannot be updated'); END;
+    CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs
+    BEGIN SELECT RAISE(ABORT, 'run history is append-only: rows cannot be deleted'); END;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,7 +1,7 @@
-"""The review store: one embedded SQLite file of review decisions, an append-only audit trail, the
-triage queue and run history. Every write is one `BEGIN IMMEDIATE ... COMMIT` transaction that
-also appends a trail event, so a decision confirmed on screen survives a crash or restart and
-concurrent sessions never lose each other's writes.
+"""The review store: one embedded SQLite file of review decisions, an audit trail, the triage queue
+and run history, every table append-only by trigger. Every write is one `BEGIN IMMEDIATE ...
+COMMIT` transaction that also appends a trail event, so a decision confirmed on screen survives a
+crash or restart and concurrent sessions never lose each other's writes.
 """
 
 from __future__ import annotations
@@ -171,9 +171,10 @@ class Store:
             raise ValueError(f"status must be one of {TRIAGE_STATUSES} or None, got {status!r}")
         _check_limit(limit)
         rows = self._query(
-            f"SELECT {_TRIAGE_COLUMNS} FROM triage"
-            " WHERE (?1 IS NULL OR batch = ?1) AND (?2 IS NULL OR status = ?2)"
-            " ORDER BY id LIMIT ?3",
+            f"SELECT {_TRIAGE_COLUMNS} FROM {_TRIAGE_JOIN}"
+            " WHERE (?1 IS NULL OR i.batch = ?1)"
+            " AND (?2 IS NULL OR coalesce(d.status, 'open') = ?2)"
+            " ORDER BY i.id LIMIT ?3",
             (batch, status, limit),
         )
         return [_triage_from_row(r) for r in rows]
@@ -183,9 +184,10 @@ class Store:
         return self.triage_items(batch=batch, status="open", limit=limit)
 
     def decide_triage(self, item_id: int, *, final_label: str, reviewer: str) -> TriageItem:
-        """Confirm (final label = predicted) or correct an open triage item; return it updated.
+        """Confirm (final label = predicted) or correct an open triage item; return it decided.
 
-        Raises ValueError when the item does not exist or was already decided (by anyone).
+        The verdict is appended to triage_decisions (items are never updated). Raises ValueError
+        when the item does not exist or was already decided (by anyone).
         """
         check_non_empty_str("final_label", final_label)
         check_non_empty_str("reviewer", reviewer)
@@ -194,9 +196,9 @@ class Store:
             predicted = _open_triage_label(conn, item_id)
             status = "confirmed" if final_label == predicted else "corrected"
             conn.execute(
-                "UPDATE triage SET status = ?, final_label = ?, reviewer = ?, decided_at = ?"
-                " WHERE id = ?",
-                (status, final_label, reviewer, now, item_id),
+                "INSERT INTO triage_decisions (item_id, status, final_label, reviewer, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (item_id, status, final_label, reviewer, now),
             )
             details = {"status": status, "predicted_label": predicted, "final_label": final_label}
             _append_event(conn, "triage.decided", item_id, reviewer, details, now)
@@ -247,12 +249,14 @@ class Store:
             return self._conn.execute(sql, params).fetchall()
 
 
-# The columns of a triage row in the order of `_triage_from_row`.
+# The columns of a triage item and its verdict (if any) in the order of `_triage_from_row`: an
+# item's current state is its row in triage_items plus its row in triage_decisions.
 _TRIAGE_COLUMNS = (
-    "batch, text, predicted_label, confidence, probabilities, row, status, reviewer, final_label,"
-    " id, created_at, decided_at"
+    "i.batch, i.text, i.predicted_label, i.confidence, i.probabilities, i.row,"
+    " coalesce(d.status, 'open'), d.reviewer, d.final_label, i.id, i.created_at, d.created_at"
 )
-_TRIAGE_BY_ID = f"SELECT {_TRIAGE_COLUMNS} FROM triage WHERE id = ?"
+_TRIAGE_JOIN = "triage_items AS i LEFT JOIN triage_decisions AS d ON d.item_id = i.id"
+_TRIAGE_BY_ID = f"SELECT {_TRIAGE_COLUMNS} FROM {_TRIAGE_JOIN} WHERE i.id = ?"
 
 
 def _append_event(
@@ -289,7 +293,7 @@ def _check_limit(limit: object) -> None:
 
 def _insert_triage(conn: sqlite3.Connection, item: TriageItem, now: str) -> int:
     cursor = conn.execute(
-        "INSERT INTO triage (batch, row, text, predicted_label, confidence, probabilities,"
+        "INSERT INTO triage_items (batch, row, text, predicted_label, confidence, probabilities,"
         " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
         (
             item.batch,
@@ -309,7 +313,7 @@ def _insert_triage(conn: sqlite3.Connection, item: TriageItem, now: str) -> int:
 
 def _already_queued(conn: sqlite3.Connection, item: TriageItem) -> bool:
     found = conn.execute(
-        "SELECT 1 FROM triage WHERE batch = ? AND row IS ? AND text = ? LIMIT 1",
+        "SELECT 1 FROM triage_items WHERE batch = ? AND row IS ? AND text = ? LIMIT 1",
         (item.batch, item.row, item.text),
     )
     return found.fetchone() is not None
@@ -319,13 +323,13 @@ def _open_triage_label(conn: sqlite3.Connection, item_id: object) -> str:
     """The predicted label of open triage item `item_id`; ValueError if missing or decided."""
     if isinstance(item_id, bool) or not isinstance(item_id, int):
         raise ValueError(f"item_id must be an integer triage id, got {item_id!r}")
-    row = conn.execute("SELECT predicted_label, status FROM triage WHERE id = ?", (item_id,))
-    found = row.fetchone()
+    found = conn.execute(_TRIAGE_BY_ID, (item_id,)).fetchone()
     if found is None:
         raise ValueError(f"no triage item with id {item_id}; reload the queue")
-    if found[1] != "open":
-        raise ValueError(f"triage item {item_id} was already {found[1]}; reload the queue")
-    return str(found[0])
+    item = _triage_from_row(found)
+    if item.status != "open":
+        raise ValueError(f"triage item {item_id} was already {item.status}; reload the queue")
+    return item.predicted_label
 
 
 def _triage_from_row(r: tuple) -> TriageItem:
