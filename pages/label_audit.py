@@ -39,10 +39,15 @@ from ui.state import (
     ActiveDataset,
     get_active_model,
     get_audit_job,
-    get_store,
     set_audit_job,
 )
-from ui.widgets import SaveOutcome, remember_save, render_last_save, render_reviewer
+from ui.widgets import (
+    SaveOutcome,
+    remember_save,
+    render_last_save,
+    render_reviewer,
+    require_store,
+)
 
 if TYPE_CHECKING:  # the bag-of-words audit needs no torch; a loaded model brings it along
     from core.models.registry import LoadedModel
@@ -66,8 +71,9 @@ def finished_audits() -> AuditCache:
 
 
 def remember(key: str, result: AuditResult, store: Store) -> None:
-    """Cache a finished audit (evicting the oldest) and record the run once in the store."""
-    if not finished_audits().add(key, result):
+    """Cache a finished audit (evicting the oldest) and record the run once in the store (when
+    the store is writable)."""
+    if not finished_audits().add(key, result) or store.read_only:
         return
     store.record_run(
         "audit",
@@ -488,7 +494,7 @@ st.write(
 active = require_dataset("audit")
 if active is None:
     st.stop()
-store = get_store()
+store = require_store()
 render_audit_form(active, get_active_model())
 result = current_result(get_audit_job(), active, store)
 if result is not None:

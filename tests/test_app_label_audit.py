@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -218,4 +219,17 @@ def test_a_decision_on_another_complaint_stops_the_export_with_a_message(data_di
     assert not at.exception
     (error,) = [e.value for e in at.error]
     assert f"row {data.rows[1]} now holds" in error and "review the row again" in error
+    assert not at.get("download_button")
+
+
+def test_a_tampered_store_is_a_message_not_a_crash(data_dir: Path):
+    with Store.open(default_db_path()) as store:
+        store.record_run("audit", parameters={}, metrics={})
+    with sqlite3.connect(default_db_path()) as raw:
+        raw.execute("DROP TRIGGER decisions_no_update")
+    raw.close()
+    at = open_page(PAGE, {ACTIVE_DATASET: toy_active()}).run()
+    assert not at.exception
+    (error,) = [e.value for e in at.error]
+    assert "trigger decisions\\_no\\_update is missing" in error
     assert not at.get("download_button")

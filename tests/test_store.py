@@ -7,6 +7,7 @@ core.data (which pulls in scikit-learn) are imported by the tests that use them.
 
 import io
 import multiprocessing
+import random
 import sqlite3
 import threading
 from dataclasses import replace
@@ -18,7 +19,7 @@ from core.paths import DATA_DIR_ENV
 from core.review.records import ReviewDecision, TriageItem
 from core.review.relabel import apply_decisions, plan_carry_over
 from core.review.schema import SCHEMA_VERSION, switch_to_wal
-from core.review.store import DB_NAME, Store, default_db_path
+from core.review.store import DB_NAME, Store, StoreError, default_db_path
 from core.review.triage import (
     enqueue_uncertain,
     triage_batch_id,
@@ -111,6 +112,84 @@ def test_a_newer_schema_is_refused(tmp_path):
         raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(ValueError, match="newer than this code"):
         Store.open(path)
+
+
+def test_a_corrupt_file_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "lens.db"
+    path.write_bytes(random.Random(0).randbytes(8192))
+    with pytest.raises(StoreError, match="is not a readable review store") as caught:
+        Store.open(path)
+    assert "\n" not in str(caught.value) and "restore a backup" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("tamper", "message"),
+    [
+        ("DROP TRIGGER trail_no_delete", "trigger trail_no_delete is missing"),
+        ("DROP TRIGGER decisions_no_update", "trigger decisions_no_update is missing"),
+        (
+            "DROP TRIGGER runs_no_update; CREATE TRIGGER runs_no_update BEFORE UPDATE ON runs"
+            " BEGIN SELECT 1; END",
+            "trigger runs_no_update was altered",
+        ),
+        (
+            "CREATE TRIGGER wipe AFTER INSERT ON decisions BEGIN SELECT 1; END",
+            "unexpected trigger wipe",
+        ),
+        ("DROP INDEX decisions_by_row", "index decisions_by_row is missing"),
+    ],
+)
+def test_a_store_whose_triggers_were_dropped_or_altered_is_refused(tmp_path, tamper, message):
+    path = tmp_path / "lens.db"
+    with Store.open(path) as store:
+        store.record_decision(_decision())
+    with sqlite3.connect(path) as raw:
+        raw.executescript(tamper)
+    raw.close()
+    with pytest.raises(StoreError, match=message) as caught:
+        Store.open(path)
+    assert "\n" not in str(caught.value) and "not an intact review store" in str(caught.value)
+
+
+@pytest.fixture
+def read_only_file(tmp_path):
+    """A store with one decision whose file (and, as `chmod_folder`, folder) is read-only."""
+    path = tmp_path / "ro" / "lens.db"
+    with Store.open(path) as store:
+        store.record_decision(_decision())
+    yield path
+    path.parent.chmod(0o755)
+    path.chmod(0o644)
+
+
+@pytest.mark.parametrize("folder_too", [False, True])
+def test_a_read_only_store_is_read_and_refuses_writes(read_only_file, folder_too):
+    read_only_file.chmod(0o444)
+    if folder_too:
+        read_only_file.parent.chmod(0o555)
+    before = read_only_file.read_bytes()
+    with Store.open(read_only_file) as store:
+        assert store.read_only
+        assert [d.reviewer for d in store.decisions(FP)] == ["asha"]
+        assert [e.action for e in store.trail()] == ["decision.recorded"]
+        with pytest.raises(StoreError, match="is read-only.*nothing was saved"):
+            store.record_decision(_decision(row=3))
+        with pytest.raises(StoreError, match="is read-only"):
+            store.enqueue_triage([_item()])
+    assert read_only_file.read_bytes() == before
+
+
+def test_read_only_on_request_and_never_migrated(tmp_path):
+    path = tmp_path / "v1.db"
+    _version_1_file(path)
+    with pytest.raises(StoreError, match="schema version 1 and is read-only"):
+        Store.open(path, read_only=True)
+    with Store.open(path) as store:  # writable: migrated
+        store.record_decision(_decision())
+    with Store.open(path, read_only=True) as store:
+        assert store.read_only and len(store.decisions(FP)) == 2
+        with pytest.raises(StoreError, match="read-only"):
+            store.record_run("audit", parameters={}, metrics={})
 
 
 # ------------------------------------------------------------------------------ review decisions

@@ -4,6 +4,7 @@ a file up to date."""
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -123,6 +124,14 @@ MIGRATIONS: tuple[str, ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
+# One (type, name, sql) per table, index and trigger of a store; SQLite's own objects are left out.
+SchemaObjects = frozenset[tuple[str, str, str | None]]
+
+
+class StoreError(ValueError):
+    """The review store cannot be used as asked: an unreadable or tampered file, or a write to a
+    store opened read-only. The message is one line saying what to do."""
+
 
 def configure_connection(conn: sqlite3.Connection) -> None:
     """Busy timeout, foreign keys, WAL journal and fsync on every commit for a new connection."""
@@ -153,15 +162,11 @@ def switch_to_wal(conn: sqlite3.Connection, *, timeout_s: float = BUSY_TIMEOUT_S
 
 
 def migrate_schema(conn: sqlite3.Connection, path: Path) -> None:
-    """Bring the schema to SCHEMA_VERSION inside one write transaction (safe with racing opens)."""
+    """Verify the file's schema, then bring it to SCHEMA_VERSION, in one write transaction (safe
+    with racing opens); a tampered file is refused before anything is written."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if version > SCHEMA_VERSION:
-            raise ValueError(
-                f"{path} has schema version {version}, newer than this code's {SCHEMA_VERSION};"
-                " upgrade Grievance Lens or use another database path"
-            )
+        version = verify_schema(conn, path)
         for index in range(version, SCHEMA_VERSION):
             for statement in _statements(MIGRATIONS[index]):
                 conn.execute(statement)
@@ -183,3 +188,58 @@ def _statements(script: str) -> Iterator[str]:
             pending = ""
     if pending.strip():
         raise ValueError(f"incomplete SQL statement in a migration: {pending.strip()[:60]!r}")
+
+
+def verify_schema(conn: sqlite3.Connection, path: Path) -> int:
+    """The file's schema version, after checking that its tables, indexes and triggers are exactly
+    those the migrations create (a dropped or altered trigger is refused); raises StoreError."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has schema version {version}, newer than this code's {SCHEMA_VERSION};"
+            " upgrade Grievance Lens or use another database path"
+        )
+    problems = schema_differences(schema_of(conn), expected_schema(version))
+    if problems:
+        raise StoreError(
+            f"{path} is not an intact review store (schema version {version}: "
+            f"{'; '.join(problems[:3])}); restore a backup or use another database path"
+        )
+    return version
+
+
+def schema_of(conn: sqlite3.Connection) -> SchemaObjects:
+    """Every table, index and trigger of the database on `conn` as (type, name, sql)."""
+    rows = conn.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+    )
+    return frozenset((str(t), str(n), s) for t, n, s in rows)
+
+
+@functools.cache
+def expected_schema(version: int) -> SchemaObjects:
+    """The objects the first `version` migrations create, built in a database in memory."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        for script in MIGRATIONS[:version]:
+            for statement in _statements(script):
+                conn.execute(statement)
+        return schema_of(conn)
+    finally:
+        conn.close()
+
+
+def schema_differences(found: SchemaObjects, expected: SchemaObjects) -> list[str]:
+    """What differs, one phrase each ("trigger x is missing"), sorted by name."""
+    found_by_name = {name: (kind, sql) for kind, name, sql in found}
+    expected_by_name = {name: (kind, sql) for kind, name, sql in expected}
+    problems = []
+    for name in sorted(found_by_name.keys() | expected_by_name.keys()):
+        have, want = found_by_name.get(name), expected_by_name.get(name)
+        if have is None:
+            problems.append(f"{want[0]} {name} is missing")
+        elif want is None:
+            problems.append(f"unexpected {have[0]} {name}")
+        elif have != want:
+            problems.append(f"{want[0]} {name} was altered")
+    return problems

@@ -7,6 +7,7 @@ crash or restart and concurrent sessions never lose each other's writes.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,7 +21,16 @@ from typing import Any
 from core.checks import check_non_empty_str
 from core.paths import data_dir
 from core.review.records import TRIAGE_STATUSES, ReviewDecision, RunRecord, TrailEvent, TriageItem
-from core.review.schema import BUSY_TIMEOUT_S, configure_connection, migrate_schema
+from core.review.schema import (
+    BUSY_TIMEOUT_S,
+    SCHEMA_VERSION,
+    StoreError,
+    configure_connection,
+    migrate_schema,
+    verify_schema,
+)
+
+__all__ = ["DB_NAME", "Store", "StoreError", "default_db_path"]
 
 DB_NAME = "lens.db"
 
@@ -41,31 +51,46 @@ class Store:
     threads or processes on the same file are kept consistent by SQLite's locking.
     """
 
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+    def __init__(
+        self, connection: sqlite3.Connection, path: Path, *, read_only: bool = False
+    ) -> None:
         self._conn = connection
         self._lock = threading.RLock()
         self.path = path
+        self.read_only = read_only  # opened with mode=ro: reads work, every write is refused
 
     @classmethod
-    def open(cls, path: str | Path | None = None) -> Store:
+    def open(cls, path: str | Path | None = None, *, read_only: bool | None = None) -> Store:
         """Open (creating the file, its folders and the schema if needed) the store at `path`.
 
-        `path` defaults to `default_db_path()`.
+        `path` defaults to `default_db_path()`. The schema and its append-only triggers are
+        verified first: a tampered, corrupt or unreadable file raises StoreError (one line).
+        `read_only` defaults to whether the file or its folder is not writable; a read-only store
+        is opened with SQLite's mode=ro (no WAL switch, no migration) and refuses writes.
         """
         path = Path(path) if path is not None else default_db_path()
         if path.is_dir():
             raise ValueError(f"{path} is a folder; give the path of a database file inside it")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
+        if read_only is None:
+            read_only = path.exists() and not (_writable(path) and _writable(path.parent))
+        if not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            configure_connection(conn)
-            migrate_schema(conn, path)
+            conn = _connect(path, read_only=read_only)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the review store {path} ({exc})") from exc
+        try:
+            _prepare(conn, path, read_only=read_only)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(
+                f"{path} is not a readable review store ({exc}); move it aside to start a new "
+                "one, or restore a backup"
+            ) from exc
         except BaseException:
             conn.close()
             raise
-        return cls(conn, path)
+        return cls(conn, path, read_only=read_only)
 
     def close(self) -> None:
         """Close the connection; the store cannot be used afterwards."""
@@ -235,6 +260,11 @@ class Store:
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         # BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout), so a
         # transaction never fails half-way with SQLITE_BUSY on its first write.
+        if self.read_only:
+            raise StoreError(
+                f"the review store {self.path} is read-only (the file or its folder is not "
+                "writable): nothing was saved; ask the operator to make it writable"
+            )
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -247,6 +277,47 @@ class Store:
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
+
+
+def _writable(path: Path) -> bool:
+    """Writable by this process and meant to be: some write bit set (root ignores the bits)."""
+    return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
+
+
+def _connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
+    target = f"{path.resolve().as_uri()}?{_read_only_query(path)}" if read_only else path
+    return sqlite3.connect(
+        target, uri=read_only, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+    )
+
+
+def _read_only_query(path: Path) -> str:
+    """mode=ro, and immutable when SQLite could not create the -shm file it needs for WAL.
+
+    Every WAL connection keeps a -shm file, so without one no writer is active: the file is read
+    as it is (a writer that starts later is not seen until the store is opened again).
+    """
+    shm = path.with_name(path.name + "-shm")
+    return "mode=ro&immutable=1" if not shm.exists() and not _writable(path.parent) else "mode=ro"
+
+
+def _prepare(conn: sqlite3.Connection, path: Path, *, read_only: bool) -> None:
+    """Writable: WAL, then verify and migrate. Read-only: verify only; it must be up to date."""
+    if not read_only:
+        configure_connection(conn)
+        migrate_schema(conn, path)
+        return
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    conn.execute("BEGIN")
+    try:
+        version = verify_schema(conn, path)
+    finally:
+        conn.execute("COMMIT")
+    if version != SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has schema version {version} and is read-only, so it cannot be upgraded to "
+            f"version {SCHEMA_VERSION}; make it writable once, or use another database path"
+        )
 
 
 # The columns of a triage item and its verdict (if any) in the order of `_triage_from_row`: an
