@@ -83,7 +83,7 @@ def render_file(model: LoadedModel, threshold: float) -> None:
     run: ClassifyRun | None = st.session_state.get(CLASSIFY_JOB)
     if upload is not None:
         try:
-            table = read_upload(upload.name, upload.getvalue())
+            table = read_upload(upload).table
         except DataError as exc:
             st.error(md_escape(exc))
             return
