@@ -19,6 +19,7 @@ from core.models.classify import (
     routed_predictions,
 )
 from core.models.registry import LoadedModel
+from core.review.store import StoreError
 from core.review.triage import enqueue_uncertain, triage_batch_id
 from ui.downloads import render_table_downloads
 from ui.jobs import JobProgress, eta_text, render_job_progress
@@ -82,7 +83,7 @@ def render_file(model: LoadedModel, threshold: float) -> None:
     run: ClassifyRun | None = st.session_state.get(CLASSIFY_JOB)
     if upload is not None:
         try:
-            table = read_upload(upload.name, upload.getvalue())
+            table = read_upload(upload).table
         except DataError as exc:
             st.error(md_escape(exc))
             return
@@ -160,10 +161,14 @@ def render_send_to_triage(result: pd.DataFrame, run: ClassifyRun) -> None:
         return
     if st.button(f"Send {unsure:,} unsure predictions to the triage queue", key="classify.triage"):
         texts = result[run.text_col].fillna("").astype(str).tolist()
-        added = enqueue_uncertain(
-            get_store(), texts, routed_predictions(result), threshold=run.threshold,
-            batch=triage_batch_id(run.file_name, texts), rows=range(2, len(texts) + 2),
-        )  # fmt: skip
+        try:
+            added = enqueue_uncertain(
+                get_store(), texts, routed_predictions(result), threshold=run.threshold,
+                batch=triage_batch_id(run.file_name, texts), rows=range(2, len(texts) + 2),
+            )  # fmt: skip
+        except StoreError as exc:
+            st.error(f"Not sent to the triage queue: {md_escape(exc)}")
+            return
         st.success(f"{len(added):,} added to the triage queue ({unsure - len(added):,} were "
                    "already there).")  # fmt: skip
         st.page_link("pages/triage.py", label="Open the triage queue", icon=":material/inbox:")

@@ -16,9 +16,8 @@ from core.data.columns import detect_columns
 from core.data.dataset import Dataset
 from core.data.export import safe_file_stem
 from core.data.limits import DataError
-from core.data.validation import validate
 from core.models.baseline import BaselineConfig
-from ui.datasets import DEMO_NAME, demo_table
+from ui.datasets import DEMO_KEY, DEMO_NAME, demo_table, validated
 from ui.downloads import render_table_downloads
 from ui.safe import md_escape
 from ui.state import (
@@ -28,15 +27,10 @@ from ui.state import (
     set_active_dataset,
     set_baseline_run,
 )
-from ui.uploads import read_upload
+from ui.uploads import Upload, read_upload
 
 SOURCE = "data.source"  # "demo" or "upload": which input the user chose last
 PREVIEW_ROWS = 200
-
-
-@st.cache_data(show_spinner="Validating…", max_entries=8)
-def validated(table: pd.DataFrame, text_col: str, label_col: str) -> tuple[Dataset, object]:
-    return validate(table, text_col=text_col, label_col=label_col)
 
 
 @st.cache_data(show_spinner="Training the bag-of-words baseline…", max_entries=8)
@@ -47,8 +41,8 @@ def baseline_run(
     return evaluation
 
 
-def render_source() -> tuple[str, pd.DataFrame] | None:
-    """Upload or demo button; returns (name, raw table) for the chosen source, or None."""
+def render_source() -> Upload | None:
+    """Upload or demo button; returns the chosen source's table and cache key, or None."""
     left, right = st.columns([3, 2])
     upload = left.file_uploader(
         "Upload labelled complaints (CSV, TSV, XLSX or Parquet)",
@@ -61,9 +55,9 @@ def render_source() -> tuple[str, pd.DataFrame] | None:
         st.session_state[SOURCE] = "demo"
     right.caption("3,000 synthetic complaints for five desks, with a slice of word-order twins.")
     if st.session_state.get(SOURCE) == "upload" and upload is not None:
-        return upload.name, read_upload(upload.name, upload.getvalue())
+        return read_upload(upload)
     if st.session_state.get(SOURCE) == "demo":
-        return DEMO_NAME, demo_table()
+        return Upload(DEMO_NAME, DEMO_KEY, demo_table())
     return None
 
 
@@ -192,10 +186,9 @@ st.write("Load labelled complaints, check them, and train the bag-of-words basel
 try:
     source = render_source()
     if source is not None:
-        name, table = source
-        text_col, label_col = render_column_pickers(name, table)
-        dataset, report = validated(table, text_col, label_col)
-        set_active_dataset(ActiveDataset(name=name, dataset=dataset, report=report))
+        text_col, label_col = render_column_pickers(source.name, source.table)
+        dataset, report = validated(source.table, source.key, text_col, label_col)
+        set_active_dataset(ActiveDataset(name=source.name, dataset=dataset, report=report))
 except DataError as exc:
     st.error(md_escape(exc))
     st.stop()

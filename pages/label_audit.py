@@ -3,8 +3,9 @@
 The audit runs in a worker thread (core.analysis.audit_transformer.AuditJob) polled by a
 fragment; finished audits are cached per server process by data fingerprint and settings. Every
 decision goes to the review store (SQLite) in one transaction and is shown as saved only after
-the write returned. Page-private session keys: "audit.row" (the issue under review, a widget) and
-"audit.last_save" (SaveOutcome of the last decision, shown once)."""
+the write returned. Page-private session keys: "audit.row" (the issue under review, a widget),
+"audit.last_save" (SaveOutcome of the last decision, shown once) and "audit.carry_over"
+(SaveOutcome of carrying decisions over from the legacy fingerprint, shown once)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from core.data.dataset import Dataset
 from core.data.export import safe_file_stem
 from core.models.transformer.config import TrainConfig, backbone_label
 from core.review.records import ReviewDecision
-from core.review.relabel import apply_decisions
+from core.review.relabel import apply_decisions, plan_carry_over
 from core.review.store import Store
 from ui.datasets import require_dataset
 from ui.downloads import render_table_downloads
@@ -38,10 +39,15 @@ from ui.state import (
     ActiveDataset,
     get_active_model,
     get_audit_job,
-    get_store,
     set_audit_job,
 )
-from ui.widgets import SaveOutcome, remember_save, render_last_save, render_reviewer
+from ui.widgets import (
+    SaveOutcome,
+    remember_save,
+    render_last_save,
+    render_reviewer,
+    require_store,
+)
 
 if TYPE_CHECKING:  # the bag-of-words audit needs no torch; a loaded model brings it along
     from core.models.registry import LoadedModel
@@ -49,6 +55,7 @@ if TYPE_CHECKING:  # the bag-of-words audit needs no torch; a loaded model bring
 BOW, TRANSFORMER = "bow", "transformer"
 ROW_KEY = "audit.row"
 LAST_SAVE_KEY = "audit.last_save"
+CARRY_OVER_KEY = "audit.carry_over"
 DECISION_LABELS = {
     "keep": "Keep the given label",
     "relabel": "Relabel to …",
@@ -64,8 +71,9 @@ def finished_audits() -> AuditCache:
 
 
 def remember(key: str, result: AuditResult, store: Store) -> None:
-    """Cache a finished audit (evicting the oldest) and record the run once in the store."""
-    if not finished_audits().add(key, result):
+    """Cache a finished audit (evicting the oldest) and record the run once in the store (when
+    the store is writable)."""
+    if not finished_audits().add(key, result) or store.read_only:
         return
     store.record_run(
         "audit",
@@ -344,10 +352,58 @@ def save_decision(
 # ---------------------------------------------------------------------------------- export, history
 
 
+def render_carry_over(dataset: Dataset, store: Store) -> None:
+    """Decisions saved under the data set's legacy fingerprint: never applied silently, never lost.
+
+    Those whose row still holds the same complaint and label can be carried over with a click;
+    the others are named so the reviewer can decide those rows again.
+    """
+    render_last_save(CARRY_OVER_KEY)
+    legacy = store.decisions(dataset.legacy_fingerprint)
+    if not legacy:
+        return
+    plan = plan_carry_over(dataset, legacy, store.decisions(dataset.fingerprint))
+    if plan.mismatched:
+        rows = ", ".join(map(str, plan.mismatched_rows[:10]))
+        more = " …" if len(plan.mismatched_rows) > 10 else ""
+        st.warning(
+            f"{len(plan.mismatched)} decisions saved before row numbers were part of a data "
+            f"set's fingerprint no longer match their rows ({rows}{more}): the complaint or label "
+            "there is different now, so they are not applied. Review these rows again."
+        )
+    if plan.pending:
+        st.warning(
+            f"{len(plan.pending)} decisions were saved on this data set before row numbers were "
+            "part of its fingerprint. Their rows still hold the same complaints and labels; they "
+            "are not applied until you carry them over."
+        )
+        st.button(
+            f"Carry over {len(plan.pending)} decisions",
+            key="audit.carry_over_button",
+            on_click=carry_over,
+            args=(store, plan.pending),
+        )
+
+
+def carry_over(store: Store, pending: tuple[ReviewDecision, ...]) -> None:
+    """Button callback: store the carried-over copies (each its own transaction, in order)."""
+    try:
+        for decision in pending:
+            store.record_decision(decision)
+    except (ValueError, sqlite3.Error) as exc:
+        remember_save(CARRY_OVER_KEY, SaveOutcome(False, f"Not all carried over: {exc}"))
+        return
+    remember_save(CARRY_OVER_KEY, SaveOutcome(True, f"Carried over {len(pending)} decisions."))
+
+
 def render_export(active: ActiveDataset, store: Store) -> None:
     """Corrected data set downloads, built from the store (not the session), formula-safe."""
     dataset = active.dataset
-    corrected = apply_decisions(dataset, store.latest_decisions(dataset.fingerprint))
+    try:
+        corrected = apply_decisions(dataset, store.latest_decisions(dataset.fingerprint))
+    except ValueError as exc:
+        st.error(f"The corrected data set cannot be built: {md_escape(exc)}")
+        return
     stem = "corrected-" + safe_file_stem(active.name)
     render_table_downloads(
         corrected, stem, label="Download the corrected data set ({fmt})",
@@ -438,7 +494,7 @@ st.write(
 active = require_dataset("audit")
 if active is None:
     st.stop()
-store = get_store()
+store = require_store()
 render_audit_form(active, get_active_model())
 result = current_result(get_audit_job(), active, store)
 if result is not None:
@@ -454,5 +510,6 @@ if result is not None:
     elif reviewer is not None:
         render_review(active, result.issues, latest, reviewer, store)
 st.subheader("Export and history")
+render_carry_over(active.dataset, store)
 render_export(active, store)
 render_history(active.dataset.fingerprint, store)

@@ -19,8 +19,14 @@ from core.review.records import TriageItem
 from core.review.store import Store
 from core.review.triage import triage_training_rows, with_training_rows
 from ui.safe import md_escape
-from ui.state import get_active_dataset, get_store
-from ui.widgets import SaveOutcome, remember_save, render_last_save, render_reviewer
+from ui.state import get_active_dataset
+from ui.widgets import (
+    SaveOutcome,
+    remember_save,
+    render_last_save,
+    render_reviewer,
+    require_store,
+)
 
 ALL = "All batches"
 ITEM_KEY = "triage.item"
@@ -185,7 +191,7 @@ st.write(
     "Predictions the model was unsure about (confidence below the review threshold on "
     "Classify) wait here. Confirm the predicted desk or correct it; every verdict is saved at once."
 )
-store = get_store()
+store = require_store()
 everything = store.triage_items(limit=QUEUE_LIMIT)
 render_counts(everything)
 batches = sorted({i.batch for i in everything})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +14,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from core.data.validation import validate
+from core.review.records import ReviewDecision
 from core.review.store import Store, default_db_path
 from tests.conftest import separable_rows
 from tests.helpers import open_page
@@ -177,3 +179,57 @@ def test_a_running_transformer_audit_shows_progress_and_can_be_cancelled(slow_mo
     assert at.session_state[AUDIT_JOB].status().state == "cancelled"
     assert any("cancelled" in w.value for w in at.warning)
     assert not at.metric  # no issue table from a cancelled audit
+
+
+def test_decisions_under_the_old_fingerprint_are_named_and_carried_over(data_dir: Path):
+    active = toy_active()
+    data = active.dataset
+    legacy = data.legacy_fingerprint
+    with Store.open(default_db_path()) as store:
+        store.record_decision(
+            ReviewDecision(legacy, data.rows[0], data.texts[0], data.labels[0], "keep", "Asha")
+        )  # its row still holds that complaint
+        store.record_decision(
+            ReviewDecision(legacy, data.rows[1], data.texts[0], data.labels[1], "keep", "Asha")
+        )  # made when another complaint was on that row
+    at = open_page(PAGE, {ACTIVE_DATASET: active}).run()
+    assert not at.exception
+    warnings = [w.value for w in at.warning]
+    assert any(f"no longer match their rows ({data.rows[1]})" in w for w in warnings)
+    assert any("1 decisions were saved on this data set before row numbers" in w for w in warnings)
+    at.button(key="audit.carry_over_button").click().run()
+    assert not at.exception
+    assert [s.value for s in at.success] == ["Carried over 1 decisions\\."]
+    with Store.open(default_db_path()) as store:
+        (carried,) = store.decisions(data.fingerprint)
+    assert (carried.row, carried.text, carried.reviewer) == (data.rows[0], data.texts[0], "Asha")
+    assert not [b for b in at.button if b.key == "audit.carry_over_button"]
+
+
+def test_a_decision_on_another_complaint_stops_the_export_with_a_message(data_dir: Path):
+    active = toy_active()
+    data = active.dataset
+    with Store.open(default_db_path()) as store:
+        store.record_decision(
+            ReviewDecision(
+                data.fingerprint, data.rows[1], data.texts[0], data.labels[1], "keep", "A"
+            )
+        )
+    at = open_page(PAGE, {ACTIVE_DATASET: active}).run()
+    assert not at.exception
+    (error,) = [e.value for e in at.error]
+    assert f"row {data.rows[1]} now holds" in error and "review the row again" in error
+    assert not at.get("download_button")
+
+
+def test_a_tampered_store_is_a_message_not_a_crash(data_dir: Path):
+    with Store.open(default_db_path()) as store:
+        store.record_run("audit", parameters={}, metrics={})
+    with sqlite3.connect(default_db_path()) as raw:
+        raw.execute("DROP TRIGGER decisions_no_update")
+    raw.close()
+    at = open_page(PAGE, {ACTIVE_DATASET: toy_active()}).run()
+    assert not at.exception
+    (error,) = [e.value for e in at.error]
+    assert "trigger decisions\\_no\\_update is missing" in error
+    assert not at.get("download_button")

@@ -3,6 +3,7 @@ one and corrects another, the verdicts are stored, and the reviewed rows can be 
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,30 @@ def test_the_reviewer_is_asked_once_per_session(app: AppTest):
     assert any("Asha Rao" in c.value for c in app.caption)
     app.run()
     assert not app.text_input  # not asked again
+
+
+def test_a_corrupt_store_is_a_message_not_a_crash(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRIEVANCE_LENS_DATA_DIR", str(tmp_path / "state"))
+    (tmp_path / "state").mkdir()
+    default_db_path().write_bytes(random.Random(1).randbytes(4096))
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    (error,) = [e.value for e in at.error]
+    assert error.startswith("The review store cannot be used") and "not a readable" in error
+    assert not at.metric  # the page stopped there
+
+
+def test_a_read_only_store_is_shown_and_refuses_verdicts(queued: list[int]):
+    default_db_path().chmod(0o444)
+    try:
+        at = AppTest.from_file(PAGE, default_timeout=60).run()
+        assert not at.exception
+        assert any("read-only" in w.value for w in at.warning)
+        assert metric(at, "Waiting") == "2"
+        sign_in(at)
+        at.button(key=f"FormSubmitter:triage.decide.{queued[0]}-Confirm UPI Dispute").click().run()
+        assert not at.exception
+        assert any("Not saved" in e.value and "read\\-only" in e.value for e in at.error)
+        assert metric(at, "Waiting") == "2"
+    finally:
+        default_db_path().chmod(0o644)

@@ -26,7 +26,8 @@ CONTRACT_KEYS = {
 }  # fmt: skip
 DESKS = ("UPI Dispute", "Card Fraud", "Loan Query")
 # sha256 of the lines `["paid twice", "UPI"]` and `["card lost", "Card"]`, each + "\n".
-FINGERPRINT = "a3677873d72d146f98626389535cef654f234b55e0cc2e2a41d53fd47a0b3fed"
+FINGERPRINT = "d5b6a1324a7aa423ebbd462c2f5a29b675d84f5a62e50b039ab6fa97a9d21f3d"
+LEGACY_FINGERPRINT = "a3677873d72d146f98626389535cef654f234b55e0cc2e2a41d53fd47a0b3fed"
 
 
 def _complaints(per_desk: int = 6) -> pd.DataFrame:
@@ -578,11 +579,19 @@ def test_fingerprint_is_stable_and_content_sensitive():
     dataset = Dataset(texts=("paid twice", "card lost"), labels=("UPI", "Card"))
     assert dataset.rows == (2, 3)
     assert dataset.fingerprint == FINGERPRINT
-    same = Dataset(texts=["paid twice", "card lost"], labels=["UPI", "Card"], rows=[9, 10])
+    same = Dataset(texts=["paid twice", "card lost"], labels=["UPI", "Card"], rows=(2, 3))
     assert same.fingerprint == dataset.fingerprint
     assert (
         Dataset(texts=("paid twice", "card lost"), labels=("UPI", "UPI")).fingerprint != FINGERPRINT
     )
+
+
+def test_fingerprint_changes_when_rows_move():
+    """A blank line removed from the file moves every complaint up a row: another data set."""
+    before = Dataset(texts=("paid twice", "card lost"), labels=("UPI", "Card"), rows=(3, 4))
+    after = Dataset(texts=("paid twice", "card lost"), labels=("UPI", "Card"), rows=(2, 3))
+    assert before.fingerprint != after.fingerprint
+    assert before.legacy_fingerprint == after.legacy_fingerprint == LEGACY_FINGERPRINT
 
 
 def test_split_is_stratified_and_deterministic():

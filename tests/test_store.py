@@ -7,17 +7,19 @@ core.data (which pulls in scikit-learn) are imported by the tests that use them.
 
 import io
 import multiprocessing
+import random
 import sqlite3
 import threading
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
 
 from core.paths import DATA_DIR_ENV
 from core.review.records import ReviewDecision, TriageItem
-from core.review.relabel import apply_decisions
+from core.review.relabel import apply_decisions, plan_carry_over
 from core.review.schema import SCHEMA_VERSION, switch_to_wal
-from core.review.store import DB_NAME, Store, default_db_path
+from core.review.store import DB_NAME, Store, StoreError, default_db_path
 from core.review.triage import (
     enqueue_uncertain,
     triage_batch_id,
@@ -59,7 +61,7 @@ def test_open_creates_missing_folders_file_and_schema(tmp_path):
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"decisions", "trail", "triage", "runs"} <= tables
+    assert tables == {"decisions", "trail", "triage_items", "triage_decisions", "runs"}
 
 
 def test_open_on_an_empty_existing_file(tmp_path):
@@ -110,6 +112,84 @@ def test_a_newer_schema_is_refused(tmp_path):
         raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(ValueError, match="newer than this code"):
         Store.open(path)
+
+
+def test_a_corrupt_file_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "lens.db"
+    path.write_bytes(random.Random(0).randbytes(8192))
+    with pytest.raises(StoreError, match="is not a readable review store") as caught:
+        Store.open(path)
+    assert "\n" not in str(caught.value) and "restore a backup" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("tamper", "message"),
+    [
+        ("DROP TRIGGER trail_no_delete", "trigger trail_no_delete is missing"),
+        ("DROP TRIGGER decisions_no_update", "trigger decisions_no_update is missing"),
+        (
+            "DROP TRIGGER runs_no_update; CREATE TRIGGER runs_no_update BEFORE UPDATE ON runs"
+            " BEGIN SELECT 1; END",
+            "trigger runs_no_update was altered",
+        ),
+        (
+            "CREATE TRIGGER wipe AFTER INSERT ON decisions BEGIN SELECT 1; END",
+            "unexpected trigger wipe",
+        ),
+        ("DROP INDEX decisions_by_row", "index decisions_by_row is missing"),
+    ],
+)
+def test_a_store_whose_triggers_were_dropped_or_altered_is_refused(tmp_path, tamper, message):
+    path = tmp_path / "lens.db"
+    with Store.open(path) as store:
+        store.record_decision(_decision())
+    with sqlite3.connect(path) as raw:
+        raw.executescript(tamper)
+    raw.close()
+    with pytest.raises(StoreError, match=message) as caught:
+        Store.open(path)
+    assert "\n" not in str(caught.value) and "not an intact review store" in str(caught.value)
+
+
+@pytest.fixture
+def read_only_file(tmp_path):
+    """A store with one decision whose file (and, as `chmod_folder`, folder) is read-only."""
+    path = tmp_path / "ro" / "lens.db"
+    with Store.open(path) as store:
+        store.record_decision(_decision())
+    yield path
+    path.parent.chmod(0o755)
+    path.chmod(0o644)
+
+
+@pytest.mark.parametrize("folder_too", [False, True])
+def test_a_read_only_store_is_read_and_refuses_writes(read_only_file, folder_too):
+    read_only_file.chmod(0o444)
+    if folder_too:
+        read_only_file.parent.chmod(0o555)
+    before = read_only_file.read_bytes()
+    with Store.open(read_only_file) as store:
+        assert store.read_only
+        assert [d.reviewer for d in store.decisions(FP)] == ["asha"]
+        assert [e.action for e in store.trail()] == ["decision.recorded"]
+        with pytest.raises(StoreError, match="is read-only.*nothing was saved"):
+            store.record_decision(_decision(row=3))
+        with pytest.raises(StoreError, match="is read-only"):
+            store.enqueue_triage([_item()])
+    assert read_only_file.read_bytes() == before
+
+
+def test_read_only_on_request_and_never_migrated(tmp_path):
+    path = tmp_path / "v1.db"
+    _version_1_file(path)
+    with pytest.raises(StoreError, match="schema version 1 and is read-only"):
+        Store.open(path, read_only=True)
+    with Store.open(path) as store:  # writable: migrated
+        store.record_decision(_decision())
+    with Store.open(path, read_only=True) as store:
+        assert store.read_only and len(store.decisions(FP)) == 2
+        with pytest.raises(StoreError, match="read-only"):
+            store.record_run("audit", parameters={}, metrics={})
 
 
 # ------------------------------------------------------------------------------ review decisions
@@ -220,6 +300,82 @@ def test_trail_rows_can_never_be_updated_or_deleted(tmp_path, statement):
     raw.close()
     with Store.open(path) as store:
         assert [e.action for e in store.trail()] == ["decision.recorded"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE decisions SET reviewer = 'mallory'",
+        "DELETE FROM decisions",
+        "UPDATE triage_items SET predicted_label = 'Other'",
+        "DELETE FROM triage_items",
+        "UPDATE triage_decisions SET final_label = 'Other'",
+        "DELETE FROM triage_decisions",
+        "UPDATE runs SET metrics = '{}'",
+        "DELETE FROM runs",
+    ],
+)
+def test_every_table_is_append_only(tmp_path, statement):
+    path = tmp_path / "lens.db"
+    with Store.open(path) as store:
+        store.record_decision(_decision())
+        (item_id,) = store.enqueue_triage([_item()])
+        store.decide_triage(item_id, final_label="Other", reviewer="asha")
+        store.record_run("audit", parameters={}, metrics={"issues": 1})
+    raw = sqlite3.connect(path)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute(statement)
+    raw.close()
+    with Store.open(path) as store:
+        assert store.decisions(FP)[0].reviewer == "asha"
+        (item,) = store.triage_items()
+        assert (item.status, item.final_label, item.reviewer) == ("corrected", "Other", "asha")
+        assert len(store.runs()) == 1
+
+
+def _version_1_file(path) -> None:
+    """A store as version 1 of the schema left it: a decision, a run, a decided and an open
+    triage item (decided by UPDATE, as version 1 did)."""
+    from core.review.schema import MIGRATIONS, _statements
+
+    raw = sqlite3.connect(path, isolation_level=None)
+    for statement in _statements(MIGRATIONS[0]):
+        raw.execute(statement)
+    raw.execute("PRAGMA user_version = 1")
+    raw.execute(
+        "INSERT INTO decisions (fingerprint, row, text, given_label, decision, reviewer,"
+        f" created_at) VALUES ('{FP}', 2, 'card lost', 'Card Fraud', 'keep', 'asha', 't0')"
+    )
+    raw.execute(
+        "INSERT INTO runs (kind, parameters, metrics, created_at) VALUES ('a', '{}', '{}', 't0')"
+    )
+    for row in (7, 8):
+        raw.execute(
+            "INSERT INTO triage (batch, row, text, predicted_label, confidence, probabilities,"
+            f" created_at) VALUES ('b', {row}, 'upi failed', 'UPI Dispute', 0.4, '{{}}', 't1')"
+        )
+    raw.execute(
+        "UPDATE triage SET status = 'corrected', final_label = 'Other', reviewer = 'ben',"
+        " decided_at = 't2' WHERE row = 7"
+    )
+    raw.close()
+
+
+def test_a_version_1_store_is_migrated_keeping_every_row(tmp_path):
+    path = tmp_path / "v1.db"
+    _version_1_file(path)
+    with Store.open(path) as store:
+        assert store.schema_version == SCHEMA_VERSION == 2
+        assert [(d.row, d.reviewer) for d in store.decisions(FP)] == [(2, "asha")]
+        assert [r.kind for r in store.runs()] == ["a"]
+        decided, waiting = store.triage_items()
+        assert (decided.row, decided.status, decided.final_label) == (7, "corrected", "Other")
+        assert (decided.reviewer, decided.decided_at) == ("ben", "t2")
+        assert (waiting.row, waiting.status, waiting.reviewer) == (8, "open", None)
+        store.decide_triage(waiting.id, final_label="UPI Dispute", reviewer="asha")
+        assert store.open_triage() == []
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            store._query("UPDATE decisions SET reviewer = 'mallory'")
 
 
 # ------------------------------------------------------------------------------ concurrency
@@ -427,9 +583,13 @@ def test_apply_decisions_relabels_and_says_what_changed():
     fp = data.fingerprint
     decisions = [
         _decision(row=4, fingerprint=fp, text="upi failed", decision="escalate"),
-        _decision(row=4, fingerprint=fp, decision="relabel", new_label="UPI Dispute"),
+        _decision(
+            row=4, fingerprint=fp, text="upi failed", decision="relabel", new_label="UPI Dispute"
+        ),
         _decision(row=2, fingerprint=fp, text="card blocked"),
-        _decision(row=5, fingerprint=fp, given_label="KYC Update", decision="escalate"),
+        _decision(
+            row=5, fingerprint=fp, text="kyc pending", given_label="KYC Update", decision="escalate"
+        ),
     ]
     frame = apply_decisions(data, decisions)
     assert list(frame.columns) == ["row", "text", "label", "original_label", "review", "channel"]
@@ -444,6 +604,7 @@ def test_apply_decisions_accepts_latest_decisions_from_the_store(store):
     relabel = _decision(
         row=3,
         fingerprint=data.fingerprint,
+        text='=HYPERLINK("http://x")',
         given_label="Other",
         decision="relabel",
         new_label="Card Fraud",
@@ -459,14 +620,62 @@ def test_apply_decisions_accepts_latest_decisions_from_the_store(store):
     [
         ({"fingerprint": "0" * 64}, "not this one"),
         ({"row": 99}, "not in this data set"),
-        ({"given_label": "Other"}, "review the row again"),
+        ({"given_label": "Other"}, "row 2 is labelled 'Card Fraud'.*review the row again"),
+        ({"text": "upi failed"}, "row 2 now holds 'card blocked'.*review the row again"),
     ],
 )
 def test_apply_decisions_refuses_decisions_of_other_data(changes, message):
     data = _dataset()
-    decision = _decision(**{"fingerprint": data.fingerprint, **changes})
+    values = {"fingerprint": data.fingerprint, "text": "card blocked", **changes}
+    decision = _decision(**values)
     with pytest.raises(ValueError, match=message):
         apply_decisions(data, [decision])
+
+
+def _card_files():
+    """The same complaints before and after a blank row 2 was removed from the file."""
+    from core.data.dataset import Dataset
+
+    texts = ("someone used my card abroad", "card blocked without reason")
+    labels = ("Card Fraud", "Card Fraud")
+    return Dataset(texts, labels, rows=(3, 4)), Dataset(texts, labels, rows=(2, 3))
+
+
+def test_a_relabel_never_lands_on_the_complaint_that_moved_into_its_row(store):
+    before, after = _card_files()
+    store.record_decision(
+        _decision(
+            row=3,
+            fingerprint=before.fingerprint,
+            text="someone used my card abroad",
+            decision="relabel",
+            new_label="Other",
+        )
+    )
+    assert before.fingerprint != after.fingerprint
+    frame = apply_decisions(after, store.latest_decisions(after.fingerprint))
+    assert frame["label"].tolist() == ["Card Fraud", "Card Fraud"]
+    moved = [replace(d, fingerprint=after.fingerprint) for d in store.decisions(before.fingerprint)]
+    with pytest.raises(ValueError, match="row 3 now holds 'card blocked without reason'"):
+        apply_decisions(after, moved)
+
+
+def test_decisions_under_the_legacy_fingerprint_are_carried_over_only_where_rows_still_fit(store):
+    before, after = _card_files()
+    legacy = after.legacy_fingerprint
+    fits = _decision(row=2, fingerprint=legacy, text="someone used my card abroad", note="abroad")
+    moved = _decision(row=2, fingerprint=legacy, text="card blocked without reason")
+    first, second = store.record_decision(fits), store.record_decision(moved)
+    plan = plan_carry_over(after, store.decisions(legacy), store.decisions(after.fingerprint))
+    assert [d.id for d in plan.mismatched] == [second] and plan.mismatched_rows == [2]
+    (copy,) = plan.pending
+    assert (copy.fingerprint, copy.row, copy.reviewer) == (after.fingerprint, 2, "asha")
+    assert copy.note == f"abroad (carried over from decision #{first})"
+    store.record_decision(copy)
+    again = plan_carry_over(after, store.decisions(legacy), store.decisions(after.fingerprint))
+    assert (again.pending, again.carried) == ((), 1)
+    frame = apply_decisions(after, store.latest_decisions(after.fingerprint))
+    assert frame["review"].tolist() == ["kept", ""]
 
 
 def test_corrected_export_neutralises_formula_looking_text():
@@ -476,7 +685,13 @@ def test_corrected_export_neutralises_formula_looking_text():
     from core.data.export import to_csv_bytes, to_xlsx_bytes
 
     data = _dataset()
-    keep = _decision(row=3, fingerprint=data.fingerprint, given_label="Other", decision="keep")
+    keep = _decision(
+        row=3,
+        fingerprint=data.fingerprint,
+        text=data.texts[1],
+        given_label="Other",
+        decision="keep",
+    )
     frame = apply_decisions(data, [keep])
     read_back = pd.read_csv(io.StringIO(to_csv_bytes(frame).decode("utf-8-sig")))
     assert read_back.loc[1, "text"] == '\'=HYPERLINK("http://x")'

@@ -1,13 +1,26 @@
-"""The built-in demo data set as every page loads it: one code path, cached once per process."""
+"""The built-in demo data set as every page loads it (one code path, cached once per process) and
+the validation of a loaded table, cached by the content key of its upload."""
 
 import pandas as pd
 import streamlit as st
 
+from core.data.dataset import Dataset
 from core.data.demo import DemoConfig, generate_demo_data
-from core.data.validation import validate
+from core.data.validation import ValidationReport, validate
 from ui.state import ActiveDataset, get_active_dataset, set_active_dataset
 
 DEMO_NAME = "Built-in demo data"
+DEMO_KEY = "built-in demo data"  # the cache key of the demo table (DemoConfig() is fixed)
+
+
+@st.cache_data(show_spinner="Validating…", max_entries=8)
+def validated(
+    _table: pd.DataFrame, key: str, text_col: str, label_col: str
+) -> tuple[Dataset, ValidationReport]:
+    """`validate(_table, ...)` cached by `key`, the SHA-256 of the uploaded bytes
+    (ui.uploads.Upload.key), never by the frame: Streamlit hashes only a 10,000-row sample of a
+    large frame, so an upload with other labels outside that sample got the old result."""
+    return validate(_table, text_col=text_col, label_col=label_col)
 
 
 @st.cache_data(show_spinner="Generating the demo complaints…")

@@ -1,4 +1,12 @@
-"""Uploaded spreadsheets as every page reads them: one bounded reader, cached by content."""
+"""Uploaded spreadsheets as every page reads them: one bounded reader, cached by the SHA-256 of the
+uploaded bytes (computed once per upload), never by a DataFrame, which Streamlit hashes only a
+sample of when it is large."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import streamlit as st
@@ -6,8 +14,44 @@ import streamlit as st
 from core.data.intake import load_table
 from core.data.limits import IntakeLimits
 
+if TYPE_CHECKING:
+    from streamlit.runtime.uploaded_file_manager import UploadedFile
+
+DIGESTS = "uploads.digests"  # dict file_id -> SHA-256 of this session's latest uploads
+_KEEP_DIGESTS = 8
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A table read from an uploaded file (or built in), and the key its caches use."""
+
+    name: str
+    key: str  # SHA-256 hex of the uploaded bytes; a fixed name for built-in data
+    table: pd.DataFrame
+
+
+def content_digest(content: bytes) -> str:
+    """The SHA-256 hex digest of `content`: the cache key of an upload."""
+    return hashlib.sha256(content).hexdigest()
+
+
+def upload_digest(upload: UploadedFile) -> str:
+    """`content_digest` of the upload, computed once per upload (its file_id) in this session."""
+    digests: dict[str, str] = st.session_state.setdefault(DIGESTS, {})
+    if upload.file_id not in digests:
+        digests[upload.file_id] = content_digest(upload.getvalue())
+        while len(digests) > _KEEP_DIGESTS:
+            digests.pop(next(iter(digests)))
+    return digests[upload.file_id]
+
+
+def read_upload(upload: UploadedFile) -> Upload:
+    """The uploaded file as a table, within the intake limits; raises core.data.DataError."""
+    key = upload_digest(upload)
+    return Upload(upload.name, key, _read_table(upload.name, key, upload.getvalue()))
+
 
 @st.cache_data(show_spinner="Reading the file…", max_entries=4)
-def read_upload(name: str, content: bytes) -> pd.DataFrame:
-    """The uploaded file `name` as a table, within the intake limits; raises core.data.DataError."""
-    return load_table(content, filename=name, limits=IntakeLimits.from_env())
+def _read_table(name: str, key: str, _content: bytes) -> pd.DataFrame:
+    """Cached by (name, key); `_content` (the bytes `key` digests) is not hashed again."""
+    return load_table(_content, filename=name, limits=IntakeLimits.from_env())

@@ -8,10 +8,17 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from ui.safe import md_escape
-from ui.state import get_active_model, get_reviewer, reviewer_from_login, set_reviewer
+from ui.state import (
+    get_active_model,
+    get_reviewer,
+    get_store,
+    reviewer_from_login,
+    set_reviewer,
+)
 
 if TYPE_CHECKING:
     from core.models.registry import LoadedModel  # a type only: pages without a model need no torch
+    from core.review.store import Store
 
 
 def require_model() -> LoadedModel:
@@ -25,6 +32,24 @@ def require_model() -> LoadedModel:
     desks = ", ".join(map(str, model.card["labels"]))
     st.caption(f"Model: {md_escape(model.path.name)} · desks: {md_escape(desks)}")
     return model
+
+
+def require_store() -> Store:
+    """The review store, with a warning when it is read-only; a store that cannot be opened
+    (corrupt, tampered, unreadable) is a one-line error and the page stops here."""
+    from core.review.store import StoreError
+
+    try:
+        store = get_store()
+    except StoreError as exc:
+        st.error(f"The review store cannot be used: {md_escape(exc)}")
+        st.stop()
+    if store.read_only:
+        st.warning(
+            "The review store is read-only (its file or folder is not writable): decisions are "
+            "shown but cannot be saved."
+        )
+    return store
 
 
 def render_reviewer(page_key: str, *, prompt: str) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -54,12 +54,22 @@ class Dataset:
 
     @cached_property
     def fingerprint(self) -> str:
-        """sha256 hex digest of the (text, label) pairs in order; the same in every run."""
-        digest = hashlib.sha256()
-        for text, label in zip(self.texts, self.labels, strict=True):
-            digest.update(json.dumps([text, label], ensure_ascii=False).encode("utf-8"))
-            digest.update(b"\n")
-        return digest.hexdigest()
+        """sha256 hex digest of the (row, text, label) triples in order; the same in every run.
+
+        Rows are part of it, so removing a blank line from the file (which moves every later
+        complaint up one spreadsheet row) makes another data set, and decisions saved by row
+        number never land on a neighbouring complaint.
+        """
+        return _digest([row, text, label] for row, text, label in self._triples())
+
+    @cached_property
+    def legacy_fingerprint(self) -> str:
+        """The fingerprint before rows were part of it (text and label only): used only to find
+        review decisions saved under it, which `core.review.relabel.carry_over` re-checks."""
+        return _digest([text, label] for _, text, label in self._triples())
+
+    def _triples(self) -> Iterator[tuple[int, str, str]]:
+        return zip(self.rows, self.texts, self.labels, strict=True)
 
     def subset(self, indices: Sequence[int]) -> Dataset:
         """The rows at positions `indices` (k,), in that order."""
@@ -80,6 +90,14 @@ class Dataset:
         clash = {c: f"{c}_original" for c in self.extra.columns if c in base.columns}
         extra = self.extra.rename(columns=clash).reset_index(drop=True)
         return pd.concat([base, extra], axis=1)
+
+
+def _digest(records: Iterable[list]) -> str:
+    digest = hashlib.sha256()
+    for record in records:
+        digest.update(json.dumps(record, ensure_ascii=False).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
 
 
 SLICE_COLUMN = "slice"  # optional column naming evaluation slices, e.g. the demo's "twin" rows

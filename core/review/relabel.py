@@ -1,9 +1,11 @@
 """Apply review decisions to a data set: the corrected table (relabels applied, original label and
-review note beside it), ready to export."""
+review note beside it), ready to export; and carry decisions saved under a data set's legacy
+fingerprint over to its current one when their rows still hold the same complaint."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from core.review.records import ReviewDecision
@@ -43,31 +45,52 @@ def apply_decisions(
 def _latest_by_row(
     dataset: Dataset, decisions: Mapping[int, ReviewDecision] | Iterable[ReviewDecision]
 ) -> dict[int, ReviewDecision]:
-    """Row -> last decision, after checking each belongs to `dataset` and matches its label."""
+    """Row -> last decision, after checking each belongs to `dataset` and matches its row."""
     items = decisions.values() if isinstance(decisions, Mapping) else decisions
-    label_of = dict(zip(dataset.rows, dataset.labels, strict=True))
+    record_of = _records(dataset)
     latest: dict[int, ReviewDecision] = {}
     for decision in items:
         if not isinstance(decision, ReviewDecision):
             raise ValueError(f"expected ReviewDecision objects, got {type(decision).__name__}")
-        _check_belongs(decision, dataset.fingerprint, label_of)
+        if decision.fingerprint != dataset.fingerprint:
+            raise ValueError(
+                f"decision {decision.id} is for data set {decision.fingerprint[:12]}…, not this "
+                f"one ({dataset.fingerprint[:12]}…); load the decisions of this data set's "
+                "fingerprint"
+            )
+        _check_row(decision, record_of)
         latest[decision.row] = decision
     return latest
 
 
-def _check_belongs(decision: ReviewDecision, fingerprint: str, label_of: dict[int, str]) -> None:
-    if decision.fingerprint != fingerprint:
-        raise ValueError(
-            f"decision {decision.id} is for data set {decision.fingerprint[:12]}…, not this one "
-            f"({fingerprint[:12]}…); load the decisions of this data set's fingerprint"
-        )
-    if decision.row not in label_of:
+def _records(dataset: Dataset) -> dict[int, tuple[str, str]]:
+    return dict(zip(dataset.rows, zip(dataset.texts, dataset.labels, strict=True), strict=True))
+
+
+def _check_row(decision: ReviewDecision, record_of: dict[int, tuple[str, str]]) -> None:
+    """Refuse a decision whose row is missing or now holds another complaint or label.
+
+    Refused, not skipped: an export that quietly drops (or moves) a relabel the reviewer made is
+    worse than no export, and the one-line error names the row to review again.
+    """
+    if decision.row not in record_of:
         raise ValueError(f"decision {decision.id} is for row {decision.row}, not in this data set")
-    if label_of[decision.row] != decision.given_label:
+    text, label = record_of[decision.row]
+    if text != decision.text:
         raise ValueError(
-            f"row {decision.row} is labelled {label_of[decision.row]!r} but decision "
-            f"{decision.id} was made on label {decision.given_label!r}; review the row again"
+            f"row {decision.row} now holds {_clip(text)!r} but decision {decision.id} was made "
+            f"on {_clip(decision.text)!r}; review the row again"
         )
+    if label != decision.given_label:
+        raise ValueError(
+            f"row {decision.row} is labelled {label!r} but decision {decision.id} was made on "
+            f"label {decision.given_label!r}; review the row again"
+        )
+
+
+def _clip(text: str, width: int = 40) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def _new_label(decision: ReviewDecision | None, old: str) -> str:
@@ -80,3 +103,51 @@ def _review_note(decision: ReviewDecision | None, old: str) -> str:
     if decision.decision == "relabel":
         return f"relabelled from {old}" if decision.new_label != old else "kept"
     return {"keep": "kept", "escalate": "escalated"}[decision.decision]
+
+
+@dataclass(frozen=True)
+class CarryOver:
+    """Decisions saved under a data set's legacy fingerprint (before rows were part of it)."""
+
+    pending: tuple[ReviewDecision, ...]  # copies for the current fingerprint, not stored yet
+    mismatched: tuple[ReviewDecision, ...]  # their row now holds another complaint or label
+    carried: int  # legacy decisions whose copy is already stored
+
+    @property
+    def mismatched_rows(self) -> list[int]:
+        """The rows to review again, sorted."""
+        return sorted({d.row for d in self.mismatched})
+
+
+def plan_carry_over(
+    dataset: Dataset, legacy: Sequence[ReviewDecision], current: Sequence[ReviewDecision]
+) -> CarryOver:
+    """Which `legacy` decisions (of `dataset.legacy_fingerprint`) still fit their rows.
+
+    A decision fits when its row holds the same text and label today; its copy for
+    `dataset.fingerprint` keeps reviewer and verdict, and its note says where it came from.
+    Copies already in `current` (the decisions of `dataset.fingerprint`) are not pending again.
+    """
+    record_of = _records(dataset)
+    stored = {_key(d) for d in current}
+    pending, mismatched, carried = [], [], 0
+    for decision in legacy:
+        if record_of.get(decision.row) != (decision.text, decision.given_label):
+            mismatched.append(decision)
+            continue
+        copy = _carried_copy(decision, dataset.fingerprint)
+        if _key(copy) in stored:
+            carried += 1
+        else:
+            pending.append(copy)
+    return CarryOver(tuple(pending), tuple(mismatched), carried)
+
+
+def _carried_copy(decision: ReviewDecision, fingerprint: str) -> ReviewDecision:
+    note = f"{decision.note} (carried over from decision #{decision.id})".strip()
+    return replace(decision, fingerprint=fingerprint, note=note, id=None, created_at=None)
+
+
+def _key(decision: ReviewDecision) -> tuple:
+    d = decision
+    return (d.row, d.text, d.given_label, d.decision, d.new_label, d.reviewer, d.note)

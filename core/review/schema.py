@@ -1,8 +1,10 @@
-"""The review store's SQLite schema: the migrations (versioned with PRAGMA user_version), the
-connection settings (WAL, busy timeout, fsync on commit) and bringing a file up to date."""
+"""The review store's SQLite schema: the migrations (versioned with PRAGMA user_version; every table
+append-only by trigger), the connection settings (WAL, busy timeout, fsync on commit) and bringing
+a file up to date."""
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -70,8 +72,65 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX runs_by_kind ON runs (kind, id);
     """,
+    # 2: every table append-only by trigger. A triage verdict is no longer an UPDATE of its item
+    # but a row of triage_decisions (one per item: decided once); existing verdicts move there.
+    """
+    CREATE TABLE triage_items (
+        id INTEGER PRIMARY KEY,
+        batch TEXT NOT NULL,
+        row INTEGER,
+        text TEXT NOT NULL,
+        predicted_label TEXT NOT NULL,
+        confidence REAL NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+        probabilities TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    INSERT INTO triage_items
+        (id, batch, row, text, predicted_label, confidence, probabilities, created_at)
+        SELECT id, batch, row, text, predicted_label, confidence, probabilities, created_at
+        FROM triage ORDER BY id;
+    CREATE INDEX triage_items_by_batch ON triage_items (batch, id);
+
+    CREATE TABLE triage_decisions (
+        id INTEGER PRIMARY KEY,
+        item_id INTEGER NOT NULL UNIQUE REFERENCES triage_items (id),
+        status TEXT NOT NULL CHECK (status IN ('confirmed', 'corrected')),
+        final_label TEXT NOT NULL,
+        reviewer TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    INSERT INTO triage_decisions (item_id, status, final_label, reviewer, created_at)
+        SELECT id, status, final_label, coalesce(reviewer, ''), coalesce(decided_at, created_at)
+        FROM triage WHERE status != 'open' ORDER BY coalesce(decided_at, created_at), id;
+    DROP TABLE triage;
+
+    CREATE TRIGGER decisions_no_update BEFORE UPDATE ON decisions
+    BEGIN SELECT RAISE(ABORT, 'review decisions are append-only: record a new decision'); END;
+    CREATE TRIGGER decisions_no_delete BEFORE DELETE ON decisions
+    BEGIN SELECT RAISE(ABORT, 'review decisions are append-only: rows cannot be deleted'); END;
+    CREATE TRIGGER triage_items_no_update BEFORE UPDATE ON triage_items
+    BEGIN SELECT RAISE(ABORT, 'triage items are append-only: rows cannot be updated'); END;
+    CREATE TRIGGER triage_items_no_delete BEFORE DELETE ON triage_items
+    BEGIN SELECT RAISE(ABORT, 'triage items are append-only: rows cannot be deleted'); END;
+    CREATE TRIGGER triage_decisions_no_update BEFORE UPDATE ON triage_decisions
+    BEGIN SELECT RAISE(ABORT, 'triage verdicts are append-only: rows cannot be updated'); END;
+    CREATE TRIGGER triage_decisions_no_delete BEFORE DELETE ON triage_decisions
+    BEGIN SELECT RAISE(ABORT, 'triage verdicts are append-only: rows cannot be deleted'); END;
+    CREATE TRIGGER runs_no_update BEFORE UPDATE ON runs
+    BEGIN SELECT RAISE(ABORT, 'run history is append-only: rows cannot be updated'); END;
+    CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs
+    BEGIN SELECT RAISE(ABORT, 'run history is append-only: rows cannot be deleted'); END;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+
+# One (type, name, sql) per table, index and trigger of a store; SQLite's own objects are left out.
+SchemaObjects = frozenset[tuple[str, str, str | None]]
+
+
+class StoreError(ValueError):
+    """The review store cannot be used as asked: an unreadable or tampered file, or a write to a
+    store opened read-only. The message is one line saying what to do."""
 
 
 def configure_connection(conn: sqlite3.Connection) -> None:
@@ -103,15 +162,11 @@ def switch_to_wal(conn: sqlite3.Connection, *, timeout_s: float = BUSY_TIMEOUT_S
 
 
 def migrate_schema(conn: sqlite3.Connection, path: Path) -> None:
-    """Bring the schema to SCHEMA_VERSION inside one write transaction (safe with racing opens)."""
+    """Verify the file's schema, then bring it to SCHEMA_VERSION, in one write transaction (safe
+    with racing opens); a tampered file is refused before anything is written."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if version > SCHEMA_VERSION:
-            raise ValueError(
-                f"{path} has schema version {version}, newer than this code's {SCHEMA_VERSION};"
-                " upgrade Grievance Lens or use another database path"
-            )
+        version = verify_schema(conn, path)
         for index in range(version, SCHEMA_VERSION):
             for statement in _statements(MIGRATIONS[index]):
                 conn.execute(statement)
@@ -133,3 +188,58 @@ def _statements(script: str) -> Iterator[str]:
             pending = ""
     if pending.strip():
         raise ValueError(f"incomplete SQL statement in a migration: {pending.strip()[:60]!r}")
+
+
+def verify_schema(conn: sqlite3.Connection, path: Path) -> int:
+    """The file's schema version, after checking that its tables, indexes and triggers are exactly
+    those the migrations create (a dropped or altered trigger is refused); raises StoreError."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has schema version {version}, newer than this code's {SCHEMA_VERSION};"
+            " upgrade Grievance Lens or use another database path"
+        )
+    problems = schema_differences(schema_of(conn), expected_schema(version))
+    if problems:
+        raise StoreError(
+            f"{path} is not an intact review store (schema version {version}: "
+            f"{'; '.join(problems[:3])}); restore a backup or use another database path"
+        )
+    return version
+
+
+def schema_of(conn: sqlite3.Connection) -> SchemaObjects:
+    """Every table, index and trigger of the database on `conn` as (type, name, sql)."""
+    rows = conn.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+    )
+    return frozenset((str(t), str(n), s) for t, n, s in rows)
+
+
+@functools.cache
+def expected_schema(version: int) -> SchemaObjects:
+    """The objects the first `version` migrations create, built in a database in memory."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        for script in MIGRATIONS[:version]:
+            for statement in _statements(script):
+                conn.execute(statement)
+        return schema_of(conn)
+    finally:
+        conn.close()
+
+
+def schema_differences(found: SchemaObjects, expected: SchemaObjects) -> list[str]:
+    """What differs, one phrase each ("trigger x is missing"), sorted by name."""
+    found_by_name = {name: (kind, sql) for kind, name, sql in found}
+    expected_by_name = {name: (kind, sql) for kind, name, sql in expected}
+    problems = []
+    for name in sorted(found_by_name.keys() | expected_by_name.keys()):
+        have, want = found_by_name.get(name), expected_by_name.get(name)
+        if have is None:
+            problems.append(f"{want[0]} {name} is missing")
+        elif want is None:
+            problems.append(f"unexpected {have[0]} {name}")
+        elif have != want:
+            problems.append(f"{want[0]} {name} was altered")
+    return problems

@@ -1,12 +1,13 @@
-"""The review store: one embedded SQLite file of review decisions, an append-only audit trail, the
-triage queue and run history. Every write is one `BEGIN IMMEDIATE ... COMMIT` transaction that
-also appends a trail event, so a decision confirmed on screen survives a crash or restart and
-concurrent sessions never lose each other's writes.
+"""The review store: one embedded SQLite file of review decisions, an audit trail, the triage queue
+and run history, every table append-only by trigger. Every write is one `BEGIN IMMEDIATE ...
+COMMIT` transaction that also appends a trail event, so a decision confirmed on screen survives a
+crash or restart and concurrent sessions never lose each other's writes.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,7 +21,16 @@ from typing import Any
 from core.checks import check_non_empty_str
 from core.paths import data_dir
 from core.review.records import TRIAGE_STATUSES, ReviewDecision, RunRecord, TrailEvent, TriageItem
-from core.review.schema import BUSY_TIMEOUT_S, configure_connection, migrate_schema
+from core.review.schema import (
+    BUSY_TIMEOUT_S,
+    SCHEMA_VERSION,
+    StoreError,
+    configure_connection,
+    migrate_schema,
+    verify_schema,
+)
+
+__all__ = ["DB_NAME", "Store", "StoreError", "default_db_path"]
 
 DB_NAME = "lens.db"
 
@@ -41,31 +51,46 @@ class Store:
     threads or processes on the same file are kept consistent by SQLite's locking.
     """
 
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+    def __init__(
+        self, connection: sqlite3.Connection, path: Path, *, read_only: bool = False
+    ) -> None:
         self._conn = connection
         self._lock = threading.RLock()
         self.path = path
+        self.read_only = read_only  # opened with mode=ro: reads work, every write is refused
 
     @classmethod
-    def open(cls, path: str | Path | None = None) -> Store:
+    def open(cls, path: str | Path | None = None, *, read_only: bool | None = None) -> Store:
         """Open (creating the file, its folders and the schema if needed) the store at `path`.
 
-        `path` defaults to `default_db_path()`.
+        `path` defaults to `default_db_path()`. The schema and its append-only triggers are
+        verified first: a tampered, corrupt or unreadable file raises StoreError (one line).
+        `read_only` defaults to whether the file or its folder is not writable; a read-only store
+        is opened with SQLite's mode=ro (no WAL switch, no migration) and refuses writes.
         """
         path = Path(path) if path is not None else default_db_path()
         if path.is_dir():
             raise ValueError(f"{path} is a folder; give the path of a database file inside it")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
+        if read_only is None:
+            read_only = path.exists() and not (_writable(path) and _writable(path.parent))
+        if not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            configure_connection(conn)
-            migrate_schema(conn, path)
+            conn = _connect(path, read_only=read_only)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the review store {path} ({exc})") from exc
+        try:
+            _prepare(conn, path, read_only=read_only)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(
+                f"{path} is not a readable review store ({exc}); move it aside to start a new "
+                "one, or restore a backup"
+            ) from exc
         except BaseException:
             conn.close()
             raise
-        return cls(conn, path)
+        return cls(conn, path, read_only=read_only)
 
     def close(self) -> None:
         """Close the connection; the store cannot be used afterwards."""
@@ -171,9 +196,10 @@ class Store:
             raise ValueError(f"status must be one of {TRIAGE_STATUSES} or None, got {status!r}")
         _check_limit(limit)
         rows = self._query(
-            f"SELECT {_TRIAGE_COLUMNS} FROM triage"
-            " WHERE (?1 IS NULL OR batch = ?1) AND (?2 IS NULL OR status = ?2)"
-            " ORDER BY id LIMIT ?3",
+            f"SELECT {_TRIAGE_COLUMNS} FROM {_TRIAGE_JOIN}"
+            " WHERE (?1 IS NULL OR i.batch = ?1)"
+            " AND (?2 IS NULL OR coalesce(d.status, 'open') = ?2)"
+            " ORDER BY i.id LIMIT ?3",
             (batch, status, limit),
         )
         return [_triage_from_row(r) for r in rows]
@@ -183,9 +209,10 @@ class Store:
         return self.triage_items(batch=batch, status="open", limit=limit)
 
     def decide_triage(self, item_id: int, *, final_label: str, reviewer: str) -> TriageItem:
-        """Confirm (final label = predicted) or correct an open triage item; return it updated.
+        """Confirm (final label = predicted) or correct an open triage item; return it decided.
 
-        Raises ValueError when the item does not exist or was already decided (by anyone).
+        The verdict is appended to triage_decisions (items are never updated). Raises ValueError
+        when the item does not exist or was already decided (by anyone).
         """
         check_non_empty_str("final_label", final_label)
         check_non_empty_str("reviewer", reviewer)
@@ -194,9 +221,9 @@ class Store:
             predicted = _open_triage_label(conn, item_id)
             status = "confirmed" if final_label == predicted else "corrected"
             conn.execute(
-                "UPDATE triage SET status = ?, final_label = ?, reviewer = ?, decided_at = ?"
-                " WHERE id = ?",
-                (status, final_label, reviewer, now, item_id),
+                "INSERT INTO triage_decisions (item_id, status, final_label, reviewer, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (item_id, status, final_label, reviewer, now),
             )
             details = {"status": status, "predicted_label": predicted, "final_label": final_label}
             _append_event(conn, "triage.decided", item_id, reviewer, details, now)
@@ -233,6 +260,11 @@ class Store:
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         # BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout), so a
         # transaction never fails half-way with SQLITE_BUSY on its first write.
+        if self.read_only:
+            raise StoreError(
+                f"the review store {self.path} is read-only (the file or its folder is not "
+                "writable): nothing was saved; ask the operator to make it writable"
+            )
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -247,12 +279,55 @@ class Store:
             return self._conn.execute(sql, params).fetchall()
 
 
-# The columns of a triage row in the order of `_triage_from_row`.
+def _writable(path: Path) -> bool:
+    """Writable by this process and meant to be: some write bit set (root ignores the bits)."""
+    return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
+
+
+def _connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
+    target = f"{path.resolve().as_uri()}?{_read_only_query(path)}" if read_only else path
+    return sqlite3.connect(
+        target, uri=read_only, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+    )
+
+
+def _read_only_query(path: Path) -> str:
+    """mode=ro, and immutable when SQLite could not create the -shm file it needs for WAL.
+
+    Every WAL connection keeps a -shm file, so without one no writer is active: the file is read
+    as it is (a writer that starts later is not seen until the store is opened again).
+    """
+    shm = path.with_name(path.name + "-shm")
+    return "mode=ro&immutable=1" if not shm.exists() and not _writable(path.parent) else "mode=ro"
+
+
+def _prepare(conn: sqlite3.Connection, path: Path, *, read_only: bool) -> None:
+    """Writable: WAL, then verify and migrate. Read-only: verify only; it must be up to date."""
+    if not read_only:
+        configure_connection(conn)
+        migrate_schema(conn, path)
+        return
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    conn.execute("BEGIN")
+    try:
+        version = verify_schema(conn, path)
+    finally:
+        conn.execute("COMMIT")
+    if version != SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has schema version {version} and is read-only, so it cannot be upgraded to "
+            f"version {SCHEMA_VERSION}; make it writable once, or use another database path"
+        )
+
+
+# The columns of a triage item and its verdict (if any) in the order of `_triage_from_row`: an
+# item's current state is its row in triage_items plus its row in triage_decisions.
 _TRIAGE_COLUMNS = (
-    "batch, text, predicted_label, confidence, probabilities, row, status, reviewer, final_label,"
-    " id, created_at, decided_at"
+    "i.batch, i.text, i.predicted_label, i.confidence, i.probabilities, i.row,"
+    " coalesce(d.status, 'open'), d.reviewer, d.final_label, i.id, i.created_at, d.created_at"
 )
-_TRIAGE_BY_ID = f"SELECT {_TRIAGE_COLUMNS} FROM triage WHERE id = ?"
+_TRIAGE_JOIN = "triage_items AS i LEFT JOIN triage_decisions AS d ON d.item_id = i.id"
+_TRIAGE_BY_ID = f"SELECT {_TRIAGE_COLUMNS} FROM {_TRIAGE_JOIN} WHERE i.id = ?"
 
 
 def _append_event(
@@ -289,7 +364,7 @@ def _check_limit(limit: object) -> None:
 
 def _insert_triage(conn: sqlite3.Connection, item: TriageItem, now: str) -> int:
     cursor = conn.execute(
-        "INSERT INTO triage (batch, row, text, predicted_label, confidence, probabilities,"
+        "INSERT INTO triage_items (batch, row, text, predicted_label, confidence, probabilities,"
         " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
         (
             item.batch,
@@ -309,7 +384,7 @@ def _insert_triage(conn: sqlite3.Connection, item: TriageItem, now: str) -> int:
 
 def _already_queued(conn: sqlite3.Connection, item: TriageItem) -> bool:
     found = conn.execute(
-        "SELECT 1 FROM triage WHERE batch = ? AND row IS ? AND text = ? LIMIT 1",
+        "SELECT 1 FROM triage_items WHERE batch = ? AND row IS ? AND text = ? LIMIT 1",
         (item.batch, item.row, item.text),
     )
     return found.fetchone() is not None
@@ -319,13 +394,13 @@ def _open_triage_label(conn: sqlite3.Connection, item_id: object) -> str:
     """The predicted label of open triage item `item_id`; ValueError if missing or decided."""
     if isinstance(item_id, bool) or not isinstance(item_id, int):
         raise ValueError(f"item_id must be an integer triage id, got {item_id!r}")
-    row = conn.execute("SELECT predicted_label, status FROM triage WHERE id = ?", (item_id,))
-    found = row.fetchone()
+    found = conn.execute(_TRIAGE_BY_ID, (item_id,)).fetchone()
     if found is None:
         raise ValueError(f"no triage item with id {item_id}; reload the queue")
-    if found[1] != "open":
-        raise ValueError(f"triage item {item_id} was already {found[1]}; reload the queue")
-    return str(found[0])
+    item = _triage_from_row(found)
+    if item.status != "open":
+        raise ValueError(f"triage item {item_id} was already {item.status}; reload the queue")
+    return item.predicted_label
 
 
 def _triage_from_row(r: tuple) -> TriageItem:
