@@ -289,3 +289,14 @@ def test_encoding_warning_reaches_the_command_line(tmp_path, capsys):
     assert "warning: line 3 has a byte that is not UTF-8" in capsys.readouterr().out
     _, report = load_dataset(path)
     assert report.encoding == "utf-8"
+
+
+def test_encoding_warning_reaches_the_data_page():
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
+    app.run()
+    app.file_uploader[0].set_value(("stray.csv", STRAY + b"more,A\nagain,B\n", "text/csv"))
+    app.run()
+    assert not app.exception
+    assert any(w.value.startswith("line 3 has a byte that is not UTF") for w in app.warning)

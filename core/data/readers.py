@@ -119,6 +119,7 @@ def _lines(text: str) -> Iterator[str]:
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+_FIRST_LINE = re.compile(r"[^\r\n]*")
 
 
 def too_many_columns_message(name: str, width: int, limits: IntakeLimits) -> str:
@@ -229,7 +230,7 @@ def _refuse_nul(text: str, name: str) -> None:
 def _detect_delimiter(text: str) -> str:
     """Comma, semicolon or tab: the sniffer's choice if the header uses it, else the header's
     most frequent candidate, else comma (a one-column file)."""
-    header = re.split(r"\r\n|\r|\n", text, maxsplit=1)[0]
+    header = _FIRST_LINE.match(text).group()  # re.split would copy the rest of the text
     sample = text[:_SNIFF_CHARS]
     if len(text) > _SNIFF_CHARS and "\n" in sample:
         sample = sample[: sample.rindex("\n")]  # a cut-off last line misleads the sniffer
