@@ -13,6 +13,22 @@ import regex as re
 
 WORD_PATTERN = re.compile(r"\w+")
 
+# Characters kept per token when a text is cut before tokenising. Generous on purpose: a word
+# piece and the space before it average under 8 characters, so the first max_length tokens of
+# any ordinary text are unchanged, while a 10 MB complaint is no longer tokenised whole.
+CHARS_PER_TOKEN = 32
+
+
+def token_char_cap(max_length: int) -> int:
+    """Characters of a text that a tokenizer keeping `max_length` tokens is given."""
+    return CHARS_PER_TOKEN * max_length
+
+
+def cut_for_tokens(text: str, max_length: int) -> str:
+    """The beginning of `text` that a tokenizer truncating at `max_length` tokens can use."""
+    cap = token_char_cap(max_length)
+    return text if len(text) <= cap else text[:cap]
+
 
 @dataclass(frozen=True)
 class WordSpan:

@@ -25,7 +25,7 @@ from torch import nn
 
 from core.checks import check_complaint, check_int
 from core.models.classifier import Prediction, shared_classes
-from core.text import WordSpan, word_spans
+from core.text import WordSpan, cut_for_tokens, word_spans
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ def encode_text(transformer: Any, text: str) -> EncodedText:
             "explanations need a fast tokenizer (tokenizer.json); save the model again"
         )
     batch = tokenizer(
-        text,
+        cut_for_tokens(text, transformer.max_length),  # a prefix: offsets still index `text`
         truncation=True,
         max_length=transformer.max_length,
         return_offsets_mapping=True,

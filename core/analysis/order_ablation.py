@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from core.models.classifier import Prediction
+from core.text import cut_for_tokens
 
 VARIANTS = ("normal", "shuffled positions", "one position")
 
@@ -103,7 +104,7 @@ def order_ablation(
     _check_model(model)
     encoding = dict(
         tokenizer(
-            text,
+            cut_for_tokens(text, max_length),
             truncation=True,
             max_length=max_length,
             return_tensors="pt",

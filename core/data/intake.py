@@ -14,7 +14,6 @@ from typing import IO
 
 import numpy as np
 import pandas as pd
-from openpyxl.utils import get_column_letter
 
 from core.data.limits import DEFAULT_LIMITS, MAX_FILE_MB_ENV, MB, DataError, IntakeLimits
 from core.data.readers import RawTable, read_csv, read_parquet, read_xlsx, too_many_rows_message
@@ -45,7 +44,8 @@ def load_table(
     DataFrame (n_rows, n_columns)
         Every cell a string or NaN (empty cell); column names stripped; the header is not a row.
         ``attrs`` holds ``source``, ``format`` and, where they apply, ``encoding`` and
-        ``delimiter`` (CSV/TSV) or ``sheet`` (XLSX: only the first sheet is read).
+        ``delimiter`` (CSV/TSV) or ``sheet`` (XLSX: only the first sheet is read), and
+        ``warnings`` (one-line notes, e.g. bytes that were not UTF-8) when there are any.
         XLSX formulas are never evaluated: a formula cell reads as the value Excel cached when
         it last saved the file, and as empty when there is none (e.g. files written by scripts).
     """
@@ -155,7 +155,7 @@ def _check_column_names(names: list[str], positions: list[int], name: str) -> No
         raise DataError(
             f"'{name}': the first row holds no column names; put the column names in row 1"
         )
-    letters = [get_column_letter(i + 1) for i in positions]
+    letters = [_column_letter(i) for i in positions]
     empty = [letter for letter, col in zip(letters, names, strict=True) if not col]
     if empty:
         raise DataError(
@@ -172,6 +172,16 @@ def _check_column_names(names: list[str], positions: list[int], name: str) -> No
         raise DataError(
             f"'{name}' has duplicate column names: {'; '.join(duplicated)}; rename them"
         )
+
+
+def _column_letter(position: int) -> str:
+    """Spreadsheet letters of a 0-based column position (0 -> A, 26 -> AA), for any width."""
+    letters = ""
+    number = position + 1
+    while number:
+        number, rest = divmod(number - 1, 26)
+        letters = chr(ord("A") + rest) + letters
+    return letters
 
 
 def _trim_trailing_empty_rows(body: pd.DataFrame) -> pd.DataFrame:

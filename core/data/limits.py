@@ -1,5 +1,6 @@
-"""Intake limits and the one error type of intake: ceilings on bytes, rows and unpacked sizes
-(overridable by environment variables), and `DataError`, whose message is one line."""
+"""Intake limits and the one error type of intake: ceilings on bytes, rows, columns, cells and
+unpacked sizes (bytes and rows overridable by environment variables), and `DataError`, whose
+message is one line."""
 
 from __future__ import annotations
 
@@ -34,9 +35,31 @@ class IntakeLimits:
     # An .xlsx member (over 1 MiB) that unpacks to more than this many times its packed size is
     # treated as a zip bomb; ordinary worksheet XML compresses 5 to 30 times.
     max_compression_ratio: float = 100.0
+    # Wider headers are refused before any row is built; real complaint exports have tens.
+    max_columns: int = 500
+    # Cells (rows x columns, blank and padded ones included) allowed before rows are built:
+    # max(min_cells, cells_per_byte x file bytes). Every CSV cell but a padded one costs at
+    # least one byte (its separator), so one cell per byte admits any file that is not mostly
+    # padding, and a table of strings costs about 16 to 24 bytes per cell; the floor admits
+    # 500,000 rows of 4 columns from any file.
+    min_cells: int = 2_000_000
+    cells_per_byte: float = 1.0
+    # Text a Parquet file may decode to: max(min_decoded_bytes, max_decoded_ratio x file bytes).
+    # Real complaint text compresses 3 to 5 times; repeated labels decode to a few MB, within the
+    # floor. A dictionary of one long string repeated on every row is what this stops.
+    min_decoded_bytes: int = 32 * MB
+    max_decoded_ratio: float = 20.0
 
     def __post_init__(self) -> None:
-        for name in ("max_file_bytes", "max_rows", "max_xlsx_uncompressed_bytes", "max_text_chars"):
+        for name in (
+            "max_file_bytes",
+            "max_rows",
+            "max_xlsx_uncompressed_bytes",
+            "max_text_chars",
+            "max_columns",
+            "min_cells",
+            "min_decoded_bytes",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise DataError(
@@ -47,6 +70,17 @@ class IntakeLimits:
                 "IntakeLimits.max_compression_ratio must be above 1, "
                 f"got {self.max_compression_ratio!r}"
             )
+        for name in ("cells_per_byte", "max_decoded_ratio"):
+            if not getattr(self, name) > 0:
+                raise DataError(f"IntakeLimits.{name} must be above 0, got {getattr(self, name)!r}")
+
+    def max_cells(self, file_bytes: int) -> int:
+        """Cells a file of `file_bytes` bytes may hold (see `min_cells`)."""
+        return max(self.min_cells, int(self.cells_per_byte * file_bytes))
+
+    def max_decoded_bytes(self, file_bytes: int) -> int:
+        """Bytes of text a Parquet file of `file_bytes` bytes may decode to."""
+        return max(self.min_decoded_bytes, int(self.max_decoded_ratio * file_bytes))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> IntakeLimits:

@@ -11,7 +11,7 @@ import math
 import re
 import zipfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from xml.etree.ElementTree import ParseError
@@ -20,8 +20,10 @@ import openpyxl
 import openpyxl.xml
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from openpyxl.utils.exceptions import InvalidFileException
+from openpyxl.worksheet._reader import WorkSheetParser
 
 from core.data.limits import MAX_ROWS_ENV, MB, DataError, IntakeLimits
 
@@ -52,17 +54,90 @@ _PARQUET_MAGIC = b"PAR1"
 
 def read_csv(data: bytes, *, name: str, suffix: str, limits: IntakeLimits) -> RawTable:
     _refuse_binary_container(data, name)
-    text, encoding = _decode_text(data, name)
-    if not text.strip():
-        raise DataError(f"'{name}' is empty; choose a file with a header row and data")
-    _refuse_nul(text, name)
-    delimiter = "\t" if suffix == ".tsv" else _detect_delimiter(text)
-    frame = _parse_csv(text, delimiter, name, limits)
+    source = _prepare_csv(data, name=name, suffix=suffix, limits=limits)
+    frame = _parse_csv(source.utf8, source.delimiter, name, limits)
     header = [cell_to_str(value) for value in frame.iloc[0]] if len(frame) else []
     body = frame.iloc[1:].reset_index(drop=True)
     body.columns = range(body.shape[1])
-    attrs = {"format": suffix[1:], "encoding": encoding, "delimiter": delimiter}
+    attrs = {"format": suffix[1:], "encoding": source.encoding, "delimiter": source.delimiter}
+    if source.warnings:
+        attrs["warnings"] = list(source.warnings)
     return RawTable(header, body, attrs)
+
+
+@dataclass(frozen=True)
+class _CsvSource:
+    """A CSV file checked and ready for pandas: its text as UTF-8 bytes and what was found."""
+
+    utf8: bytes
+    encoding: str
+    delimiter: str
+    warnings: tuple[str, ...]
+
+
+def _prepare_csv(data: bytes, *, name: str, suffix: str, limits: IntakeLimits) -> _CsvSource:
+    """Decode, find the delimiter and check the shape; the decoded text dies with this call."""
+    text, encoding, warnings = _decode_text(data, name)
+    if not text or text.isspace():  # not text.strip(): that would copy a huge file
+        raise DataError(f"'{name}' is empty; choose a file with a header row and data")
+    _refuse_nul(text, name)
+    delimiter = "\t" if suffix == ".tsv" else _detect_delimiter(text)
+    _check_csv_shape(text, delimiter, name=name, file_bytes=len(data), limits=limits)
+    # pandas parses bytes in chunks; a str would go through StringIO, four bytes a character.
+    utf8 = data if encoding == "utf-8" and not warnings else text.encode("utf-8")
+    return _CsvSource(utf8, encoding, delimiter, warnings)
+
+
+def _check_csv_shape(
+    text: str, delimiter: str, *, name: str, file_bytes: int, limits: IntakeLimits
+) -> None:
+    """Refuse a header wider than max_columns, or more cells than the file size allows, before
+    pandas builds a row: pandas pads every row, blank lines included, to the header's width."""
+    width = _header_width(text, delimiter, name)
+    if width > limits.max_columns:
+        raise DataError(too_many_columns_message(name, width, limits))
+    rows = max(text.count("\n"), text.count("\r")) + 1  # quoted line breaks overcount: safe
+    check_cells(name, rows=rows, width=width, file_bytes=file_bytes, limits=limits)
+
+
+def _header_width(text: str, delimiter: str, name: str) -> int:
+    """Fields of the first record, read by the csv module from lines sliced one at a time."""
+    try:
+        return len(next(csv.reader(_lines(text), delimiter=delimiter), []))
+    except csv.Error as exc:  # e.g. a header cell above the csv module's 131,072 characters
+        raise DataError(
+            f"'{name}': the header row could not be read ({exc}); the first row must hold "
+            "the column names"
+        ) from exc
+
+
+def _lines(text: str) -> Iterator[str]:
+    """Lines of `text`, ends kept, without splitting the whole text at once."""
+    for match in _LINE.finditer(text):
+        if match.group():
+            yield match.group()
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+_FIRST_LINE = re.compile(r"[^\r\n]*")
+
+
+def too_many_columns_message(name: str, width: int, limits: IntakeLimits) -> str:
+    return (
+        f"'{name}' has {width:,} columns; at most {limits.max_columns:,} are read; delete the "
+        "columns you do not need (keep the complaint text and its label) and save it again"
+    )
+
+
+def check_cells(name: str, *, rows: int, width: int, file_bytes: int, limits: IntakeLimits) -> None:
+    """Refuse a table of rows x width cells that the file's size does not justify."""
+    budget = limits.max_cells(file_bytes)
+    if rows * width > budget:
+        raise DataError(
+            f"'{name}' would make {rows * width:,} cells ({rows:,} rows x {width:,} columns), "
+            f"above the {budget:,} a file of {file_bytes:,} bytes may hold; delete empty rows "
+            "and columns or split the file"
+        )
 
 
 def _refuse_binary_container(data: bytes, name: str) -> None:
@@ -81,8 +156,18 @@ def _refuse_binary_container(data: bytes, name: str) -> None:
         raise DataError(f"'{name}' is a Parquet file, not CSV text; give it the .parquet suffix")
 
 
-def _decode_text(data: bytes, name: str) -> tuple[str, str]:
-    """Decode by byte-order mark, then as UTF-8, then as Windows-1252 (Excel's "CSV")."""
+# A well-formed UTF-8 sequence of two to four bytes; Windows-1252 text almost never holds one.
+_UTF8_MULTIBYTE = re.compile(
+    rb"[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf]{2}"
+    rb"|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}"
+    rb"|\xf4[\x80-\x8f][\x80-\xbf]{2}"
+)
+_REPLACEMENT = "\ufffd"
+
+
+def _decode_text(data: bytes, name: str) -> tuple[str, str, tuple[str, ...]]:
+    """Text, encoding and warnings: by byte-order mark, else UTF-8; Windows-1252 (Excel's "CSV")
+    only for a file with no UTF-8 character at all; bad bytes of a UTF-8 file are replaced."""
     if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
         raise DataError(f"'{name}' is UTF-32 text, which is not supported; save it as CSV UTF-8")
     for bom, encoding in (
@@ -91,17 +176,34 @@ def _decode_text(data: bytes, name: str) -> tuple[str, str]:
         (codecs.BOM_UTF16_BE, "utf-16-be"),
     ):
         if data.startswith(bom):
-            return _decode_marked(data, len(bom), encoding, name), encoding
-    for encoding in ("utf-8", "cp1252"):
-        try:
-            return data.decode(encoding), encoding
-        except UnicodeDecodeError as exc:
-            failure = exc
-    line = data.count(b"\n", 0, failure.start) + 1
-    raise DataError(
-        f"'{name}' is neither UTF-8 nor Windows-1252 text (undecodable byte on line {line}); "
-        "it may be a binary file; save the data as CSV UTF-8"
+            return _decode_marked(data, len(bom), encoding, name), encoding, ()
+    try:
+        return data.decode("utf-8"), "utf-8", ()
+    except UnicodeDecodeError as exc:
+        first_bad = exc.start
+    if _UTF8_MULTIBYTE.search(data):  # one real UTF-8 character: cp1252 would garble it
+        return _decode_replacing(data, first_bad)
+    try:
+        return data.decode("cp1252"), "cp1252", ()
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DataError(
+            f"'{name}' is neither UTF-8 nor Windows-1252 text (undecodable byte on line "
+            f"{line}); it may be a binary file; save the data as CSV UTF-8"
+        ) from exc
+
+
+def _decode_replacing(data: bytes, first_bad: int) -> tuple[str, str, tuple[str, ...]]:
+    """UTF-8 with each bad byte sequence replaced by U+FFFD, and a warning that counts them."""
+    text = data.decode("utf-8", errors="replace")
+    replaced = text.count(_REPLACEMENT) - data.count(_REPLACEMENT.encode("utf-8"))
+    line = data.count(b"\n", 0, first_bad) + 1
+    also = f"; {replaced - 1:,} more in the file" if replaced > 1 else ""
+    warning = (
+        f"line {line} has a byte that is not UTF-8 (replaced by {_REPLACEMENT}{also}); "
+        "save the file as CSV UTF-8"
     )
+    return text, "utf-8", (warning,)
 
 
 def _decode_marked(data: bytes, bom_length: int, encoding: str, name: str) -> str:
@@ -128,7 +230,7 @@ def _refuse_nul(text: str, name: str) -> None:
 def _detect_delimiter(text: str) -> str:
     """Comma, semicolon or tab: the sniffer's choice if the header uses it, else the header's
     most frequent candidate, else comma (a one-column file)."""
-    header = re.split(r"\r\n|\r|\n", text, maxsplit=1)[0]
+    header = _FIRST_LINE.match(text).group()  # re.split would copy the rest of the text
     sample = text[:_SNIFF_CHARS]
     if len(text) > _SNIFF_CHARS and "\n" in sample:
         sample = sample[: sample.rindex("\n")]  # a cut-off last line misleads the sniffer
@@ -142,12 +244,13 @@ def _detect_delimiter(text: str) -> str:
     return best if header.count(best) else ","
 
 
-def _parse_csv(text: str, delimiter: str, name: str, limits: IntakeLimits) -> pd.DataFrame:
+def _parse_csv(utf8: bytes, delimiter: str, name: str, limits: IntakeLimits) -> pd.DataFrame:
     """Header and data as plain rows; only empty cells become NaN, blank lines stay rows so
     that row numbers match the spreadsheet."""
     try:
         return pd.read_csv(
-            io.StringIO(text),
+            io.BytesIO(utf8),  # shares the bytes, no copy
+            encoding="utf-8",
             sep=delimiter,
             header=None,
             dtype=str,
@@ -272,7 +375,7 @@ def _parse_xlsx(data: bytes, name: str, limits: IntakeLimits) -> RawTable:
         if not workbook.worksheets:
             raise DataError(f"'{name}' has no worksheets; put the data on the first sheet")
         sheet = workbook.worksheets[0]
-        header, rows = _sheet_cells(sheet, limits)
+        cells = _sheet_cells(workbook, sheet, name=name, file_bytes=len(data), limits=limits)
     except DataError:
         raise
     except _XLSX_ERRORS as exc:  # read-only sheets parse lazily, while rows are read
@@ -280,7 +383,7 @@ def _parse_xlsx(data: bytes, name: str, limits: IntakeLimits) -> RawTable:
     finally:
         workbook.close()
     attrs = {"format": "xlsx", "sheet": sheet.title, "sheets": len(workbook.sheetnames)}
-    return RawTable(header, _frame_of_rows(rows, width=len(header)), attrs)
+    return RawTable(cells.header(), cells.body(), attrs)
 
 
 def _xlsx_error_message(name: str, exc: BaseException) -> str:
@@ -290,45 +393,178 @@ def _xlsx_error_message(name: str, exc: BaseException) -> str:
     )
 
 
-def _sheet_cells(sheet: Any, limits: IntakeLimits) -> tuple[list, list[list]]:
-    """Header and up to max_rows + 1 data rows, all padded to one width."""
-    rows = sheet.iter_rows(values_only=True)
-    header = [cell_to_str(value) for value in next(rows, ())]
-    body: list[list[str | None]] = []
-    for values in rows:
-        body.append([cell_to_str(value) for value in values])
-        if len(body) > limits.max_rows:
-            break
-    width = max([len(header), *(len(row) for row in body)])
-    header += [None] * (width - len(header))
-    return header, [row + [None] * (width - len(row)) for row in body]
+@dataclass
+class _SparseSheet:
+    """The cells of a sheet that hold a value, by spreadsheet row and column (both from 1)."""
+
+    cells: list[tuple[int, int, str]]
+    n_rows: int = 0  # last spreadsheet row holding a value (row 1 is the header)
+    width: int = 0  # last column holding a value
+
+    def header(self) -> list[str | None]:
+        header: list[str | None] = [None] * self.width
+        for row, column, value in self.cells:
+            if row == 1:
+                header[column - 1] = value
+        return header
+
+    def body(self) -> pd.DataFrame:
+        """Rows 2..n_rows as a frame (n_rows - 1, width); rows missing from the sheet are empty."""
+        n_body = max(self.n_rows - 1, 0)
+        columns: list[list[str | None]] = [[None] * n_body for _ in range(self.width)]
+        for row, column, value in self.cells:
+            if row > 1:
+                columns[column - 1][row - 2] = value
+        frame = dict(enumerate(columns))
+        return pd.DataFrame(frame, index=pd.RangeIndex(n_body), dtype="str")
 
 
-def _frame_of_rows(rows: list[list[str | None]], *, width: int) -> pd.DataFrame:
-    columns = {i: [row[i] for row in rows] for i in range(width)}
-    return pd.DataFrame(columns, index=pd.RangeIndex(len(rows)), dtype="str")
+def _sheet_cells(
+    workbook: Any, sheet: Any, *, name: str, file_bytes: int, limits: IntakeLimits
+) -> _SparseSheet:
+    """Stream the sheet's XML keeping only cells with a value: openpyxl's own row iterator
+    would yield every row of a gap, each padded to the widest row."""
+    found = _SparseSheet(cells=[])
+    for row, cells in _sheet_rows(workbook, sheet):
+        values = [(cell["column"], cell_to_str(cell["value"])) for cell in cells]
+        values = [(column, value) for column, value in values if value is not None]
+        if not values:
+            continue  # an empty row costs nothing; gaps are filled when the frame is built
+        if row > limits.max_rows + 1:  # row 1 is the header
+            raise DataError(too_many_rows_message(name, limits))
+        widest = max(column for column, _ in values)
+        if widest > limits.max_columns:
+            raise DataError(_cell_beyond_columns_message(name, row, widest, limits))
+        found.n_rows, found.width = row, max(found.width, widest)
+        check_cells(name, rows=row, width=found.width, file_bytes=file_bytes, limits=limits)
+        found.cells.extend((row, column, value) for column, value in values)
+    return found
+
+
+def _sheet_rows(workbook: Any, sheet: Any) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """(spreadsheet row, cells present) for each <row> element, as openpyxl 3.1's
+    ReadOnlyWorksheet._cells_by_row parses them, without its padding."""
+    with sheet._get_source() as source:
+        parser = WorkSheetParser(
+            source,
+            sheet._shared_strings,
+            data_only=True,
+            epoch=workbook.epoch,
+            date_formats=workbook._date_formats,
+            timedelta_formats=workbook._timedelta_formats,
+        )
+        yield from parser.parse()
+
+
+def _cell_beyond_columns_message(name: str, row: int, column: int, limits: IntakeLimits) -> str:
+    return (
+        f"'{name}' has a value in column {column:,} (row {row:,}); at most "
+        f"{limits.max_columns:,} columns are read; delete the columns beyond them and save again"
+    )
 
 
 _PANDAS_INDEX_COLUMN = re.compile(r"__index_level_\d+__")
 
 
+_PARQUET_BATCH_ROWS = 4096  # rows decoded at a time; text is counted before it becomes str
+
+
 def read_parquet(data: bytes, *, name: str, suffix: str, limits: IntakeLimits) -> RawTable:
-    try:
-        parquet = pq.ParquetFile(pa.BufferReader(data))
-        n_rows = parquet.metadata.num_rows
-    except (pa.ArrowException, OSError) as exc:
-        raise DataError(_parquet_error_message(name, exc)) from exc
-    if n_rows > limits.max_rows:
-        raise DataError(too_many_rows_message(name, limits))
-    try:
-        table = parquet.read()
-    except (pa.ArrowException, OSError) as exc:
-        raise DataError(_parquet_error_message(name, exc)) from exc
+    """Check the footer (rows, columns, types, uncompressed size), then decode in batches,
+    counting the text as it comes: dictionary encoding lets a small file decode to gigabytes."""
+    parquet = _open_parquet(data, name)
+    _check_parquet_metadata(parquet, name=name, file_bytes=len(data), limits=limits)
+    schema = parquet.schema_arrow
     # An unnamed pandas index is stored as a column of row positions, not data.
-    names = [c for c in table.column_names if not _PANDAS_INDEX_COLUMN.fullmatch(c)]
-    columns = {i: [cell_to_str(v) for v in table[c].to_pylist()] for i, c in enumerate(names)}
-    body = pd.DataFrame(columns, index=pd.RangeIndex(table.num_rows), dtype="str")
+    names = [f.name for f in schema if not _PANDAS_INDEX_COLUMN.fullmatch(f.name)]
+    texts = [f.name for f in schema if f.name in names and _is_text(f.type)]
+    # Text columns stay dictionary-encoded as read, so their decoded size is known beforehand.
+    parquet = _open_parquet(data, name, read_dictionary=texts)
+    columns = _read_parquet_columns(parquet, names, name=name, file_bytes=len(data), limits=limits)
+    frame = dict(enumerate(columns))
+    body = pd.DataFrame(frame, index=pd.RangeIndex(parquet.metadata.num_rows), dtype="str")
     return RawTable(list(names), body, {"format": "parquet"})
+
+
+def _open_parquet(data: bytes, name: str, *, read_dictionary: Sequence[str] = ()) -> Any:
+    try:
+        return pq.ParquetFile(pa.BufferReader(data), read_dictionary=list(read_dictionary))
+    except (pa.ArrowException, OSError) as exc:
+        raise DataError(_parquet_error_message(name, exc)) from exc
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+    )
+
+
+def _check_parquet_metadata(
+    parquet: Any, *, name: str, file_bytes: int, limits: IntakeLimits
+) -> None:
+    """Refuse from the footer alone: too many rows, columns or cells, nested columns, or more
+    uncompressed data than the file's size allows."""
+    metadata = parquet.metadata
+    if metadata.num_rows > limits.max_rows:
+        raise DataError(too_many_rows_message(name, limits))
+    width = len(parquet.schema_arrow)
+    if width > limits.max_columns:
+        raise DataError(too_many_columns_message(name, width, limits))
+    check_cells(name, rows=metadata.num_rows, width=width, file_bytes=file_bytes, limits=limits)
+    for field in parquet.schema_arrow:
+        if pa.types.is_nested(field.type):
+            raise DataError(
+                f"'{name}': column '{field.name}' holds nested values ({field.type}); only "
+                "flat columns of text, numbers or dates are read; flatten it or save as CSV"
+            )
+    unpacked = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
+    if unpacked > limits.max_decoded_bytes(file_bytes):
+        raise DataError(_decoded_too_big_message(name, unpacked, file_bytes, limits))
+
+
+def _read_parquet_columns(
+    parquet: Any, names: list[str], *, name: str, file_bytes: int, limits: IntakeLimits
+) -> list[list[str | None]]:
+    columns: list[list[str | None]] = [[] for _ in names]
+    budget, decoded = limits.max_decoded_bytes(file_bytes), 0
+    try:
+        batches = parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=names)
+        for batch in batches:
+            decoded += sum(_decoded_bytes(column) for column in batch.columns)
+            if decoded > budget:
+                raise DataError(
+                    _decoded_too_big_message(name, decoded, file_bytes, limits, so_far=True)
+                )
+            for cells, column in zip(columns, batch.columns, strict=True):
+                cells.extend(cell_to_str(value) for value in column.to_pylist())
+    except (pa.ArrowException, OSError) as exc:
+        raise DataError(_parquet_error_message(name, exc)) from exc
+    return columns
+
+
+def _decoded_bytes(column: pa.Array) -> int:
+    """Bytes of text `column` holds once decoded; 0 for numbers, dates and the like."""
+    if pa.types.is_dictionary(column.type) and _is_text(column.type.value_type):
+        lengths = pc.take(pc.binary_length(column.dictionary), column.indices)
+    elif _is_text(column.type):
+        lengths = pc.binary_length(column)
+    else:
+        return 0
+    return pc.sum(lengths).as_py() or 0
+
+
+def _decoded_too_big_message(
+    name: str, size: int, file_bytes: int, limits: IntakeLimits, *, so_far: bool = False
+) -> str:
+    amount = f"more than {size / MB:,.0f} MB of text" if so_far else f"{size / MB:,.0f} MB"
+    return (
+        f"'{name}' unpacks to {amount}, above the {limits.max_decoded_bytes(file_bytes) / MB:,.0f}"
+        f" MB allowed for a Parquet file of {file_bytes:,} bytes; save the data as CSV or split "
+        "the file"
+    )
 
 
 def _parquet_error_message(name: str, exc: BaseException) -> str:

@@ -18,7 +18,7 @@ from core.data.dataset import Dataset
 from core.data.intake import Source, load_table
 from core.data.limits import DEFAULT_LIMITS, DataError, IntakeLimits
 from core.data.readers import clean_cell
-from core.text import WORD_PATTERN
+from core.text import WORD_PATTERN, token_char_cap
 
 # Token estimate for WordPiece encoders, for length warnings only: each word of core.text.words
 # is one token plus one per 8 full characters, each other non-space character (punctuation,
@@ -75,7 +75,7 @@ class ValidationReport:
     warnings: tuple[str, ...]
     casing_variants: tuple[tuple[str, ...], ...]  # labels equal but for casing, never merged
     small_classes: tuple[str, ...]  # labels with fewer than min_class_size rows
-    word_stats: LengthStats
+    word_stats: LengthStats  # beyond max_text_chars characters, estimated from the beginning
     token_stats: LengthStats  # estimated tokens, see _length_in_words_and_tokens
     truncated: int  # texts whose estimated tokens exceed max_tokens
     long_texts: int  # texts longer than IntakeLimits.max_text_chars characters
@@ -199,7 +199,7 @@ def _build_report(
 ) -> ValidationReport:
     counts = Counter(dataset.labels)
     labels = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
-    lengths = [_length_in_words_and_tokens(text) for text in dataset.texts]
+    lengths = [_estimated_length(text, limits.max_text_chars) for text in dataset.texts]
     tokens = [n_tokens for _, n_tokens in lengths]
     report = ValidationReport(
         text_col=choice.text_col,
@@ -224,7 +224,18 @@ def _build_report(
         encoding=df.attrs.get("encoding"),
         sheet=df.attrs.get("sheet"),
     )
-    return _with_warnings(report, limits)
+    return _with_warnings(report, limits, df.attrs.get("warnings", ()))
+
+
+def _estimated_length(text: str, cap: int) -> tuple[int, int]:
+    """Words and tokens of `text`; beyond `cap` characters, those of its first `cap` characters
+    scaled to its length: counting every word of a 150 MB cell would build millions of strings
+    and take a minute, for a text no model reads past its beginning."""
+    if len(text) <= cap:
+        return _length_in_words_and_tokens(text)
+    n_words, n_tokens = _length_in_words_and_tokens(text[:cap])
+    scale = len(text) / cap
+    return round(n_words * scale), _SPECIAL_TOKENS + round((n_tokens - _SPECIAL_TOKENS) * scale)
 
 
 def _length_in_words_and_tokens(text: str) -> tuple[int, int]:
@@ -255,8 +266,12 @@ def _casing_variants(labels: Mapping[str, int]) -> tuple[tuple[str, ...], ...]:
     return tuple(sorted(tuple(sorted(g)) for g in groups.values() if len(g) > 1))
 
 
-def _with_warnings(report: ValidationReport, limits: IntakeLimits) -> ValidationReport:
+def _with_warnings(
+    report: ValidationReport, limits: IntakeLimits, intake_warnings: Sequence[str]
+) -> ValidationReport:
+    """The report with its warnings: intake's first (e.g. bytes that were not UTF-8)."""
     found = [
+        *intake_warnings,
         *_dropped_warnings(report.dropped),
         *(
             f"labels {' / '.join(repr(v) for v in group)} differ only in casing or spacing; they "
@@ -309,7 +324,8 @@ def _length_warnings(report: ValidationReport, limits: IntakeLimits) -> list[str
     if report.long_texts:
         found.append(
             f"{_texts_are(report.long_texts)} longer than {limits.max_text_chars:,} characters; "
-            "they are kept, but models read only their beginning"
+            "they are kept in full, but cut at "
+            f"{token_char_cap(report.max_tokens):,} characters before the transformer reads them"
         )
     if report.truncated:
         found.append(

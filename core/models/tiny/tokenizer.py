@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from core.paths import read_json, write_json
-from core.text import word_spans, words
+from core.text import cut_for_tokens, word_spans, words
 
 PAD, UNK, CLS = "[PAD]", "[UNK]", "[CLS]"
 PAD_ID, UNK_ID, CLS_ID = 0, 1, 2
@@ -121,9 +121,11 @@ class TinyTokenizer:
         self, text: str, *, truncation: bool = True, max_length: int | None = None
     ) -> list[int]:
         """Ids of one text: [CLS] first when add_cls, then word ids, cut to the length limit."""
+        limit = self._limit(truncation, max_length)
+        if limit is not None:  # words beyond the cap could never be kept
+            text = cut_for_tokens(text, limit)
         ids = [self.vocab.get(w, UNK_ID) for w in words(text)]
         ids = ([CLS_ID] if self.add_cls else []) + ids
-        limit = self._limit(truncation, max_length)
         return ids if limit is None else ids[:limit]
 
     def word_offsets(
@@ -134,9 +136,11 @@ class TinyTokenizer:
         [CLS] gets (0, 0), as special tokens do in Hugging Face's offset_mapping; use this to
         label attention maps with the original words (`text[start:end]`).
         """
+        limit = self._limit(truncation, max_length)
+        if limit is not None:
+            text = cut_for_tokens(text, limit)
         spans = [(s.start, s.end) for s in word_spans(text)]
         spans = ([(0, 0)] if self.add_cls else []) + spans
-        limit = self._limit(truncation, max_length)
         return spans if limit is None else spans[:limit]
 
     def __call__(

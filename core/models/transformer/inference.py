@@ -13,12 +13,21 @@ from torch import nn
 from core.checks import check_fraction, check_int, check_texts
 from core.models.classifier import Prediction
 from core.models.device import autocast, resolve_precision
+from core.text import cut_for_tokens
 
 
 def encode_batch(tokenizer: Any, texts: Sequence[str], max_length: int, device: torch.device):
-    """Tokenise a batch with dynamic padding; input_ids and attention_mask (batch, seq)."""
+    """Tokenise a batch with dynamic padding; input_ids and attention_mask (batch, seq).
+
+    Each text is first cut to `token_char_cap(max_length)` characters: the tokenizer would drop
+    the rest anyway, after spending time and memory on all of it.
+    """
     batch = tokenizer(
-        list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+        [cut_for_tokens(text, max_length) for text in texts],
+        padding=True,
+        truncation=True,
+        max_length=max_length,
+        return_tensors="pt",
     )
     return batch["input_ids"].to(device), batch["attention_mask"].to(device)
 
