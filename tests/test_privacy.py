@@ -85,3 +85,87 @@ def test_mask_texts_keeps_order_and_refuses_non_strings():
     assert mask_texts(["9876543210", "hello"]) == ["[PHONE_NO]", "hello"]
     with pytest.raises(ValueError, match="must be a string"):
         mask_personal_data(None)
+
+
+# --------------------------------------------------------------------------- saved models
+
+# Injected on top of the demo data's own UTRs and UPI ids; "zqx" marks the names so the scan can
+# also look for the pieces a tokenizer would keep of an e-mail address or UPI id.
+INJECTED = [
+    ("Card Fraud", "Card 4111111111110000 was charged at night, call me on +919876543210"),
+    ("Card Fraud", "Someone used card 5500000000000004, my mail is zqxpriya.test@gmail.com"),
+    ("UPI Dispute", "Sent money to zqxrahul@okaxis from 9876501234@ybl but it failed"),
+    ("UPI Dispute", "Refund to a/c 123456789012 pending, phone 09812345678"),
+    ("KYC Update", "Aadhaar 234567890123 and PAN ZQXAB1234C submitted for KYC"),
+    ("Loan Query", "Loan account 50100123456789 EMI wrong, write to zqxloan@bank.co.in"),
+]
+UPI_HANDLES = "okaxis|ybl|paytm|okhdfcbank|oksbi|okicici|ibl|axl|upi"
+LEAKS = re.compile(
+    r"(?P<digits>\d{10,})"
+    r"|(?P<email>[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})"
+    rf"|(?P<upi>[A-Za-z0-9._-]+@(?:{UPI_HANDLES})\b)"
+    r"|(?P<name>zqx\w*)",
+    re.IGNORECASE,
+)
+# Not personal data: sha256 fingerprints and the digits of floats (metrics, losses) in JSON.
+NOT_TEXT = re.compile(r"\b[0-9a-f]{40,64}\b|\d*\.\d+(?:e[-+]?\d+)?", re.IGNORECASE)
+
+
+def leaks_in(text: str) -> list[str]:
+    return [m.group() for m in LEAKS.finditer(NOT_TEXT.sub(" ", text))]
+
+
+def leaks_in_folder(folder) -> dict[str, list[str]]:
+    """Every file's bytes (as UTF-8, bad bytes dropped) and every npz string array, scanned."""
+    import numpy as np
+
+    found = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        texts = [path.read_bytes().decode("utf-8", errors="ignore")]
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as npz:
+                texts += [
+                    " ".join(npz[k].ravel().tolist()) for k in npz if npz[k].dtype.kind in "US"
+                ]
+        hits = [hit for text in texts for hit in leaks_in(text)]
+        if hits:
+            found[path.name] = sorted(set(hits))
+    return found
+
+
+def train_and_save_on_demo_data(folder):
+    from core.data.dataset import Dataset, split_dataset
+    from core.data.demo import DemoConfig, generate_demo_data
+    from core.models.registry import save_model
+    from core.models.transformer.config import TrainConfig
+    from core.models.transformer.training import train_models
+
+    demo = generate_demo_data(DemoConfig(rows=120, seed=3))
+    labels = demo["desk"].tolist() + [label for label, _ in INJECTED]
+    texts = demo["text"].tolist() + [text for _, text in INJECTED]
+    train, val = split_dataset(Dataset(texts, labels), val_fraction=0.2, seed=0)
+    config = TrainConfig(backbone="tiny", lr=1e-3, epochs=1, max_steps=3, batch_size=16)
+    return save_model(train_models(train, val, config), folder)
+
+
+def test_a_model_trained_on_demo_data_saves_no_number_e_mail_or_upi_id(tmp_path):
+    folder = train_and_save_on_demo_data(tmp_path / "demo-model")
+    assert {"vocab.json", "baseline.npz", "card.json"} <= {p.name for p in folder.iterdir()}
+    assert leaks_in_folder(folder) == {}
+
+
+def test_without_masking_the_same_scan_finds_the_numbers(tmp_path, monkeypatch):
+    """The scan above can fail: with masking switched off, it finds what masking removes."""
+    import core.models.baseline
+    import core.models.transformer.training
+
+    monkeypatch.setattr(core.models.baseline, "mask_personal_data", lambda text: text)
+    monkeypatch.setattr(core.models.transformer.training, "mask_dataset", lambda data: data)
+    found = leaks_in_folder(train_and_save_on_demo_data(tmp_path / "raw-model"))
+    assert {"4111111111110000", "zqxpriya", "zqxrahul"} <= set(found["vocab.json"])
+    assert "4111111111110000" in found["baseline.npz"]
+
+
+def test_leak_scan_ignores_fingerprints_and_floats():
+    assert leaks_in('{"accuracy": 0.8333333333333334, "fp": "' + "1234567890" * 6 + 'abcd"}') == []
+    assert leaks_in('["4111111111110000", "a@okaxis"]') == ["4111111111110000", "a@okaxis"]
