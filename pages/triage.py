@@ -20,7 +20,14 @@ from core.review.store import Store
 from core.review.triage import triage_training_rows, with_training_rows
 from ui.safe import md_escape
 from ui.state import get_active_dataset, get_store
-from ui.widgets import SaveOutcome, remember_save, render_last_save, render_reviewer
+from ui.widgets import (
+    SaveOutcome,
+    remember_save,
+    render_last_save,
+    render_reviewer,
+    shown_frame,
+    shown_text,
+)
 
 ALL = "All batches"
 ITEM_KEY = "triage.item"
@@ -54,7 +61,7 @@ def queue_frame(items: list[TriageItem]) -> pd.DataFrame:
 
 def render_table(items: list[TriageItem]) -> None:
     st.dataframe(
-        queue_frame(items),
+        shown_frame(queue_frame(items)),
         hide_index=True,
         width="stretch",
         height=260,
@@ -77,7 +84,7 @@ def render_item(item: TriageItem, open_ids: list[int], reviewer: str, store: Sto
     """The complaint, the model's probabilities, and Confirm / Correct."""
     where = f"row {item.row} of " if item.row is not None else ""
     st.caption(f"Item #{item.id}: {where}{md_escape(item.batch)}")
-    st.text(item.text)
+    st.text(shown_text(item.text))
     probabilities = pd.DataFrame(
         {"desk": list(item.probabilities), "probability": list(item.probabilities.values())}
     ).sort_values("probability", ascending=False)
@@ -139,7 +146,7 @@ def render_queue(open_items: list[TriageItem], reviewer: str | None, store: Stor
         key=ITEM_KEY,
         format_func=lambda i: (
             f"#{i}: {by_id[i].predicted_label} ({by_id[i].confidence:.0%}) · "
-            f"{' '.join(by_id[i].text.split())[:60]}"
+            f"{' '.join(shown_text(by_id[i].text).split())[:60]}"
         ),
     )
     if reviewer is not None:

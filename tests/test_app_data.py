@@ -78,3 +78,32 @@ def test_demo_button_then_baseline(app: AppTest):
     twins = float(_metric(app, "Accuracy on word-order twins").rstrip("%")) / 100
     assert accuracy > 0.7
     assert twins < accuracy  # the bag of words is capped on twins
+
+
+def _shown_texts(at: AppTest) -> str:
+    """Every string cell of every table on the page, joined."""
+    return " ".join(
+        str(value) for frame in at.dataframe for value in frame.value.to_numpy().ravel()
+    )
+
+
+def test_the_sidebar_toggle_masks_personal_data_in_the_preview(app: AppTest):
+    csv = CSV + b"9,Card 4111111111110000 charged twice; mail me at a.b@gmail.com,Card Fraud\n"
+    toggle = app.toggle(key="sidebar.mask_personal_data")
+    assert toggle.label == "Mask personal data in displayed text" and toggle.value is True
+    app.file_uploader[0].set_value(("complaints.csv", csv, "text/csv"))
+    app.run()
+    shown = _shown_texts(app)
+    assert "Card [CARD_NO] charged twice; mail me at [EMAIL_ID]" in shown
+    assert "4111111111110000" not in shown and "a.b@gmail.com" not in shown
+
+
+def test_with_the_toggle_off_the_preview_shows_the_text_as_given():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.toggle(key="sidebar.mask_personal_data").set_value(False)
+    csv = CSV + b"9,Card 4111111111110000 charged twice; mail me at a.b@gmail.com,Card Fraud\n"
+    at.file_uploader[0].set_value(("complaints.csv", csv, "text/csv"))
+    at.run()
+    assert not at.exception
+    assert "Card 4111111111110000 charged twice; mail me at a.b@gmail.com" in _shown_texts(at)
