@@ -1,5 +1,7 @@
+import json
 import re
 
+import numpy as np
 import pytest
 
 from core.data.privacy import PLACEHOLDERS, mask_personal_data, mask_texts
@@ -117,8 +119,6 @@ def leaks_in(text: str) -> list[str]:
 
 def leaks_in_folder(folder) -> dict[str, list[str]]:
     """Every file's bytes (as UTF-8, bad bytes dropped) and every npz string array, scanned."""
-    import numpy as np
-
     found = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         texts = [path.read_bytes().decode("utf-8", errors="ignore")]
@@ -148,8 +148,13 @@ def train_and_save_on_demo_data(folder):
     return save_model(train_models(train, val, config), folder)
 
 
-def test_a_model_trained_on_demo_data_saves_no_number_e_mail_or_upi_id(tmp_path):
-    folder = train_and_save_on_demo_data(tmp_path / "demo-model")
+@pytest.fixture(scope="module")
+def demo_model_dir(tmp_path_factory):
+    return train_and_save_on_demo_data(tmp_path_factory.mktemp("models") / "demo-model")
+
+
+def test_a_model_trained_on_demo_data_saves_no_number_e_mail_or_upi_id(demo_model_dir):
+    folder = demo_model_dir
     assert {"vocab.json", "baseline.npz", "card.json"} <= {p.name for p in folder.iterdir()}
     assert leaks_in_folder(folder) == {}
 
@@ -169,3 +174,21 @@ def test_without_masking_the_same_scan_finds_the_numbers(tmp_path, monkeypatch):
 def test_leak_scan_ignores_fingerprints_and_floats():
     assert leaks_in('{"accuracy": 0.8333333333333334, "fp": "' + "1234567890" * 6 + 'abcd"}') == []
     assert leaks_in('["4111111111110000", "a@okaxis"]') == ["4111111111110000", "a@okaxis"]
+
+
+def test_both_models_mask_at_prediction_time_as_in_training(demo_model_dir):
+    from core.data.privacy import MASKING_VERSION
+    from core.models.registry import load_model
+
+    model = load_model(demo_model_dir)
+    # A reference number never seen in training reads as the "[REF_NO]" the models learned,
+    # not as an unknown word.
+    new, learned, unknown = "UTR 498765432109 failed", "UTR [REF_NO] failed", "UTR zzqq failed"
+    for classifier in (model.transformer, model.baseline):
+        probs = classifier.predict_proba([new, learned, unknown])
+        np.testing.assert_array_equal(probs[0], probs[1])
+        assert not np.array_equal(probs[0], probs[2])
+    contributions = model.baseline.word_contributions("card 4111111111119999 stolen")
+    assert [w.text for w in contributions.words] == ["card", "CARD_NO", "stolen"]
+    meta = json.loads((demo_model_dir / "baseline.json").read_text(encoding="utf-8"))
+    assert meta["text_masking"] == MASKING_VERSION
