@@ -5,6 +5,7 @@ import streamlit as st
 from core.models.transformer.config import backbone_label
 from ui.safe import md_escape
 from ui.state import get_active_dataset, get_active_model
+from ui.widgets import render_mask_toggle
 
 st.set_page_config(page_title="Grievance Lens", page_icon=":material/inbox:", layout="wide")
 
@@ -43,6 +44,8 @@ def render_sidebar(container) -> None:
 
 page = st.navigation(PAGES)
 sidebar = st.sidebar.container()
+with st.sidebar:  # before the page runs, so the page reads this run's choice
+    render_mask_toggle()
 try:
     page.run()
 finally:  # after the page, so the sidebar shows what this run loaded, even if it stopped early

@@ -26,7 +26,7 @@ from ui.jobs import JobProgress, eta_text, render_job_progress
 from ui.safe import md_escape
 from ui.state import CLASSIFY_JOB, get_store
 from ui.uploads import read_upload
-from ui.widgets import require_model
+from ui.widgets import require_model, shown_frame
 
 MAX_TYPED_CHARS = 20_000
 ClassifyJob = BackgroundJob[ClassifyProgress, pd.DataFrame | None]
@@ -148,7 +148,7 @@ def render_result(result: pd.DataFrame, file_name: str) -> None:
     cols[2].metric(
         "Models disagree", f"{int((result['predicted_label'] != result['bow_label']).sum()):,}"
     )
-    st.dataframe(result, hide_index=True, width="stretch")
+    st.dataframe(shown_frame(result), hide_index=True, width="stretch")
     stem = file_name.rsplit(".", 1)[0] + "_classified"
     render_table_downloads(
         result, stem, label="Download {fmt}", keys=("classify.csv", "classify.xlsx")

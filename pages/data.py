@@ -28,6 +28,7 @@ from ui.state import (
     set_baseline_run,
 )
 from ui.uploads import Upload, read_upload
+from ui.widgets import shown_frame
 
 SOURCE = "data.source"  # "demo" or "upload": which input the user chose last
 PREVIEW_ROWS = 200
@@ -100,8 +101,12 @@ def render_report(active: ActiveDataset) -> None:
         dropped_tab.write("No rows were dropped.")
     else:
         dropped_tab.dataframe(dropped, hide_index=True, width="stretch")
-    preview_tab.caption(f"The first {PREVIEW_ROWS} kept rows; text is shown exactly as given.")
-    preview_tab.dataframe(active.dataset.to_frame().head(PREVIEW_ROWS), hide_index=True)
+    preview_tab.caption(
+        f"The first {PREVIEW_ROWS} kept rows; text is shown as given, unless masked."
+    )
+    preview_tab.dataframe(
+        shown_frame(active.dataset.to_frame().head(PREVIEW_ROWS)), hide_index=True
+    )
 
 
 def render_lengths(container, active: ActiveDataset) -> None:

@@ -26,7 +26,7 @@ from ui.datasets import require_dataset
 from ui.jobs import JobProgress, counted_progress, render_job_progress
 from ui.safe import md_escape
 from ui.state import explain_row, get_explain_review, set_explain_review
-from ui.widgets import require_model
+from ui.widgets import require_model, shown_frame, shown_text
 
 TYPED, PICKED = "Type a complaint", "Pick one from the data set"
 PREDICTED = "the transformer's prediction"
@@ -87,7 +87,9 @@ def render_row_choice(frame: pd.DataFrame, dataset: Dataset, requested: int) -> 
         f"A sample of {len(frame):,} of {len(dataset):,} complaints (same-bag twins first), "
         "misclassified ones first. Rows the models were trained on look easier than they are."
     )
-    st.dataframe(frame.drop(columns="position"), hide_index=True, width="stretch", height=220)
+    st.dataframe(
+        shown_frame(frame.drop(columns="position")), hide_index=True, width="stretch", height=220
+    )
     rows = frame["row"].tolist()
     index = rows.index(dataset.rows[requested]) if requested >= 0 else 0
     wrong = dict(zip(rows, frame["wrong"], strict=True))
@@ -201,7 +203,7 @@ def render_attention(expl: Explanation) -> None:
 
 
 def render_explanation(model: LoadedModel, text: str, target: str | None, n_steps: int) -> None:
-    st.text(text)  # the complaint exactly as given, never interpreted
+    st.text(shown_text(text))  # as given (or masked), never interpreted
     try:
         expl = explained(model, model.key, text, target, n_steps)
     except ValueError as exc:

@@ -47,6 +47,8 @@ from ui.widgets import (
     render_last_save,
     render_reviewer,
     require_store,
+    shown_frame,
+    shown_text,
 )
 
 if TYPE_CHECKING:  # the bag-of-words audit needs no torch; a loaded model brings it along
@@ -216,7 +218,7 @@ def _decision_text(decision: ReviewDecision | None) -> str:
 
 def render_issue_table(issues: tuple[LabelIssue, ...], latest: dict[int, ReviewDecision]) -> None:
     st.dataframe(
-        issues_frame(issues, latest),
+        shown_frame(issues_frame(issues, latest)),
         hide_index=True,
         width="stretch",
         height=320,
@@ -253,7 +255,7 @@ def render_review(
         format_func=lambda r: _issue_option(by_row[r], latest.get(r)),
     )
     issue = by_row[row]
-    st.text(issue.text)
+    st.text(shown_text(issue.text))
     st.caption(f"Why: {md_escape(issue.reason)} · quality {issue.quality:.3f}")
     render_explain_link(row)
     render_decision_form(active, issue, rows, set(latest), reviewer, store)

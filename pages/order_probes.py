@@ -40,7 +40,7 @@ from ui.datasets import require_dataset
 from ui.jobs import JobProgress, counted_progress, render_job_progress
 from ui.safe import md_escape
 from ui.state import get_probe_scan, set_probe_scan
-from ui.widgets import require_model
+from ui.widgets import require_model, shown_frame, shown_text
 
 SHIFT_FORMAT = "%+.3f"
 
@@ -131,7 +131,7 @@ def render_ablation(model: LoadedModel, text: str) -> None:
 def render_one_complaint(model: LoadedModel) -> None:
     st.subheader("Probe one complaint")
     text, config = render_probe_form()
-    st.text(text)  # the complaint exactly as given, never interpreted
+    st.text(shown_text(text))  # as given (or masked), never interpreted
     try:
         result = probed(model, model.key, text, config)
     except ValueError as exc:
@@ -182,7 +182,7 @@ def render_twins(dataset: Dataset) -> None:
         st.caption("No two complaints share a bag of words with different desks.")
         return
     left, right = st.columns([3, 2])
-    left.dataframe(twin_table(groups), hide_index=True, width="stretch", height=260)
+    left.dataframe(shown_frame(twin_table(groups)), hide_index=True, width="stretch", height=260)
     right.altair_chart(capped_chart(capped_frame(groups)), width="stretch")
 
 
@@ -229,8 +229,8 @@ def render_scan_result(result: ScanResult) -> None:
                 f"Only the bag of words is right ({len(result.bow_only)})",
             ]
         )
-        only_t.dataframe(one_right_table(result.transformer_only), hide_index=True)
-        only_b.dataframe(one_right_table(result.bow_only), hide_index=True)
+        only_t.dataframe(shown_frame(one_right_table(result.transformer_only)), hide_index=True)
+        only_b.dataframe(shown_frame(one_right_table(result.bow_only)), hide_index=True)
     if result.kind_stats:
         st.markdown("**Flip rates over the perturbations**")
         left, right = st.columns([3, 2])

@@ -26,6 +26,8 @@ from ui.widgets import (
     render_last_save,
     render_reviewer,
     require_store,
+    shown_frame,
+    shown_text,
 )
 
 ALL = "All batches"
@@ -60,7 +62,7 @@ def queue_frame(items: list[TriageItem]) -> pd.DataFrame:
 
 def render_table(items: list[TriageItem]) -> None:
     st.dataframe(
-        queue_frame(items),
+        shown_frame(queue_frame(items)),
         hide_index=True,
         width="stretch",
         height=260,
@@ -83,7 +85,7 @@ def render_item(item: TriageItem, open_ids: list[int], reviewer: str, store: Sto
     """The complaint, the model's probabilities, and Confirm / Correct."""
     where = f"row {item.row} of " if item.row is not None else ""
     st.caption(f"Item #{item.id}: {where}{md_escape(item.batch)}")
-    st.text(item.text)
+    st.text(shown_text(item.text))
     probabilities = pd.DataFrame(
         {"desk": list(item.probabilities), "probability": list(item.probabilities.values())}
     ).sort_values("probability", ascending=False)
@@ -145,7 +147,7 @@ def render_queue(open_items: list[TriageItem], reviewer: str | None, store: Stor
         key=ITEM_KEY,
         format_func=lambda i: (
             f"#{i}: {by_id[i].predicted_label} ({by_id[i].confidence:.0%}) · "
-            f"{' '.join(by_id[i].text.split())[:60]}"
+            f"{' '.join(shown_text(by_id[i].text).split())[:60]}"
         ),
     )
     if reviewer is not None:

@@ -93,3 +93,32 @@ def test_a_re_upload_with_5000_labels_changed_shows_the_new_counts(app: AppTest)
     app.file_uploader[0].set_value(("complaints.csv", second, "text/csv")).run()
     assert not app.exception
     assert (_metric(app, "Rows kept"), _metric(app, "Desks")) == ("60,000", "3")
+
+
+def _shown_texts(at: AppTest) -> str:
+    """Every string cell of every table on the page, joined."""
+    return " ".join(
+        str(value) for frame in at.dataframe for value in frame.value.to_numpy().ravel()
+    )
+
+
+def test_the_sidebar_toggle_masks_personal_data_in_the_preview(app: AppTest):
+    csv = CSV + b"9,Card 4111111111110000 charged twice; mail me at a.b@gmail.com,Card Fraud\n"
+    toggle = app.toggle(key="sidebar.mask_personal_data")
+    assert toggle.label == "Mask personal data in displayed text" and toggle.value is True
+    app.file_uploader[0].set_value(("complaints.csv", csv, "text/csv"))
+    app.run()
+    shown = _shown_texts(app)
+    assert "Card [CARD_NO] charged twice; mail me at [EMAIL_ID]" in shown
+    assert "4111111111110000" not in shown and "a.b@gmail.com" not in shown
+
+
+def test_with_the_toggle_off_the_preview_shows_the_text_as_given():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.toggle(key="sidebar.mask_personal_data").set_value(False)
+    csv = CSV + b"9,Card 4111111111110000 charged twice; mail me at a.b@gmail.com,Card Fraud\n"
+    at.file_uploader[0].set_value(("complaints.csv", csv, "text/csv"))
+    at.run()
+    assert not at.exception
+    assert "Card 4111111111110000 charged twice; mail me at a.b@gmail.com" in _shown_texts(at)

@@ -39,6 +39,9 @@ AUDIT_JOB = "audit.job"  # AuditJob: this session's label audit (running or done
 PROBE_SCAN = "probes.scan"  # ScanRun: this session's data set scan (running or done)
 EXPLAIN_REVIEW = "explain.review"  # ReviewRun: the Explain page's classified sample
 REVIEWER = "reviewer"  # str: the reviewer's name, entered once per session when there is no login
+# bool, the sidebar toggle: pages mask personal data in the complaint text they show (default on,
+# so a demo in front of stakeholders never shows a card number). Read it with `shown_text`.
+MASK_DISPLAY = "sidebar.mask_personal_data"
 # Query parameter that opens the Explain page on one row: `?row=N`, N the 1-based spreadsheet row
 # (core.data.Dataset.rows, header = row 1) of the active data set. Read it with `explain_row()`.
 EXPLAIN_ROW_PARAM = "row"

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from core.data.privacy import mask_personal_data
 from ui.safe import md_escape
 from ui.state import (
+    MASK_DISPLAY,
     get_active_model,
     get_reviewer,
     get_store,
@@ -17,6 +21,8 @@ from ui.state import (
 )
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from core.models.registry import LoadedModel  # a type only: pages without a model need no torch
     from core.review.store import Store
 
@@ -88,3 +94,49 @@ def render_last_save(key: str) -> None:
         st.success(md_escape(outcome.message), icon=":material/check:")
     else:
         st.error(md_escape(outcome.message))
+
+
+def render_mask_toggle() -> None:
+    """The sidebar switch that masks personal data in every complaint text the pages show."""
+    st.toggle(
+        "Mask personal data in displayed text", value=True, key=MASK_DISPLAY,
+        help="Card, account, phone, Aadhaar and PAN numbers, e-mail addresses and UPI ids are "
+        "shown as [CARD_NO], [PHONE_NO], ... Models always read masked text.",
+    )  # fmt: skip
+
+
+def masking_shown() -> bool:
+    """Whether the pages show complaint text masked (the sidebar toggle; on until turned off)."""
+    return bool(st.session_state.get(MASK_DISPLAY, True))
+
+
+# Keyed on the text itself: a table of 100,000 complaints is masked once, and each rerun after
+# that (every widget click) costs a dictionary look-up per row instead of a regex scan.
+@lru_cache(maxsize=200_000)
+def _masked(text: str) -> str:
+    return mask_personal_data(text)
+
+
+def shown_text(text: str) -> str:
+    """`text` as the pages show it: masked while the sidebar toggle is on."""
+    return _masked(text) if masking_shown() and isinstance(text, str) else text
+
+
+def shown_texts(texts: Iterable[str]) -> list[str]:
+    """`shown_text` of each text, in order."""
+    return [shown_text(text) for text in texts]
+
+
+def shown_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of `frame` whose string columns are as `shown_text` shows them.
+
+    Every string column, not only the complaint's: other columns of an upload (a customer's
+    e-mail, a notes column) are personal data too, and labels come through unchanged.
+    """
+    if not masking_shown():
+        return frame
+    shown = frame.copy()
+    for column in frame.columns:
+        if frame[column].dtype == object or frame[column].dtype == "string":
+            shown[column] = frame[column].map(shown_text)
+    return shown

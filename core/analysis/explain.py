@@ -24,6 +24,7 @@ from captum.attr import LayerIntegratedGradients
 from torch import nn
 
 from core.checks import check_complaint, check_int
+from core.data.privacy import mask_personal_data
 from core.models.classifier import Prediction, shared_classes
 from core.text import WordSpan, cut_for_tokens, word_spans
 
@@ -421,11 +422,12 @@ def explain_text(
     baseline : core.models.baseline.BagOfWordsClassifier
         Fitted on the same desks; its `word_contributions` give the bag-of-words row.
     text : str
-        The complaint; it needs at least one word.
+        The complaint; it needs at least one word. It is explained as both models read it, with
+        personal data masked (core.data.privacy), so `Explanation.text` is the masked text.
     config : ExplainConfig
         Target desk and integration settings.
     """
-    text = check_complaint(text, purpose="explain")
+    text = mask_personal_data(check_complaint(text, purpose="explain"))
     classes = shared_classes(transformer, baseline)
     model = transformer.model
     encoded = encode_text(transformer, text)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from core.data.privacy import mask_personal_data
 from core.models.classifier import Prediction
 from core.text import cut_for_tokens
 
@@ -99,9 +100,11 @@ def order_ablation(
     """Classify `text` normally, with shuffled word positions, and with all positions at 0.
 
     `model` is a Hugging Face sequence classifier in eval mode whose forward accepts position_ids;
-    `tokenizer` is its fast tokenizer. The text is truncated to `max_length` wordpieces.
+    `tokenizer` is its fast tokenizer. The text is masked (core.data.privacy), as every trained
+    model reads it, and truncated to `max_length` wordpieces.
     """
     _check_model(model)
+    text = mask_personal_data(text)
     encoding = dict(
         tokenizer(
             cut_for_tokens(text, max_length),

@@ -11,6 +11,7 @@ import numpy as np
 from scipy.stats import entropy
 
 from core.analysis.perturbations import ARGUMENT_SWAP, Perturbation, ProbeConfig, perturb
+from core.data.privacy import mask_personal_data
 from core.models.classifier import Prediction, shared_classes
 
 # The "paid by card, not by UPI" demonstration: the desk follows the method named after "by",
@@ -90,8 +91,12 @@ class ProbeResult:
 def run_probes(
     transformer: Any, baseline: Any, text: str, config: ProbeConfig = ProbeConfig()
 ) -> ProbeResult:
-    """Perturb `text` and run both models (any `classes_` / `predict_proba`) on every version."""
+    """Perturb `text` and run both models (any `classes_` / `predict_proba`) on every version.
+
+    `text` is masked first (core.data.privacy), as the models mask it: perturbing the text they
+    read keeps "same bag of words" true for them (a shuffle never splits a card number)."""
     classes = shared_classes(transformer, baseline)
+    text = mask_personal_data(text)
     perturbations = perturb(text, config)
     return _compare(classes, text, perturbations, transformer, baseline)
 

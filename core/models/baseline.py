@@ -1,7 +1,8 @@
 """The bag-of-words baseline: TF-IDF over the project's words + logistic regression or naive Bayes.
 
-It sees each text as a multiset of words (plus, optionally, n-grams), so two texts with the same
-bag of words get the same prediction. Saved as plain arrays (npz + json), never pickle.
+It sees each text as a multiset of words (plus, optionally, n-grams) after personal data is
+masked (core.data.privacy), so two texts with the same masked bag of words get the same
+prediction and no card or phone number becomes a feature. Saved as plain arrays (npz + json).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from sklearn.naive_bayes import MultinomialNB
 from sklearn.pipeline import Pipeline
 
 from core.checks import check_int, check_positive, check_texts
+from core.data.privacy import MASKING_VERSION, mask_personal_data
 from core.paths import read_json
 from core.text import WordSpan, word_spans, words
 
@@ -134,7 +136,8 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
         return [str(self.classes_[i]) for i in pred_probs.argmax(axis=1)]
 
     def word_contributions(self, text: str, *, target: str | None = None) -> WordContributions:
-        """Score every word occurrence of `text` for class `target` (default: the prediction).
+        """Score every word occurrence of masked `text` for class `target` (default: the
+        prediction); `words` are the spans of `mask_personal_data(text)`.
 
         A feature's centred contribution x_j * (w[c, j] - mean_k w[k, j]) is shared equally among
         its occurrences, and an n-gram's share equally among its n words; out-of-vocabulary words
@@ -143,6 +146,7 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
         self._check_fitted()
         if not isinstance(text, str):
             raise ValueError(f"text must be a string, got {type(text).__name__}")
+        text = mask_personal_data(text)  # the words it scores are the words the model read
         pred_probs = self.predict_proba([text])[0]
         target_index = self._target_index(target, pred_probs)
         weights, intercepts = self._centred_weights()
@@ -170,6 +174,7 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
             "config": asdict(self.config),
             "classes": [str(c) for c in self.classes_],
             "n_features": int(len(self.pipeline_["tfidf"].vocabulary_)),
+            "text_masking": MASKING_VERSION,
             "sklearn_version": sklearn.__version__,
         }
         (directory / JSON_NAME).write_text(json.dumps(meta, indent=2), encoding="utf-8")
@@ -269,11 +274,17 @@ def _check_labels(labels: Sequence[str], *, n: int) -> np.ndarray:
     return np.asarray(labels, dtype=str)
 
 
+def masked_words(text: str) -> list[str]:
+    """The words the baseline reads: `words` of the text with personal data masked."""
+    return words(mask_personal_data(text))
+
+
 def _make_vectorizer(config: BaselineConfig) -> TfidfVectorizer:
     # words() is the project's one definition of a word (it lower-cases); n-grams are built by
-    # sklearn from that token list, joined with a space.
+    # sklearn from that token list, joined with a space. Masking inside the tokenizer covers
+    # fit, predict and every loaded model alike, so no number ever enters the vocabulary.
     return TfidfVectorizer(
-        tokenizer=words,
+        tokenizer=masked_words,
         token_pattern=None,
         lowercase=False,
         ngram_range=(1, config.ngram_max),

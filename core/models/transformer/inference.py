@@ -1,5 +1,6 @@
-"""Batched inference: `TransformerClassifier` sorts texts by length, pads per batch and returns
-probabilities in the caller's order; `predict_labels` routes texts with any classifier."""
+"""Batched inference: `TransformerClassifier` masks personal data as training did, sorts texts by
+length, pads per batch and returns probabilities in the caller's order; `predict_labels` routes
+texts with any classifier."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import torch
 from torch import nn
 
 from core.checks import check_fraction, check_int, check_texts
+from core.data.privacy import mask_texts
 from core.models.classifier import Prediction
 from core.models.device import autocast, resolve_precision
 from core.text import cut_for_tokens
@@ -78,10 +80,11 @@ class TransformerClassifier:
     def predict_proba(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         """Class probabilities, shape (n_texts, n_classes), rows in input order.
 
-        Texts are sorted by length and batched so each batch pads to a similar length; the
-        original order is restored at the end.
+        Personal data is masked first (`fine_tune` trains on masked texts). Texts are sorted by
+        length and batched so each batch pads to a similar length; the original order is
+        restored at the end.
         """
-        texts = check_texts(texts, allow_empty=True)
+        texts = mask_texts(check_texts(texts, allow_empty=True))
         check_int("batch_size", batch_size, minimum=1)
         order = np.argsort([len(t) for t in texts], kind="stable")
         pred_probs = np.empty((len(texts), len(self.classes_)), dtype=np.float64)

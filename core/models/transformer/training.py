@@ -13,6 +13,7 @@ from transformers import PreTrainedTokenizerBase
 
 from core.analysis.metrics import EvalReport, evaluate_with_slices
 from core.data.dataset import TWIN_SLICE, Dataset, split_dataset
+from core.data.privacy import mask_dataset
 from core.jobs import BackgroundJob, start_job
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
 from core.models.device import configure_cpu_threads, resolve_device, set_seed
@@ -75,8 +76,12 @@ def fine_tune(
 ) -> tuple[TransformerClassifier, FitOutcome]:
     """Load `config.backbone` with a fresh head for the labels of `train` and run the loop,
     seeded, on the chosen device; the transformer half of `train_models` (and of each fold of
-    the transformer label audit). After a cancel the classifier holds a half-trained model."""
+    the transformer label audit). After a cancel the classifier holds a half-trained model.
+
+    Both splits are masked (core.data.privacy) before anything reads them: the tiny backbone's
+    vocabulary is built from the training texts and is saved with the model."""
     classes = check_split(train, val)
+    train, val = mask_dataset(train), mask_dataset(val)
     device = resolve_device(config.device)
     if device.type == "cpu":
         configure_cpu_threads()

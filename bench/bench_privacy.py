@@ -1,0 +1,76 @@
+"""Personal-data masking speed: `mask_texts` over demo complaints, against tokenising the same
+texts with `core.text.words` (the work every model does on every text anyway).
+
+    .venv/bin/python -m bench.bench_privacy [--n 5000] [--repeats 7] [--even-if-busy]
+
+Both are warmed first and timed as the best of `--repeats` interleaved runs. Prints the machine,
+the load average before and after, and warns instead of reporting when the machine was busy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+
+from core.data.demo import DemoConfig, generate_demo_data
+from core.data.privacy import mask_texts
+from core.text import words
+
+FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+
+
+def cpu_flags() -> str:
+    """The CPU flags that matter for the project's benchmarks, from /proc/cpuinfo."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            line = next((x for x in handle if x.startswith("flags")), "")
+    except OSError:
+        return "unknown"
+    present = set(line.split())
+    return " ".join(f for f in FLAGS if f in present) or "none of " + ", ".join(FLAGS)
+
+
+def best_seconds(fn: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=5000, help="demo complaints to mask")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--even-if-busy", action="store_true", help="print the timings after the busy warning"
+    )
+    args = parser.parse_args()
+    texts = generate_demo_data(DemoConfig(rows=args.n))["text"].tolist()
+    cores = os.cpu_count() or 1
+    print(f"command: {sys.executable} -m bench.bench_privacy {' '.join(sys.argv[1:])}")
+    print(f"machine: {platform.processor() or platform.machine()}, {cores} cores, {cpu_flags()}")
+    before = os.getloadavg()[0]
+    mask_texts(texts), [words(t) for t in texts]  # warm both
+    masked = best_seconds(lambda: mask_texts(texts), args.repeats)
+    tokenised = best_seconds(lambda: [words(t) for t in texts], args.repeats)
+    after = os.getloadavg()[0]
+    print(f"load average (1 min): {before:.2f} before, {after:.2f} after")
+    if max(before, after) > 0.5 * cores:
+        print(f"WARNING: the machine was busy (load above {0.5 * cores:.1f}); timings unreliable")
+        if not args.even_if_busy:
+            return
+    chars = sum(map(len, texts))
+    print(f"{len(texts):,} texts, {chars:,} characters")
+    print(f"mask_texts:  {masked * 1000:7.1f} ms  ({len(texts) / masked:,.0f} texts/s)")
+    print(f"words():     {tokenised * 1000:7.1f} ms  (baseline)")
+    print(f"ratio mask / words: {masked / tokenised:.2f}")
+
+
+if __name__ == "__main__":
+    main()
