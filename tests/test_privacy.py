@@ -190,5 +190,6 @@ def test_both_models_mask_at_prediction_time_as_in_training(demo_model_dir):
         assert not np.array_equal(probs[0], probs[2])
     contributions = model.baseline.word_contributions("card 4111111111119999 stolen")
     assert [w.text for w in contributions.words] == ["card", "CARD_NO", "stolen"]
-    meta = json.loads((demo_model_dir / "baseline.json").read_text(encoding="utf-8"))
-    assert meta["text_masking"] == MASKING_VERSION
+    for name in ("baseline.json", "card.json"):
+        meta = json.loads((demo_model_dir / name).read_text(encoding="utf-8"))
+        assert meta["text_masking"] == MASKING_VERSION, name

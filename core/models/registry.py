@@ -25,6 +25,7 @@ import torch
 import transformers
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
 
+from core.data.privacy import MASKING_VERSION
 from core.models.baseline import BagOfWordsClassifier
 from core.models.card import (
     CARD_FORMAT,
@@ -95,6 +96,9 @@ def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> d
         "backbone": result.config.backbone,
         "pooling": result.config.pooling,
         "max_length": transformer.max_length,
+        # Both models read texts with personal data masked (core.data.privacy), when fitted and
+        # when predicting; a card without this key predates masking.
+        "text_masking": MASKING_VERSION,
         "metrics": {
             "transformer": _report_json(result.transformer_report),
             "bow": _report_json(result.baseline_report),
