@@ -103,7 +103,7 @@ def render_item(item: TriageItem, open_ids: list[int], reviewer: str, store: Sto
         st.selectbox("Correct desk (for a correction)", options, key=f"triage.label.{item.id}")
         left, right = st.columns(2)
         left.form_submit_button(
-            f"Confirm {item.predicted_label}",
+            f"Confirm {md_escape(item.predicted_label)}",
             type="primary",
             on_click=decide,
             args=(store, item, open_ids, reviewer, True),

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from core.models.classifier import Prediction
 from core.review.store import Store, default_db_path
 from core.review.triage import enqueue_uncertain
+from ui.safe import md_escape
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "triage.py")
 TEXTS = [
@@ -147,3 +148,26 @@ def test_a_read_only_store_is_shown_and_refuses_verdicts(queued: list[int]):
         assert metric(at, "Waiting") == "2"
     finally:
         default_db_path().chmod(0o644)
+
+
+HOSTILE_LABEL = "Confirm ![](https://attacker.example/b.png) [UPI Dispute](https://phish.example)"
+
+
+def test_a_hostile_label_is_literal_on_the_button_and_stored_raw(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRIEVANCE_LENS_DATA_DIR", str(tmp_path / "state"))
+    with Store.open(default_db_path()) as store:
+        [item] = enqueue_uncertain(
+            store, ["refund pending"], [prediction(HOSTILE_LABEL, 0.4, "Other")],
+            threshold=0.5, batch="evil.csv", rows=[2],
+        )  # fmt: skip
+    app = AppTest.from_file(PAGE, default_timeout=60)
+    app.run()
+    sign_in(app)
+    [confirm] = [b for b in app.button if b.proto.label.startswith("Confirm")]
+    assert confirm.proto.label == f"Confirm {md_escape(HOSTILE_LABEL)}"
+    assert "](" not in confirm.proto.label.replace("\\]\\(", "")
+    confirm.click().run()
+    assert not app.exception
+    with Store.open(default_db_path()) as store:
+        [decided] = store.triage_items()
+    assert (decided.id, decided.final_label) == (item, HOSTILE_LABEL)
