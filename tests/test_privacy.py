@@ -145,7 +145,7 @@ def train_and_save_on_demo_data(folder):
     texts = demo["text"].tolist() + [text for _, text in INJECTED]
     train, val = split_dataset(Dataset(texts, labels), val_fraction=0.2, seed=0)
     config = TrainConfig(backbone="tiny", lr=1e-3, epochs=1, max_steps=3, batch_size=16)
-    return save_model(train_models(train, val, config), folder)
+    return save_model(train_models(train, val, config), folder.parent, folder.name)
 
 
 @pytest.fixture(scope="module")
