@@ -1,52 +1,76 @@
 """CSV and XLSX export that cannot smuggle formulas into a spreadsheet (CSV/formula injection).
 
-Complaint text is untrusted: a cell such as `=HYPERLINK(...)` must reach the reader as text.
-Following OWASP's guidance, such cells get a leading single quote before anything is written.
+Complaint text is untrusted: `=HYPERLINK(...)` must reach the reader as text, whatever a
+spreadsheet splits a cell on. What the exporter changes, and nothing else:
+
+- Formula characters are = + - @ and their full-width forms ＝ ＋ － ＠ (U+FF1D, U+FF0B, U+FF0D,
+  U+FF20), which some spreadsheets fold to ASCII.
+- A cell whose first non-whitespace character is a formula character, or which starts with a tab
+  or carriage return, gets a leading `'` (OWASP's advice): `=1+1` is written `'=1+1`.
+- Inside a cell, a formula character that follows a line break (CR, LF or any other that
+  `str.splitlines` knows), a tab or `;`, whitespace in between allowed, gets a `'` right before
+  it: `ok\r=1+1` is written `ok\r'=1+1`. Where a spreadsheet or a paste splits the cell there,
+  the new cell starts with `'` and stays text; read as one cell, the text shows one extra `'`.
+- Column names are treated like cells; numbers stay numbers (only strings are touched).
+- CSV quotes every field and ends rows with CR LF, so no line break inside a field starts a row.
+- Characters a file cannot hold become U+FFFD (the replacement character) instead of failing the
+  download: lone surrogates in both formats, and in XLSX also the control characters
+  U+0000-U+0008, U+000B, U+000C, U+000E-U+001F and the non-characters U+FFFE, U+FFFF.
 """
 
 from __future__ import annotations
 
+import csv
 import io
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
-from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
 from core.paths import write_atomically
 
-# OWASP "CSV Injection": cells starting with these are read as formulas (tab and carriage return
-# can hide a formula behind them).
-DANGEROUS_FIRST_CHARS = ("=", "+", "-", "@", "\t", "\r")
-# Some spreadsheet apps skip leading whitespace before deciding a cell is a formula.
-FORMULA_CHARS = ("=", "+", "-", "@")
+FORMULA_CHARS = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+# OWASP "CSV Injection": a leading tab or carriage return alone can hide a formula behind it.
+DANGEROUS_FIRST_CHARS = ("\t", "\r")
+# Where a spreadsheet (or a paste into one) may start a new cell: a line break, a tab, or ";"
+# (the list separator of many European locales).
+CELL_BREAKS = "\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029\t;"
+_IN_CELL_FORMULA = re.compile(
+    f"([{re.escape(CELL_BREAKS)}]\\s*)(?=[{re.escape(''.join(FORMULA_CHARS))}])"
+)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# What XML 1.0 (so XLSX) cannot hold: most C0 controls, U+FFFE, U+FFFF and lone surrogates.
+_NOT_IN_XLSX = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+XLSX_MAX_ROWS = 1_048_576  # header included
+XLSX_MAX_COLUMNS = 16_384
 CSV_BOM = "\ufeff"
 
 
 def neutralise_formulas(df: pd.DataFrame) -> pd.DataFrame:
     """A copy of `df` whose string cells and column names can't start a formula.
 
-    A string starting with = + - @ tab or carriage return, or whose first non-whitespace
-    character is one of = + - @, gets a leading `'`. Other values, numbers included, are kept.
+    See the module docstring for the rule; numbers, missing values and `df` itself are kept.
     """
-    out = df.rename(columns=neutralise_value)
-    for position in range(out.shape[1]):
-        column = out.iloc[:, position]
-        if _is_textual(column):
-            out.isetitem(position, _neutralise_column(column))
-    return out
+    return _map_strings(df, neutralise_value)
 
 
 def neutralise_value(value: object) -> object:
-    """`value` with a leading `'` if it is a string a spreadsheet could read as a formula."""
-    if isinstance(value, str) and _is_dangerous(value):
-        return "'" + value
-    return value
+    """`value` with a `'` before each formula character that could start a cell, if a string."""
+    if not isinstance(value, str):
+        return value
+    text = _IN_CELL_FORMULA.sub(r"\1'", value)
+    if value.startswith(DANGEROUS_FIRST_CHARS) or value.lstrip().startswith(FORMULA_CHARS):
+        return "'" + text
+    return text
 
 
 def to_csv_bytes(df: pd.DataFrame) -> bytes:
-    """UTF-8 CSV with a byte-order mark (so Excel shows ₹ and Devanagari), no index, neutralised."""
-    text = neutralise_formulas(df).to_csv(index=False, lineterminator="\n")
+    """UTF-8 CSV with a byte-order mark (so Excel shows ₹ and Devanagari), no index, neutralised,
+    every field quoted and rows ended by CR LF."""
+    safe = _map_strings(df, _csv_cell)
+    text = safe.to_csv(index=False, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
     return (CSV_BOM + text).encode("utf-8")
 
 
@@ -54,9 +78,10 @@ def to_xlsx_bytes(df: pd.DataFrame, *, sheet_name: str = "Sheet1") -> bytes:
     """An XLSX workbook of `df` (no index) whose cells are values, never formulas.
 
     openpyxl stores any string starting with "=" as a formula, so neutralising comes first.
+    Characters XLSX cannot hold become U+FFFD. Raises ValueError if `df` does not fit a sheet.
     """
-    safe = neutralise_formulas(df)
-    _check_xlsx_characters(safe)
+    _check_xlsx_size(df)
+    safe = _map_strings(df, _xlsx_cell)
     buffer = io.BytesIO()
     with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
         safe.to_excel(writer, index=False, sheet_name=sheet_name)
@@ -83,8 +108,25 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
-def _is_dangerous(value: str) -> bool:
-    return value.startswith(DANGEROUS_FIRST_CHARS) or value.lstrip().startswith(FORMULA_CHARS)
+def _map_strings(df: pd.DataFrame, clean: Callable[[object], object]) -> pd.DataFrame:
+    out = df.rename(columns=clean)
+    for position in range(out.shape[1]):
+        column = out.iloc[:, position]
+        if _is_textual(column):
+            out.isetitem(position, _map_column(column, clean))
+    return out
+
+
+def _csv_cell(value: object) -> object:
+    if isinstance(value, str):
+        value = _LONE_SURROGATE.sub(REPLACEMENT, value)  # UTF-8 cannot encode them
+    return neutralise_value(value)
+
+
+def _xlsx_cell(value: object) -> object:
+    if isinstance(value, str):
+        value = _NOT_IN_XLSX.sub(REPLACEMENT, value)  # before neutralising: U+FFFD breaks no cell
+    return neutralise_value(value)
 
 
 def _is_textual(column: pd.Series) -> bool:
@@ -96,28 +138,19 @@ def _is_textual(column: pd.Series) -> bool:
     )
 
 
-def _neutralise_column(column: pd.Series) -> pd.Series:
+def _map_column(column: pd.Series, clean: Callable[[object], object]) -> pd.Series:
     if isinstance(column.dtype, pd.CategoricalDtype):
         column = column.astype(object)  # renamed categories could collide; plain values can't
-    return column.map(neutralise_value)
+    return column.map(clean)
 
 
-def _check_xlsx_characters(df: pd.DataFrame) -> None:
-    """Refuse control characters that XLSX cannot store, naming where they are."""
-    for name in df.columns:
-        if isinstance(name, str) and ILLEGAL_CHARACTERS_RE.search(name):
-            raise ValueError(f"column name {name!r} has a control character; rename it")
-    for position in range(df.shape[1]):
-        column = df.iloc[:, position]
-        if not _is_textual(column):
-            continue
-        bad = column.map(lambda v: isinstance(v, str) and bool(ILLEGAL_CHARACTERS_RE.search(v)))
-        if bad.any():
-            row = int(bad.to_numpy().argmax()) + 1
-            raise ValueError(
-                f"column {df.columns[position]!r}, data row {row} has a control character that "
-                "XLSX cannot store; remove it or export as .csv"
-            )
+def _check_xlsx_size(df: pd.DataFrame) -> None:
+    rows, columns = df.shape
+    if rows + 1 > XLSX_MAX_ROWS or columns > XLSX_MAX_COLUMNS:
+        raise ValueError(
+            f"{rows:,} rows x {columns:,} columns do not fit an XLSX sheet "
+            f"({XLSX_MAX_ROWS - 1:,} rows x {XLSX_MAX_COLUMNS:,} columns at most); export as .csv"
+        )
 
 
 def _serialiser(path: Path) -> Callable[[pd.DataFrame], bytes]:
