@@ -15,7 +15,8 @@ spreadsheet splits a cell on. What the exporter changes, and nothing else:
 - CSV quotes every field and ends rows with CR LF, so no line break inside a field starts a row.
 - Characters a file cannot hold become U+FFFD (the replacement character) instead of failing the
   download: lone surrogates in both formats, and in XLSX also the control characters
-  U+0000-U+0008, U+000B, U+000C, U+000E-U+001F and the non-characters U+FFFE, U+FFFF.
+  U+0000-U+0008, U+000B, U+000C, U+000E-U+001F and the non-characters U+FFFE, U+FFFF. (An XML
+  reader, openpyxl's included, reads a CR in an XLSX cell back as LF.)
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ _IN_CELL_FORMULA = re.compile(
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # What XML 1.0 (so XLSX) cannot hold: most C0 controls, U+FFFE, U+FFFF and lone surrogates.
 _NOT_IN_XLSX = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+# Every string neutralising (or making storable) changes matches these, so a pyarrow text column
+# is searched in one pass in C and only its matches are cleaned. Literal characters, no escapes:
+# pyarrow's RE2 and Python's re read them alike. Arrow strings cannot hold lone surrogates.
+_MAY_NEUTRALISE = "^[\t\r]|[=+@\uff1d\uff0b\uff0d\uff20-]"
+_MAY_CHANGE_IN_XLSX = _MAY_NEUTRALISE + "|[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]"
 REPLACEMENT = "\ufffd"
 XLSX_MAX_ROWS = 1_048_576  # header included
 XLSX_MAX_COLUMNS = 16_384
@@ -53,7 +59,7 @@ def neutralise_formulas(df: pd.DataFrame) -> pd.DataFrame:
 
     See the module docstring for the rule; numbers, missing values and `df` itself are kept.
     """
-    return _map_strings(df, neutralise_value)
+    return _map_strings(df, neutralise_value, _MAY_NEUTRALISE)
 
 
 def neutralise_value(value: object) -> object:
@@ -69,7 +75,7 @@ def neutralise_value(value: object) -> object:
 def to_csv_bytes(df: pd.DataFrame) -> bytes:
     """UTF-8 CSV with a byte-order mark (so Excel shows ₹ and Devanagari), no index, neutralised,
     every field quoted and rows ended by CR LF."""
-    safe = _map_strings(df, _csv_cell)
+    safe = _map_strings(df, _csv_cell, _MAY_NEUTRALISE)
     text = safe.to_csv(index=False, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
     return (CSV_BOM + text).encode("utf-8")
 
@@ -81,7 +87,7 @@ def to_xlsx_bytes(df: pd.DataFrame, *, sheet_name: str = "Sheet1") -> bytes:
     Characters XLSX cannot hold become U+FFFD. Raises ValueError if `df` does not fit a sheet.
     """
     _check_xlsx_size(df)
-    safe = _map_strings(df, _xlsx_cell)
+    safe = _map_strings(df, _xlsx_cell, _MAY_CHANGE_IN_XLSX)
     buffer = io.BytesIO()
     with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
         safe.to_excel(writer, index=False, sheet_name=sheet_name)
@@ -108,12 +114,14 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
-def _map_strings(df: pd.DataFrame, clean: Callable[[object], object]) -> pd.DataFrame:
+def _map_strings(df: pd.DataFrame, clean: Callable[[object], object], suspect: str) -> pd.DataFrame:
+    """`clean` applied to the column names and string cells of a copy of `df`; `suspect` matches
+    every string that `clean` changes."""
     out = df.rename(columns=clean)
     for position in range(out.shape[1]):
         column = out.iloc[:, position]
         if _is_textual(column):
-            out.isetitem(position, _map_column(column, clean))
+            out.isetitem(position, _map_column(column, clean, suspect))
     return out
 
 
@@ -138,10 +146,17 @@ def _is_textual(column: pd.Series) -> bool:
     )
 
 
-def _map_column(column: pd.Series, clean: Callable[[object], object]) -> pd.Series:
+def _map_column(column: pd.Series, clean: Callable[[object], object], suspect: str) -> pd.Series:
     if isinstance(column.dtype, pd.CategoricalDtype):
         column = column.astype(object)  # renamed categories could collide; plain values can't
-    return column.map(clean)
+    if getattr(column.dtype, "storage", None) != "pyarrow":
+        return column.map(clean)  # objects (numbers and strings mixed), python strings
+    suspects = column.str.contains(suspect, regex=True, na=False)
+    if not suspects.any():
+        return column
+    out = column.copy()
+    out[suspects] = column[suspects].map(clean)
+    return out
 
 
 def _check_xlsx_size(df: pd.DataFrame) -> None:
