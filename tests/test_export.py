@@ -12,6 +12,7 @@ from core import paths
 from core.data.export import (
     neutralise_formulas,
     safe_file_stem,
+    table_digest,
     to_csv_bytes,
     to_xlsx_bytes,
     write_table,
@@ -257,3 +258,41 @@ def test_failed_rename_removes_the_temp_file_and_keeps_the_old_file(tmp_path, mo
 )
 def test_safe_file_stem_keeps_letters_and_digits_only(name, stem):
     assert safe_file_stem(name) == stem
+
+
+def _large_frame(rows=60_000):
+    return pd.DataFrame({"text": [f"complaint {i}" for i in range(rows)], "n": np.arange(rows)})
+
+
+def test_table_digest_is_equal_for_equal_tables():
+    assert table_digest(_large_frame()) == table_digest(_large_frame())
+    assert table_digest(sample_frame()) == table_digest(sample_frame().copy())
+
+
+def _one_cell_changed(frame):
+    frame = frame.copy()
+    frame.iat[59_999, 0] = "changed"  # a row that Streamlit's 10,000-row sample skips
+    return frame
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _one_cell_changed,
+        lambda f: f.rename(columns={"n": "m"}),
+        lambda f: f.astype({"n": float}),
+        lambda f: f.drop(index=59_999),
+        lambda f: f.assign(extra=1),
+    ],
+    ids=["one cell of 60,000 rows", "a column name", "a dtype", "a row fewer", "a column more"],
+)
+def test_table_digest_changes_with_anything_an_export_shows(change):
+    frame = _large_frame()
+    assert table_digest(change(frame)) != table_digest(frame)
+
+
+def test_table_digest_tells_a_number_from_its_text():
+    number = pd.DataFrame({"c": pd.Series([-1], dtype=object)})
+    text = pd.DataFrame({"c": pd.Series(["-1"], dtype=object)})
+    assert to_csv_bytes(number) != to_csv_bytes(text)  # so a shared cache must not mix them up
+    assert table_digest(number) != table_digest(text)

@@ -22,8 +22,10 @@ spreadsheet splits a cell on. What the exporter changes, and nothing else:
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import re
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,6 +54,9 @@ REPLACEMENT = "\ufffd"
 XLSX_MAX_ROWS = 1_048_576  # header included
 XLSX_MAX_COLUMNS = 16_384
 CSV_BOM = "\ufeff"
+# A secret per process: keyed with it, pandas' SipHash is a keyed hash, so no upload can be
+# crafted to collide with another table's digest in a cache that all sessions share.
+_DIGEST_KEY = secrets.token_hex(8)
 
 
 def neutralise_formulas(df: pd.DataFrame) -> pd.DataFrame:
@@ -94,6 +99,24 @@ def to_xlsx_bytes(df: pd.DataFrame, *, sheet_name: str = "Sheet1") -> bytes:
     return buffer.getvalue()
 
 
+def table_digest(df: pd.DataFrame) -> str:
+    """SHA-256 (hex) of all an export of `df` depends on, to key caches of exported files.
+
+    Column names, dtypes, every row (unlike Streamlit's own hash, which samples 10,000 rows of a
+    large frame) and, in object columns, each value's type (1 and "1" export differently).
+    Stable within one process only.
+    """
+    header = [(type(name).__name__, repr(name), str(dtype)) for name, dtype in df.dtypes.items()]
+    digest = hashlib.sha256(repr((df.shape, header)).encode("utf-8", "surrogatepass"))
+    if df.shape[1]:  # pandas cannot hash the rows of a frame without columns
+        digest.update(_row_hashes(df))
+    for position in range(df.shape[1]):
+        column = df.iloc[:, position]
+        if pd.api.types.is_object_dtype(column.dtype):
+            digest.update(_row_hashes(column.map(lambda value: type(value).__name__)))
+    return digest.hexdigest()
+
+
 def safe_file_stem(name: str) -> str:
     """`name` as part of a download's file name: every character but letters and digits becomes
     "-", and dashes at either end are dropped (no paths, quotes or control characters remain)."""
@@ -112,6 +135,11 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
         raise ValueError(f"folder {path.parent} does not exist; create it first")
     write_atomically(path, serialise(df))
     return path
+
+
+def _row_hashes(data: pd.DataFrame | pd.Series) -> bytes:
+    hashes = pd.util.hash_pandas_object(data, index=False, hash_key=_DIGEST_KEY)
+    return hashes.to_numpy().tobytes()
 
 
 def _map_strings(df: pd.DataFrame, clean: Callable[[object], object], suspect: str) -> pd.DataFrame:
