@@ -78,3 +78,15 @@ def test_demo_button_then_baseline(app: AppTest):
     twins = float(_metric(app, "Accuracy on word-order twins").rstrip("%")) / 100
     assert accuracy > 0.7
     assert twins < accuracy  # the bag of words is capped on twins
+
+
+def test_a_control_character_still_downloads_and_the_xlsx_waits_for_a_click(app: AppTest):
+    upload = CSV + b"9,KYC\x0bform rejected;=1+1,KYC Update\n"  # \x0b: XLSX cannot hold it
+    app.file_uploader[0].set_value(("complaints.csv", upload, "text/csv")).run()
+    assert not app.exception
+    labels = [b.proto.label for b in app.get("download_button")]
+    assert labels == ["Download cleaned CSV"]
+    app.button(key="data.download_xlsx.prepare").click().run()
+    assert not app.exception
+    labels = [b.proto.label for b in app.get("download_button")]
+    assert labels == ["Download cleaned CSV", "Download cleaned XLSX"]
