@@ -9,7 +9,7 @@ spreadsheet splits a cell on. What the exporter changes, and nothing else:
   or carriage return, gets a leading `'` (OWASP's advice): `=1+1` is written `'=1+1`.
 - Inside a cell, a formula character that follows a line break (CR, LF or any other that
   `str.splitlines` knows), a tab or `;`, whitespace in between allowed, gets a `'` right before
-  it: `ok\r=1+1` is written `ok\r'=1+1`. Where a spreadsheet or a paste splits the cell there,
+  it: `ok\\r=1+1` is written `ok\\r'=1+1`. Where a spreadsheet or a paste splits the cell there,
   the new cell starts with `'` and stays text; read as one cell, the text shows one extra `'`.
 - Column names are treated like cells; numbers stay numbers (only strings are touched).
 - CSV quotes every field and ends rows with CR LF, so no line break inside a field starts a row.
