@@ -14,10 +14,10 @@ import sqlite3
 import pandas as pd
 import streamlit as st
 
-from core.data.export import to_csv_bytes
 from core.review.records import TriageItem
 from core.review.store import Store
 from core.review.triage import triage_training_rows, with_training_rows
+from ui.downloads import table_csv_bytes
 from ui.safe import md_escape
 from ui.state import get_active_dataset
 from ui.widgets import (
@@ -166,7 +166,7 @@ def render_training_rows(reviewed: list[TriageItem]) -> None:
     left, right = st.columns(2)
     left.download_button(
         f"Download {len(rows)} reviewed rows (CSV)",
-        to_csv_bytes(rows),
+        table_csv_bytes(rows),
         "triage-reviewed-rows.csv",
         "text/csv",
         key="triage.rows_csv",
@@ -176,7 +176,7 @@ def render_training_rows(reviewed: list[TriageItem]) -> None:
     if active is not None:
         right.download_button(
             f"Download {md_escape(active.name)} + {len(rows)} reviewed rows (CSV)",
-            to_csv_bytes(with_training_rows(active.dataset, rows)),  # not deferred: ui.downloads
+            table_csv_bytes(with_training_rows(active.dataset, rows)),  # not deferred: ui.downloads
             "training-data-with-triage.csv",
             "text/csv",
             key="triage.combined_csv",

@@ -99,3 +99,16 @@ def test_file_without_a_recognisable_text_column_asks_instead_of_guessing(app: A
     assert app.selectbox(key="classify.col.codes.csv").value is None
     assert any("could not tell which column" in w.value for w in app.warning)
     assert app.button(key="classify.start").disabled
+
+
+def test_a_control_character_still_downloads_and_the_xlsx_waits_for_a_click(app: AppTest):
+    csv = "complaint\nkyc\x0bdocuments rejected\nupi refund\r=1+1\n"  # \x0b: XLSX cannot hold it
+    app.file_uploader(key="classify.upload").set_value(("vt.csv", csv.encode(), "text/csv")).run()
+    app.button(key="classify.start").click().run()
+    app.session_state["classify.job"].job.wait(60)
+    app.run()
+    assert not app.exception
+    assert [b.proto.label for b in app.get("download_button")] == ["Download CSV"]
+    app.button(key="classify.xlsx.prepare").click().run()
+    assert not app.exception
+    assert [b.proto.label for b in app.get("download_button")] == ["Download CSV", "Download XLSX"]

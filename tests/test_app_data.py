@@ -122,3 +122,15 @@ def test_with_the_toggle_off_the_preview_shows_the_text_as_given():
     at.run()
     assert not at.exception
     assert "Card 4111111111110000 charged twice; mail me at a.b@gmail.com" in _shown_texts(at)
+
+
+def test_a_control_character_still_downloads_and_the_xlsx_waits_for_a_click(app: AppTest):
+    upload = CSV + b"9,KYC\x0bform rejected;=1+1,KYC Update\n"  # \x0b: XLSX cannot hold it
+    app.file_uploader[0].set_value(("complaints.csv", upload, "text/csv")).run()
+    assert not app.exception
+    labels = [b.proto.label for b in app.get("download_button")]
+    assert labels == ["Download cleaned CSV"]
+    app.button(key="data.download_xlsx.prepare").click().run()
+    assert not app.exception
+    labels = [b.proto.label for b in app.get("download_button")]
+    assert labels == ["Download cleaned CSV", "Download cleaned XLSX"]

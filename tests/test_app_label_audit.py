@@ -112,6 +112,19 @@ def test_audit_the_demo_data_then_relabel_one_row(app: AppTest, data_dir: Path):
     assert history.loc[0, "row"] == row and history.loc[0, "verdict"] == f"relabel to {suggested}"
 
 
+def test_the_corrected_data_set_downloads_as_csv_and_on_request_as_xlsx():
+    app = open_page(PAGE, {ACTIVE_DATASET: toy_active()}).run()
+    labels = [b.proto.label for b in app.get("download_button")]
+    assert labels == ["Download the corrected data set (CSV)"]  # no XLSX built on every rerun
+    app.button(key="audit.export_xlsx.prepare").click().run()
+    assert not app.exception
+    labels = [b.proto.label for b in app.get("download_button")]
+    assert labels == [
+        "Download the corrected data set (CSV)",
+        "Download the corrected data set (XLSX)",
+    ]
+
+
 def test_the_same_audit_again_is_served_from_the_cache():
     app = open_page(PAGE, {ACTIVE_DATASET: toy_active()}).run()
     app.button(key=RUN).click().run()

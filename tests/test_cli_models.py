@@ -7,6 +7,7 @@ one test runs `python -m core` as users do.
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -81,11 +82,12 @@ def test_classify_keeps_columns_and_order_and_neutralises_formulas(trained, tmp_
     frame = pd.DataFrame(
         {
             "ref": ["r3", "r1", "r2", "r4"],
-            "text": ["=HYPERLINK(1) upi payment failed", "loan emi", "@card stolen", "  "],
-            "note": ["+91 call", "ok", "-", "x"],
+            "text": ["=HYPERLINK(1) upi payment failed", "loan emi\r=cmd|' /C calc'!A0",
+                     "@card stolen", "  "],
+            "note": ["+91 call", "ok\x0b\uff1d1", "-", "x"],
         }
-    )
-    frame.to_csv(source, index=False)
+    )  # fmt: skip
+    frame.to_csv(source, index=False, quoting=csv.QUOTE_ALL)
     target = tmp_path / f"routed{suffix}"
     result = run_cli("classify", "--model", str(out), str(source), "--out", str(target), "--json")
     assert result.returncode == 0, result.stderr
@@ -93,15 +95,17 @@ def test_classify_keeps_columns_and_order_and_neutralises_formulas(trained, tmp_
     routed = (
         pd.read_csv(target, dtype=str) if suffix == ".csv" else pd.read_excel(target, dtype=str)
     )
+    # XLSX reads the CR back as LF and holds no vertical tab (U+FFFD instead)
+    line_break, note = ("\r", "ok\x0b'\uff1d1") if suffix == ".csv" else ("\n", "ok\ufffd\uff1d1")
     probs = [f"prob_{d}" for d in DESKS]
     assert list(routed.columns) == ["ref", "text", "note", *CONTRACT_COLUMNS, *probs]
     assert routed["ref"].tolist() == ["r3", "r1", "r2", "r4"]
     assert routed["text"].tolist()[:3] == [
         "'=HYPERLINK(1) upi payment failed",
-        "loan emi",
+        f"loan emi{line_break}'=cmd|' /C calc'!A0",
         "'@card stolen",
     ]
-    assert routed["note"].tolist()[:3] == ["'+91 call", "ok", "'-"]
+    assert routed["note"].tolist()[:3] == ["'+91 call", note, "'-"]
     assert set(routed["predicted_label"]) <= set(DESKS)
     assert routed["needs_review"].tolist()[3] in ("True", "TRUE")  # blank text
     sums = routed[probs].astype(float).sum(axis=1)
