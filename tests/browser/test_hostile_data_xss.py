@@ -60,7 +60,10 @@ def queue_hostile_item(data_dir: Path) -> int:
 
 
 def option_texts(page: Page, combobox: str) -> list[str]:
-    page.get_by_role("combobox", name=combobox).click()
+    box = page.get_by_role("combobox", name=combobox)
+    box.click()
+    if box.get_attribute("aria-expanded") != "true":
+        box.press("ArrowDown")  # a click on a box that already has focus may leave it closed
     options = page.get_by_role("option")
     expect(options.first).to_be_visible()
     texts = options.all_inner_texts()
