@@ -1,9 +1,10 @@
 """Hostile intake benchmark: peak memory and wall time of `python -m core validate FILE` on small
 crafted files that claim far more than they hold, each next to an ordinary file of about the same
-size (the named baseline), plus a 10 MB complaint tokenised by the tiny model's tokenizer.
+size (the named baseline), plus a 10 MB complaint tokenised by the tiny model's and the bundled
+MiniLM's tokenizers next to a 2 KB one.
 
-Each run is a child process (its own peak RSS from os.wait4, an address-space cap as a second
-wall, a time limit). Run from the repo root:
+Each run is a grandchild process started by a small launcher (so its peak RSS is its own: Linux
+keeps a peak across exec), under an address-space cap and a time limit. Run from the repo root:
 
     python -m bench.bench_hostile_inputs [--big-mb 150] [--json] [--force]
 
@@ -17,7 +18,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shlex
 import subprocess
 import sys
@@ -41,6 +41,16 @@ TOKENISE = (
     "text = open(sys.argv[1], encoding='utf-8').read(); "
     "tokenizer = TinyTokenizer.build(['refund pending for my card'], max_length=256); "
     "ids = tokenizer([text]); print(tuple(ids['input_ids'].shape))"
+)
+# The bundled MiniLM's fast tokenizer through the project's own encode_batch (the finding: a
+# 10 MB complaint took 10 s and 1.2 GB per call, tokenised whole before truncation).
+TOKENISE_MINILM = (
+    "import sys, torch; from transformers import AutoTokenizer; "
+    "from core.models.transformer.backbone import resolve_backbone; "
+    "from core.models.transformer.inference import encode_batch; "
+    "text = open(sys.argv[1], encoding='utf-8').read(); "
+    "tokenizer = AutoTokenizer.from_pretrained(resolve_backbone('minilm'), local_files_only=True); "
+    "ids, _ = encode_batch(tokenizer, [text], 256, torch.device('cpu')); print(tuple(ids.shape))"
 )
 
 
@@ -182,44 +192,51 @@ def build_cases(folder: Path, big_mb: int) -> list[Case]:
         cases.append(
             Case(f"  ordinary, same size ({path.suffix[1:]})", twin, validate_command(twin))
         )
-    for name, megabytes in (("tokenise a 10 MB complaint (tiny)", 10), ("  ordinary 2 KB", 0.002)):
-        path = complaint(folder / f"complaint-{megabytes}.txt", megabytes)
-        cases.append(Case(name, path, (sys.executable, "-c", TOKENISE, str(path))))
+    for model, script in (("tiny", TOKENISE), ("MiniLM", TOKENISE_MINILM)):
+        for name, megabytes in (
+            (f"tokenise a 10 MB complaint ({model})", 10),
+            ("  ordinary 2 KB", 0.002),
+        ):
+            path = complaint(folder / f"complaint-{megabytes}.txt", megabytes)
+            cases.append(Case(name, path, (sys.executable, "-c", script, str(path))))
     return cases
 
 
+# Linux keeps a process's peak RSS across exec, so a child forked from this process (which has
+# just written 150 MB files) would report our peak, not its own. A freshly exec'd launcher
+# (small) runs the command as its own child and reports that grandchild's peak alone.
+LAUNCHER = """
+import os, resource, subprocess, sys
+cap, timeout = int(sys.argv[1]), float(sys.argv[2])
+def limit():
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+child = subprocess.Popen(sys.argv[3:], preexec_fn=limit)
+try:
+    child.wait(timeout)
+    status = child.returncode
+except subprocess.TimeoutExpired:
+    child.kill(); child.wait(); status = "timeout"
+peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(f"@@peak_kb={peak_kb} status={status}", file=sys.stderr)
+"""
+
+
 def run_case(case: Case, *, timeout_s: float, max_gb: float) -> Outcome:
-    """Run the case's command in a child process capped at `max_gb` of address space."""
+    """Run the case's command in a grandchild process capped at `max_gb` of address space."""
     cap = int(max_gb * 1024**3)
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
+    launcher = (sys.executable, "-c", LAUNCHER, str(cap), str(timeout_s), *case.command)
     with tempfile.TemporaryFile() as out:
         started = time.perf_counter()
-        child = subprocess.Popen(case.command, stdout=out, stderr=out, preexec_fn=limit)
-        status, usage = _wait(child, timeout_s)
+        subprocess.run(launcher, stdout=out, stderr=out, check=False)
         seconds = time.perf_counter() - started
         out.seek(0)
         lines = out.read().decode("utf-8", errors="replace").strip().splitlines()
-    peak_mb = usage.ru_maxrss / 1024  # Linux reports KB
-    return Outcome(case.name, case.path.stat().st_size, peak_mb, seconds, _describe(status, lines))
-
-
-def _wait(child: subprocess.Popen, timeout_s: float) -> tuple[int | None, resource.struct_rusage]:
-    """Wait for `child` with its own rusage (RUSAGE_CHILDREN would mix every child's peak)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            child.returncode = os.waitstatus_to_exitcode(status)
-            return child.returncode, usage
-        if time.monotonic() > deadline:
-            child.kill()
-            _, status, usage = os.wait4(child.pid, 0)
-            child.returncode = -9
-            return None, usage
-        time.sleep(0.05)
+    report = lines.pop()  # the launcher's last line
+    peak_kb, status = (field.split("=", 1)[1] for field in report.removeprefix("@@").split())
+    code = None if status == "timeout" else int(status)
+    return Outcome(
+        case.name, case.path.stat().st_size, int(peak_kb) / 1024, seconds, _describe(code, lines)
+    )
 
 
 def _describe(status: int | None, lines: list[str]) -> str:

@@ -84,7 +84,10 @@ class TransformerClassifier:
         length and batched so each batch pads to a similar length; the original order is
         restored at the end.
         """
-        texts = mask_texts(check_texts(texts, allow_empty=True))
+        # Cut first: masking a 10 MB complaint would scan text the model never reads.
+        texts = mask_texts(
+            [cut_for_tokens(t, self.max_length) for t in check_texts(texts, allow_empty=True)]
+        )
         check_int("batch_size", batch_size, minimum=1)
         order = np.argsort([len(t) for t in texts], kind="stable")
         pred_probs = np.empty((len(texts), len(self.classes_)), dtype=np.float64)
