@@ -211,14 +211,18 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
         _print_scores(document, f"{args.file}: {len(dataset)} rows")
 
 
-def _load_model(folder: str):
-    """The saved model at `folder` (the operator's path); one that is not a model, holds
-    pickle-based files or ships code is refused before torch and transformers load (seconds),
-    so a wrong path fails at once."""
+def _load_model_card(folder: str) -> None:
+    """Refuse, without torch, a `folder` that is not a model, holds pickle-based files or ships
+    code, so a wrong path fails at once instead of after seconds of imports."""
     from core.models.card import check_loadable, read_card
 
     read_card(folder)
     check_loadable(folder)
+
+
+def _load_model(folder: str):
+    """The saved model at `folder` (the operator's path), checked first by `_load_model_card`."""
+    _load_model_card(folder)
     from core.models.registry import load_model
 
     return load_model(Path(folder))
@@ -230,34 +234,44 @@ def _advance(bar):
 
 
 def _cmd_classify(args: argparse.Namespace) -> None:
-    from core.data.columns import detect_text_column
-    from core.data.export import write_table
-    from core.data.intake import load_table
     from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 
     threshold = args.review_threshold
     threshold = DEFAULT_REVIEW_THRESHOLD if threshold is None else threshold
     if not 0.0 <= threshold <= 1.0:
         raise CommandError(f"--review-threshold must lie in 0..1, got {threshold}")
-    loaded = _load_model(args.model)
-    from core.models.classify import classify_table
+    for option in ("workers", "batch_size"):
+        if getattr(args, option) < 1:
+            raise CommandError(f"--{option.replace('_', '-')} must be 1 or more")
+    _load_model_card(args.model)  # a wrong folder fails before Ray or torch start
+    from core.scale import ScaleConfig, score_archive
 
-    table = load_table(Path(args.input))
-    text_col, _ = detect_text_column(table, text_col=args.text_col)
-    out = Path(args.out) if args.out else _default_out(Path(args.input))
-    with _progress_bar("classify", total=len(table), unit="text") as bar:
-        result = classify_table(
-            loaded, table, text_col=text_col, review_threshold=threshold,
-            on_progress=_advance(bar),
-        )  # fmt: skip
-    write_table(result, out)
+    source = Path(args.input)
+    config = ScaleConfig(
+        model_dir=Path(args.model), input=source,
+        out=Path(args.out) if args.out else _default_out(source),
+        text_col=args.text_col, review_threshold=threshold, engine=args.engine,
+        address=args.address, workers=args.workers, batch_size=args.batch_size,
+        gpus_per_worker=args.gpus_per_worker, precision=args.precision,
+    )  # fmt: skip
+    with _progress_bar("classify", unit="text") as bar:
+        result = score_archive(config, on_rows=bar.update)
     if args.json:
-        _emit_json({"rows": len(table), "out": str(out), "text_col": text_col})
+        _emit_json({
+            "rows": result.rows, "out": str(result.out), "text_col": result.text_col,
+            "parts": result.parts, "engine": args.engine, "seconds": round(result.seconds, 3),
+        })  # fmt: skip
     else:
-        print(f"classified {len(table)} rows from column '{text_col}' into {out}")
+        print(
+            f"classified {result.rows} rows of {result.parts} part(s) from column "
+            f"'{result.text_col}' into {result.out} ({args.engine}, {result.seconds:.1f} s)"
+        )
 
 
 def _default_out(path: Path) -> Path:
+    """INPUT_classified.csv beside a file; INPUT_classified/ (Parquet parts) beside a folder."""
+    if path.is_dir():
+        return path.with_name(f"{path.name}_classified")
     return path.with_name(f"{path.stem}_classified.csv")
 
 
@@ -297,10 +311,32 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_classify(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("classify", help="route every complaint of a file; write CSV or XLSX")
+    p = sub.add_parser(
+        "classify", help="route every complaint of a file or a folder of parts; locally or on Ray"
+    )
     _add_model_option(p)
-    p.add_argument("input", help="CSV, TSV, XLSX or Parquet file of complaints")
-    p.add_argument("--out", help="output .csv or .xlsx (default: INPUT_classified.csv)")
+    p.add_argument(
+        "input", help="CSV, TSV, XLSX or Parquet file, or a folder of .csv or .parquet parts"
+    )
+    p.add_argument(
+        "--out",
+        help="output .csv or .xlsx, or a new folder for one Parquet part per input part "
+        "(default: INPUT_classified.csv, or INPUT_classified/ for a folder)",
+    )
+    p.add_argument(
+        "--engine", choices=("local", "ray"), default="local",
+        help="local: this process (default); ray: a Ray Data actor pool",
+    )  # fmt: skip
+    p.add_argument("--address", help="Ray cluster address (default: start Ray on this machine)")
+    p.add_argument("--workers", type=int, default=1, help="Ray actors, one model copy each")
+    p.add_argument("--batch-size", type=int, default=256, help="texts per model call")
+    p.add_argument(
+        "--gpus-per-worker", type=float, default=0.0, help="GPUs each Ray actor asks for"
+    )
+    p.add_argument(
+        "--precision", choices=("auto", "fp32", "bf16"), default="auto",
+        help="auto: bf16 on CUDA or a CPU with bf16 units, else fp32",
+    )  # fmt: skip
     _add_column_options(p, label=False)
     p.add_argument(
         "--review-threshold", type=float,

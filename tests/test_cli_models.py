@@ -91,7 +91,10 @@ def test_classify_keeps_columns_and_order_and_neutralises_formulas(trained, tmp_
     target = tmp_path / f"routed{suffix}"
     result = run_cli("classify", "--model", str(out), str(source), "--out", str(target), "--json")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"rows": 4, "out": str(target), "text_col": "text"}
+    document = json.loads(result.stdout)
+    assert {key: document[key] for key in ("rows", "out", "text_col", "parts", "engine")} == {
+        "rows": 4, "out": str(target), "text_col": "text", "parts": 1, "engine": "local",
+    }  # fmt: skip
     routed = (
         pd.read_csv(target, dtype=str) if suffix == ".csv" else pd.read_excel(target, dtype=str)
     )

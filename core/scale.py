@@ -1,0 +1,420 @@
+"""Score a complaint archive: a file or a folder of CSV/Parquet parts through a saved model, in this
+process (`engine="local"`) or on a Ray cluster (`engine="ray"`), with the same output.
+
+Both engines read every part with the project's own intake (`load_table`: the same parsing, limits
+and refusals as the app) and score it with the same `classification_columns`; only where the work
+runs differs. On Ray, `read_binary_files` hands each part's bytes to a task that parses it, and
+`map_batches` runs an actor pool whose actors load the model once each (from the folder's files,
+shipped through the object store, so workers need no shared storage). Ray's own `read_csv` is not
+used: it infers column types and drops blank lines, so its table would differ from the app's.
+
+Row order: every parsed row carries its part and row number; Ray Data keeps the order
+(`preserve_order`), and the writer checks it against those numbers before dropping them.
+Output: one CSV or XLSX file through the formula-safe exporter, or a folder with one Parquet part
+per input part; either appears whole at OUT or not at all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from core.checks import check_choice, check_int
+from core.data.columns import detect_text_column
+from core.data.export import write_table
+from core.data.intake import load_table
+from core.data.limits import DataError
+from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
+
+ENGINES = ("local", "ray")
+PART_SUFFIXES = (".csv", ".parquet")
+FILE_OUTPUTS = (".csv", ".xlsx")
+PART_COL, ROW_COL = "__part", "__row"  # where each row came from; dropped before writing
+_PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# Ray CPUs that reading and parsing a part ask for, and the share each actor leaves free: actors
+# that claimed every CPU would starve the reads that feed them (a deadlock on a 2-core machine).
+_READ_CPUS = 0.1
+# Workers import `core` from this checkout (on a cluster: the same path on shared storage).
+_RUNTIME_ENV = {"env_vars": {"PYTHONPATH": str(_PROJECT_ROOT)}}
+# Columns that scoring adds (plus one prob_<label> per desk); an input that has them is refused.
+_CONTRACT_COLUMNS = ("predicted_label", "confidence", "needs_review", "bow_label", "bow_confidence")
+
+
+@dataclass(frozen=True)
+class ScaleConfig:
+    """One scoring run: what to read, which model, where to write, and where to compute."""
+
+    model_dir: Path
+    input: Path  # a .csv/.parquet file or a folder of them (all of one kind)
+    out: Path  # .csv or .xlsx, or a folder (created) for Parquet parts
+    text_col: str | None = None  # None: detected on the first part
+    review_threshold: float = DEFAULT_REVIEW_THRESHOLD
+    engine: str = "local"
+    address: str | None = None  # Ray: a cluster's address; None starts a local instance
+    workers: int = 1  # Ray: actors, each holding one copy of the model
+    batch_size: int = 256  # texts per model call
+    gpus_per_worker: float = 0.0  # Ray: GPUs each actor asks for (bf16 autocast on CUDA)
+    precision: str = "auto"  # "auto", "fp32" or "bf16" (see core.models.device)
+
+    def __post_init__(self) -> None:
+        check_choice("engine", self.engine, ENGINES)
+        if not 0.0 <= self.review_threshold <= 1.0:
+            raise ValueError(f"review_threshold must lie in 0..1, got {self.review_threshold}")
+        check_int("workers", self.workers, minimum=1)
+        check_int("batch_size", self.batch_size, minimum=1)
+        if not 0 <= self.gpus_per_worker <= 8:
+            raise ValueError(f"gpus_per_worker must lie in 0..8, got {self.gpus_per_worker}")
+        check_choice("precision", self.precision, ("auto", "fp32", "bf16"))
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    rows: int
+    parts: int
+    out: Path
+    text_col: str
+    seconds: float
+
+
+def input_parts(path: Path) -> list[Path]:
+    """The part files of `path`: the file itself, or a folder's .csv or .parquet files by name."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise DataError(f"no such file or folder: '{path}'; check the path")
+    parts = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in PART_SUFFIXES)
+    if not parts:
+        raise DataError(f"'{path}' holds no .csv or .parquet parts; put the archive's parts there")
+    kinds = {p.suffix.lower() for p in parts}
+    if len(kinds) > 1:
+        raise DataError(f"'{path}' mixes .csv and .parquet parts; keep one kind per folder")
+    return parts
+
+
+def check_output(out: Path) -> None:
+    """A file output needs .csv or .xlsx and an existing folder; a folder output must be new."""
+    if out.suffix:
+        if out.suffix.lower() not in FILE_OUTPUTS:
+            raise DataError(f"cannot write '{out.name}': use .csv, .xlsx or a folder (no suffix)")
+        if not out.parent.is_dir():
+            raise DataError(f"folder '{out.parent}' does not exist; create it first")
+    elif out.exists():
+        raise DataError(f"'{out}' already exists; choose a new folder for the parts")
+
+
+def score_archive(
+    config: ScaleConfig, *, on_rows: Callable[[int], None] | None = None
+) -> ScaleResult:
+    """Score every row of `config.input` and write the contract columns to `config.out`.
+
+    `on_rows(n)` is called as each batch of n rows is written. Raises DataError (one line) for a
+    bad part, a missing column or an unreachable cluster; nothing is left at `out` then.
+    """
+    started = time.perf_counter()
+    parts = input_parts(config.input)
+    check_output(config.out)
+    text_col, columns = _first_part_columns(parts[0], config.text_col)
+    run = _score_with_ray if config.engine == "ray" else _score_locally
+    frames = run(config, parts, text_col, columns)
+    rows = _write(frames, parts, columns, config.out, on_rows)
+    return ScaleResult(rows, len(parts), config.out, text_col, time.perf_counter() - started)
+
+
+def _first_part_columns(part: Path, text_col: str | None) -> tuple[str, list[str]]:
+    """The text column and the column names every part must have, from the first part."""
+    table = load_table(part)
+    chosen, _ = detect_text_column(table, text_col=text_col)
+    columns = [str(c) for c in table.columns]
+    clash = [c for c in columns if c in _CONTRACT_COLUMNS or c.startswith("prob_")]
+    if clash:
+        raise DataError(f"the input already has columns {clash}; rename them and run again")
+    return chosen, columns
+
+
+# ------------------------------------------------------------------------------ both engines
+
+
+def parse_part(data: bytes, name: str, part: int, columns: list[str]) -> pd.DataFrame:
+    """One part's table as `load_table` reads it, with its part and row numbers added; its
+    columns must be those of the first part."""
+    table = load_table(data, filename=name)
+    if [str(c) for c in table.columns] != columns:
+        raise DataError(
+            f"part '{name}' has columns {[str(c) for c in table.columns]}, not those of the first "
+            f"part {columns}; give every part the same columns"
+        )
+    table[PART_COL] = part
+    table[ROW_COL] = range(len(table))
+    return table
+
+
+def score_frame(loaded: Any, frame: pd.DataFrame, text_col: str, threshold: float) -> pd.DataFrame:
+    """`frame` with the contract columns of `core.models.classify` appended."""
+    from core.models.classify import classification_columns
+
+    texts = frame[text_col].fillna("").astype(str).tolist()
+    scored = classification_columns(loaded, texts, review_threshold=threshold)
+    return pd.concat([frame.reset_index(drop=True), scored], axis=1)
+
+
+def _score_locally(
+    config: ScaleConfig, parts: list[Path], text_col: str, columns: list[str]
+) -> Iterator[pd.DataFrame]:
+    from core.models.registry import load_model
+
+    loaded = load_model(config.model_dir, precision=config.precision)
+    for number, path in enumerate(parts):
+        frame = parse_part(path.read_bytes(), path.name, number, columns)
+        for start in range(0, len(frame), config.batch_size):
+            batch = frame.iloc[start : start + config.batch_size]
+            yield score_frame(loaded, batch, text_col, config.review_threshold)
+
+
+# -------------------------------------------------------------------------------------- Ray
+
+
+def _parse_parts(
+    files: pd.DataFrame, numbers: dict[str, int], columns: list[str]
+) -> Iterator[pd.DataFrame]:
+    """Ray task body: part files (bytes, path) into their parsed rows."""
+    for data, path in zip(files["bytes"], files["path"], strict=True):
+        yield parse_part(bytes(data), Path(path).name, numbers[path], columns)
+
+
+class _Scorer:
+    """Ray actor: loads the model once (from its files, which Ray passes through its object store
+    because they are large), scores batches."""
+
+    def __init__(
+        self,
+        files: dict[str, bytes],
+        text_col: str,
+        threshold: float,
+        precision: str,
+        gpus: float,
+        threads: int,
+    ) -> None:
+        import torch
+
+        torch.set_num_threads(threads)  # this actor's own process: its share of the CPUs
+        from core.models.registry import load_model
+
+        folder = Path(tempfile.mkdtemp(prefix="grievance-lens-model-")) / "model"
+        folder.mkdir()
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+        device = "cuda" if gpus > 0 and torch.cuda.is_available() else "cpu"
+        self.loaded = load_model(folder, device=device, precision=precision)
+        self.text_col, self.threshold = text_col, threshold
+
+    def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
+        return score_frame(self.loaded, batch, self.text_col, self.threshold)
+
+
+def _score_with_ray(
+    config: ScaleConfig, parts: list[Path], text_col: str, columns: list[str]
+) -> Iterator[pd.DataFrame]:
+    _connect(config.address)
+    import ray
+    import ray.data
+
+    context = ray.data.DataContext.get_current()
+    context.execution_options.preserve_order = True  # rows leave in the order they came
+    paths = [str(p.resolve()) for p in parts]
+    cpus = _cpus_per_worker(ray, config)
+    files = ray.data.read_binary_files(
+        paths, include_paths=True, override_num_blocks=len(paths), num_cpus=_READ_CPUS
+    )
+    rows = files.map_batches(
+        _parse_parts, fn_args=({p: i for i, p in enumerate(paths)}, columns),
+        batch_size=1, batch_format="pandas", num_cpus=_READ_CPUS,
+    )  # fmt: skip
+    scored = rows.map_batches(
+        _Scorer,
+        fn_constructor_args=(
+            _model_files(config.model_dir), text_col, config.review_threshold,
+            config.precision, config.gpus_per_worker, int(cpus),
+        ),
+        batch_size=config.batch_size, batch_format="pandas",
+        compute=ray.data.ActorPoolStrategy(size=config.workers),
+        num_cpus=cpus * (1 - _READ_CPUS), num_gpus=config.gpus_per_worker or None,
+    )  # fmt: skip
+    try:
+        # Arrow batches through pyarrow's own pandas conversion: the dtypes of a local run
+        # (Ray's pandas batches hold ArrowDtype columns, which Parquet would keep).
+        for batch in scored.iter_batches(batch_format="pyarrow", batch_size=None):
+            yield batch.to_pandas()
+    except Exception as exc:  # a task's DataError arrives wrapped in Ray's error types
+        raise DataError(_ray_failure(exc)) from exc
+
+
+def _connect(address: str | None) -> None:
+    """Initialise Ray: the cluster at `address`, or a local instance on this machine."""
+    import ray
+
+    if address:
+        _check_reachable(address)
+    if ray.is_initialized():
+        return
+    if not address:
+        start_local_ray()
+        return
+    try:
+        ray.init(address=address, runtime_env=_RUNTIME_ENV, logging_level="warning")
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"cannot reach the Ray cluster at '{address}': {first}") from exc
+
+
+def start_local_ray(num_cpus: int | None = None) -> None:
+    """A Ray instance on this machine (all its CPUs unless `num_cpus`), no dashboard; worker logs
+    stay in Ray's session folder so that a failed part is reported in one line."""
+    import ray
+
+    ray.init(
+        num_cpus=num_cpus, runtime_env=_RUNTIME_ENV, include_dashboard=False,
+        logging_level="warning", log_to_driver=False,
+    )  # fmt: skip
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail in seconds, not minutes: ray.init retries an unreachable address for a long time."""
+    if address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise DataError(f"--address must look like HOST:PORT or ray://HOST:PORT, got '{address}'")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise DataError(
+            f"cannot reach the Ray cluster at '{address}' ({exc.strerror or exc}); start it with "
+            "`ray start --head` there, or leave out --address to run on this machine"
+        ) from exc
+
+
+def _cpus_per_worker(ray: Any, config: ScaleConfig) -> int:
+    """The cluster's CPUs shared between the actors (each actor's torch threads)."""
+    cpus = ray.cluster_resources().get("CPU", 1.0)
+    return max(1, int(cpus // config.workers))
+
+
+def _model_files(folder: Path) -> dict[str, bytes]:
+    """The files of a model folder, checked as the loader checks them, by name."""
+    from core.models.card import check_loadable, read_card
+
+    read_card(folder)
+    check_loadable(folder)
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def _ray_failure(exc: BaseException) -> str:
+    """The one line to show for a failed Ray run: the DataError a task raised, if any."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        cause = getattr(seen, "cause", None)  # a RayTaskError's original exception
+        if isinstance(cause, DataError):
+            return str(cause)
+        if isinstance(seen, DataError) and cause is None:
+            return str(seen)
+        seen = seen.__cause__ or (cause if isinstance(cause, BaseException) else None)
+    text = str(exc).strip().splitlines()
+    return f"the Ray run failed: {text[-1] if text else type(exc).__name__}"
+
+
+# ---------------------------------------------------------------------------------- writing
+
+
+def _write(
+    frames: Iterator[pd.DataFrame],
+    parts: list[Path],
+    columns: list[str],
+    out: Path,
+    on_rows: Callable[[int], None] | None,
+) -> int:
+    """Write scored frames, in order, to `out` atomically; returns the number of rows."""
+    order = _OrderCheck()
+    if out.suffix:
+        kept = []
+        for frame in frames:
+            kept.append(order.checked(frame))
+            if on_rows is not None:
+                on_rows(len(frame))
+        table = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
+        write_table(table.drop(columns=[PART_COL, ROW_COL], errors="ignore"), out)
+        return len(table)
+    staging = out.with_name(f".{out.name}.writing-{uuid.uuid4().hex[:8]}")
+    staging.mkdir(parents=True)
+    try:
+        rows = _write_parts(frames, parts, staging, order, on_rows)
+        os.rename(staging, out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return rows
+
+
+def _write_parts(
+    frames: Iterator[pd.DataFrame],
+    parts: list[Path],
+    folder: Path,
+    order: _OrderCheck,
+    on_rows: Callable[[int], None] | None,
+) -> int:
+    """One Parquet part per input part, named after it, rows streamed in order."""
+    writer: pq.ParquetWriter | None = None
+    current, rows = -1, 0
+    try:
+        for frame in frames:
+            frame = order.checked(frame)
+            for part, piece in frame.groupby(PART_COL, sort=False):
+                if part != current:
+                    if writer is not None:
+                        writer.close()
+                    current = int(part)
+                    table = _arrow(piece)
+                    path = folder / f"{parts[current].stem}.parquet"
+                    writer = pq.ParquetWriter(path, table.schema)
+                    writer.write_table(table)
+                else:
+                    writer.write_table(_arrow(piece).cast(writer.schema))
+            rows += len(frame)
+            if on_rows is not None:
+                on_rows(len(frame))
+    finally:
+        if writer is not None:
+            writer.close()
+    return rows
+
+
+def _arrow(frame: pd.DataFrame) -> pa.Table:
+    return pa.Table.from_pandas(frame.drop(columns=[PART_COL, ROW_COL]), preserve_index=False)
+
+
+class _OrderCheck:
+    """Rows must arrive as (part, row) = (0, 0), (0, 1), ..., (1, 0), ...: the input order."""
+
+    def __init__(self) -> None:
+        self.last = (-1, -1)
+
+    def checked(self, frame: pd.DataFrame) -> pd.DataFrame:
+        keys = list(zip(frame[PART_COL].astype(int), frame[ROW_COL].astype(int), strict=True))
+        expected_next = [self.last, *keys[:-1]]
+        for (part, row), (last_part, last_row) in zip(keys, expected_next, strict=True):
+            if not ((part == last_part and row == last_row + 1) or (part > last_part and row == 0)):
+                raise RuntimeError(f"rows arrived out of order at part {part}, row {row}")
+        if keys:
+            self.last = keys[-1]
+        return frame

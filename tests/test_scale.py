@@ -1,0 +1,159 @@
+"""Archive scoring (core.scale): `--engine ray` on a local Ray instance with 2 CPUs gives the same
+rows, labels and probabilities as `--engine local`, for CSV and Parquet, a file and a folder of
+parts; a bad part is one line and leaves nothing at OUT."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.data.demo import DemoConfig, generate_demo_data
+from core.data.limits import DataError
+from core.scale import ScaleConfig, input_parts, score_archive
+from tests.helpers import run_cli
+
+ROWS, PARTS = 2000, 4
+CONTRACT = ["predicted_label", "confidence", "needs_review", "bow_label", "bow_confidence"]
+
+pytestmark = pytest.mark.slow  # a Ray instance: about 10 s to start, seconds per run
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    ray = pytest.importorskip("ray")
+    from core.scale import start_local_ray
+
+    start_local_ray(num_cpus=2)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory) -> dict[str, Path]:
+    """2,000 demo rows as one CSV, one Parquet file, and folders of four parts of each."""
+    folder = tmp_path_factory.mktemp("archive")
+    demo = generate_demo_data(DemoConfig(rows=ROWS, seed=1))
+    demo.insert(0, "ticket", [f"T{i:05d}" for i in range(ROWS)])  # a column to keep in order
+    paths = {"csv file": folder / "all.csv", "parquet file": folder / "all.parquet"}
+    demo.to_csv(paths["csv file"], index=False)
+    demo.to_parquet(paths["parquet file"], index=False)
+    for kind in ("csv", "parquet"):
+        parts = folder / f"{kind}-parts"
+        parts.mkdir()
+        for i in range(PARTS):
+            piece = demo.iloc[i * ROWS // PARTS : (i + 1) * ROWS // PARTS]
+            target = parts / f"part-{i:03d}.{kind}"
+            piece.to_csv(target, index=False) if kind == "csv" else piece.to_parquet(target)
+        paths[f"{kind} parts"] = parts
+    return paths
+
+
+def read_output(path: Path) -> pd.DataFrame:
+    if path.is_dir():
+        parts = sorted(path.iterdir())
+        return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+    return pd.read_csv(path, dtype={"ticket": str})
+
+
+def assert_same_scores(ray_out: pd.DataFrame, local_out: pd.DataFrame) -> None:
+    assert list(ray_out.columns) == list(local_out.columns)
+    assert len(ray_out) == len(local_out) == ROWS
+    assert ray_out["ticket"].tolist() == [f"T{i:05d}" for i in range(ROWS)]  # input order
+    for column in ("ticket", "text", "desk", "predicted_label", "needs_review", "bow_label"):
+        assert ray_out[column].astype(str).tolist() == local_out[column].astype(str).tolist()
+    numbers = ["confidence", "bow_confidence", *(c for c in local_out if c.startswith("prob_"))]
+    np.testing.assert_allclose(ray_out[numbers], local_out[numbers], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("source", "out_name"),
+    [
+        ("csv file", "routed.csv"),
+        ("parquet file", "routed.csv"),
+        ("csv parts", "routed"),
+        ("parquet parts", "routed"),
+    ],
+)
+def test_ray_scores_exactly_as_local(
+    ray_instance, archive, tiny_model_dir, tmp_path, source, out_name
+):
+    outputs = {}
+    for engine in ("local", "ray"):
+        out = tmp_path / engine / out_name
+        out.parent.mkdir()
+        config = ScaleConfig(
+            tiny_model_dir, archive[source], out, engine=engine, workers=2, precision="fp32"
+        )
+        result = score_archive(config)
+        assert (result.rows, result.text_col) == (ROWS, "text")
+        outputs[engine] = read_output(out)
+    assert_same_scores(outputs["ray"], outputs["local"])
+    if out_name == "routed":  # one Parquet part per input part, named after it
+        names = sorted(p.name for p in (tmp_path / "ray" / out_name).iterdir())
+        assert names == [f"{p.stem}.parquet" for p in input_parts(archive[source])]
+
+
+def test_the_command_line_runs_ray_and_reports_json(
+    ray_instance, archive, tiny_model_dir, tmp_path
+):
+    out = tmp_path / "routed.xlsx"
+    result = run_cli(
+        "classify", "--model", str(tiny_model_dir), str(archive["csv parts"]), "--out", str(out),
+        "--engine", "ray", "--workers", "2", "--batch-size", "128", "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert (document["rows"], document["parts"], document["engine"]) == (ROWS, PARTS, "ray")
+    routed = pd.read_excel(out, dtype={"ticket": str})
+    assert routed["ticket"].tolist() == [f"T{i:05d}" for i in range(ROWS)]
+    assert set(CONTRACT) <= set(routed.columns)
+
+
+def test_a_bad_part_is_one_line_and_leaves_no_output(
+    ray_instance, archive, tiny_model_dir, tmp_path
+):
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for part in input_parts(archive["parquet parts"])[:2]:
+        (parts / part.name).write_bytes(part.read_bytes())
+    (parts / "part-999.parquet").write_bytes(b"PAR1 this is not a parquet file")
+    out = tmp_path / "routed"
+    config = ScaleConfig(tiny_model_dir, parts, out, engine="ray", workers=2, precision="fp32")
+    with pytest.raises(DataError) as failed:
+        score_archive(config)
+    message = str(failed.value)
+    assert "\n" not in message and message.startswith("'part-999.parquet' could not be read")
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["parts"]  # no staging folder left either
+    result = run_cli(
+        "classify", "--model", str(tiny_model_dir), str(parts), "--out", str(out),
+        "--engine", "ray",
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: 'part-999.parquet'")
+
+
+def test_parts_must_share_their_columns(archive, tiny_model_dir, tmp_path):
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    first, second = input_parts(archive["csv parts"])[:2]
+    (parts / first.name).write_bytes(first.read_bytes())
+    pd.read_csv(second).drop(columns=["ticket"]).to_csv(parts / second.name, index=False)
+    with pytest.raises(DataError, match=r"^part 'part-001.csv' has columns .* not those of"):
+        score_archive(ScaleConfig(tiny_model_dir, parts, tmp_path / "out.csv"))
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_an_unreachable_cluster_is_one_line_in_seconds(archive, tiny_model_dir, tmp_path):
+    result = run_cli(
+        "classify", "--model", str(tiny_model_dir), str(archive["csv file"]),
+        "--out", str(tmp_path / "out.csv"), "--engine", "ray", "--address", "127.0.0.1:1",
+    )  # fmt: skip
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: cannot reach the Ray cluster at '127.0.0.1:1'")
+    assert not (tmp_path / "out.csv").exists()
