@@ -240,8 +240,8 @@ def _cmd_classify(args: argparse.Namespace) -> None:
     threshold = DEFAULT_REVIEW_THRESHOLD if threshold is None else threshold
     if not 0.0 <= threshold <= 1.0:
         raise CommandError(f"--review-threshold must lie in 0..1, got {threshold}")
-    for option in ("workers", "batch_size"):
-        if getattr(args, option) < 1:
+    for option in ("workers", "batch_size", "cpus_per_worker"):
+        if (getattr(args, option) or 1) < 1:
             raise CommandError(f"--{option.replace('_', '-')} must be 1 or more")
     _load_model_card(args.model)  # a wrong folder fails before Ray or torch start
     from core.scale import ScaleConfig, score_archive
@@ -252,7 +252,8 @@ def _cmd_classify(args: argparse.Namespace) -> None:
         out=Path(args.out) if args.out else _default_out(source),
         text_col=args.text_col, review_threshold=threshold, engine=args.engine,
         address=args.address, workers=args.workers, batch_size=args.batch_size,
-        gpus_per_worker=args.gpus_per_worker, precision=args.precision,
+        gpus_per_worker=args.gpus_per_worker, cpus_per_worker=args.cpus_per_worker,
+        precision=args.precision,
     )  # fmt: skip
     with _progress_bar("classify", unit="text") as bar:
         result = score_archive(config, on_rows=bar.update)
@@ -332,6 +333,9 @@ def _add_classify(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=256, help="texts per model call")
     p.add_argument(
         "--gpus-per-worker", type=float, default=0.0, help="GPUs each Ray actor asks for"
+    )
+    p.add_argument(
+        "--cpus-per-worker", type=int, help="CPUs (threads) per Ray actor (default: an even share)"
     )
     p.add_argument(
         "--precision", choices=("auto", "fp32", "bf16"), default="auto",

@@ -66,6 +66,7 @@ class ScaleConfig:
     workers: int = 1  # Ray: actors, each holding one copy of the model
     batch_size: int = 256  # texts per model call
     gpus_per_worker: float = 0.0  # Ray: GPUs each actor asks for (bf16 autocast on CUDA)
+    cpus_per_worker: int | None = None  # Ray: CPUs (torch threads) per actor; None: an even share
     precision: str = "auto"  # "auto", "fp32" or "bf16" (see core.models.device)
 
     def __post_init__(self) -> None:
@@ -74,6 +75,8 @@ class ScaleConfig:
             raise ValueError(f"review_threshold must lie in 0..1, got {self.review_threshold}")
         check_int("workers", self.workers, minimum=1)
         check_int("batch_size", self.batch_size, minimum=1)
+        if self.cpus_per_worker is not None:
+            check_int("cpus_per_worker", self.cpus_per_worker, minimum=1)
         if not 0 <= self.gpus_per_worker <= 8:
             raise ValueError(f"gpus_per_worker must lie in 0..8, got {self.gpus_per_worker}")
         check_choice("precision", self.precision, ("auto", "fp32", "bf16"))
@@ -233,7 +236,7 @@ def _score_with_ray(
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True  # rows leave in the order they came
     paths = [str(p.resolve()) for p in parts]
-    cpus = _cpus_per_worker(ray, config)
+    cpus = config.cpus_per_worker or _cpus_per_worker(ray, config)
     files = ray.data.read_binary_files(
         paths, include_paths=True, override_num_blocks=len(paths), num_cpus=_READ_CPUS
     )
