@@ -219,7 +219,10 @@ class _Scorer:
         for name, data in files.items():
             (folder / name).write_bytes(data)
         device = "cuda" if gpus > 0 and torch.cuda.is_available() else "cpu"
-        self.loaded = load_model(folder, device=device, precision=precision)
+        try:
+            self.loaded = load_model(folder, device=device, precision=precision)
+        finally:  # everything is in memory now (safetensors maps survive the unlink on Linux)
+            shutil.rmtree(folder.parent, ignore_errors=True)
         self.text_col, self.threshold = text_col, threshold
 
     def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
