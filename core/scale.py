@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -128,16 +129,18 @@ def score_archive(
     started = time.perf_counter()
     parts = input_parts(config.input)
     check_output(config.out)
-    text_col, columns = _first_part_columns(parts[0], config.text_col)
-    run = _score_with_ray if config.engine == "ray" else _score_locally
-    frames = run(config, parts, text_col, columns)
+    first = load_table(parts[0])
+    text_col, columns = _first_part_columns(first, config.text_col)
+    if config.engine == "ray":
+        frames = _score_with_ray(config, parts, text_col, columns)
+    else:
+        frames = _score_locally(config, parts, text_col, columns, first)
     rows = _write(frames, parts, columns, config.out, on_rows)
     return ScaleResult(rows, len(parts), config.out, text_col, time.perf_counter() - started)
 
 
-def _first_part_columns(part: Path, text_col: str | None) -> tuple[str, list[str]]:
-    """The text column and the column names every part must have, from the first part."""
-    table = load_table(part)
+def _first_part_columns(table: pd.DataFrame, text_col: str | None) -> tuple[str, list[str]]:
+    """The text column and the column names every part must have, from the first part's table."""
     chosen, _ = detect_text_column(table, text_col=text_col)
     columns = [str(c) for c in table.columns]
     clash = [c for c in columns if c in _CONTRACT_COLUMNS or c.startswith("prob_")]
@@ -150,36 +153,41 @@ def _first_part_columns(part: Path, text_col: str | None) -> tuple[str, list[str
 
 
 def parse_part(data: bytes, name: str, part: int, columns: list[str]) -> pd.DataFrame:
-    """One part's table as `load_table` reads it, with its part and row numbers added; its
-    columns must be those of the first part."""
-    table = load_table(data, filename=name)
+    """One part's table as `load_table` reads it, numbered (see `numbered`)."""
+    return numbered(load_table(data, filename=name), name, part, columns)
+
+
+def numbered(table: pd.DataFrame, name: str, part: int, columns: list[str]) -> pd.DataFrame:
+    """`table` with its part and row numbers added; its columns must be the first part's."""
     if [str(c) for c in table.columns] != columns:
         raise DataError(
             f"part '{name}' has columns {[str(c) for c in table.columns]}, not those of the first "
             f"part {columns}; give every part the same columns"
         )
-    table[PART_COL] = part
-    table[ROW_COL] = range(len(table))
-    return table
+    return table.assign(**{PART_COL: part, ROW_COL: range(len(table))})
 
 
 def score_frame(loaded: Any, frame: pd.DataFrame, text_col: str, threshold: float) -> pd.DataFrame:
-    """`frame` with the contract columns of `core.models.classify` appended."""
-    from core.models.classify import classification_columns
+    """`frame` with the contract columns appended (`core.models.classify.classify_table`)."""
+    from core.models.classify import classify_table
 
-    texts = frame[text_col].fillna("").astype(str).tolist()
-    scored = classification_columns(loaded, texts, review_threshold=threshold)
-    return pd.concat([frame.reset_index(drop=True), scored], axis=1)
+    return classify_table(loaded, frame, text_col=text_col, review_threshold=threshold)
 
 
 def _score_locally(
-    config: ScaleConfig, parts: list[Path], text_col: str, columns: list[str]
+    config: ScaleConfig,
+    parts: list[Path],
+    text_col: str,
+    columns: list[str],
+    first: pd.DataFrame,
 ) -> Iterator[pd.DataFrame]:
+    """Score part after part in this process; `first` is part 0's table, already read."""
     from core.models.registry import load_model
 
     loaded = load_model(config.model_dir, precision=config.precision)
     for number, path in enumerate(parts):
-        frame = parse_part(path.read_bytes(), path.name, number, columns)
+        frame = first if number == 0 else load_table(path)
+        frame = numbered(frame, path.name, number, columns)
         for start in range(0, len(frame), config.batch_size):
             batch = frame.iloc[start : start + config.batch_size]
             yield score_frame(loaded, batch, text_col, config.review_threshold)
@@ -416,11 +424,16 @@ class _OrderCheck:
         self.last = (-1, -1)
 
     def checked(self, frame: pd.DataFrame) -> pd.DataFrame:
-        keys = list(zip(frame[PART_COL].astype(int), frame[ROW_COL].astype(int), strict=True))
-        expected_next = [self.last, *keys[:-1]]
-        for (part, row), (last_part, last_row) in zip(keys, expected_next, strict=True):
-            if not ((part == last_part and row == last_row + 1) or (part > last_part and row == 0)):
-                raise RuntimeError(f"rows arrived out of order at part {part}, row {row}")
-        if keys:
-            self.last = keys[-1]
+        if frame.empty:
+            return frame
+        part = np.concatenate([[self.last[0]], frame[PART_COL].to_numpy(dtype=np.int64)])
+        row = np.concatenate([[self.last[1]], frame[ROW_COL].to_numpy(dtype=np.int64)])
+        same_part = (part[1:] == part[:-1]) & (row[1:] == row[:-1] + 1)
+        next_part = (part[1:] > part[:-1]) & (row[1:] == 0)
+        if not (same_part | next_part).all():
+            bad = int(np.argmin(same_part | next_part))
+            raise RuntimeError(
+                f"rows arrived out of order at part {part[bad + 1]}, row {row[bad + 1]}"
+            )
+        self.last = (int(part[-1]), int(row[-1]))
         return frame

@@ -157,3 +157,13 @@ def test_an_unreachable_cluster_is_one_line_in_seconds(archive, tiny_model_dir, 
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: cannot reach the Ray cluster at '127.0.0.1:1'")
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_the_writer_refuses_rows_out_of_their_input_order():
+    from core.scale import PART_COL, ROW_COL, _OrderCheck
+
+    check = _OrderCheck()
+    check.checked(pd.DataFrame({PART_COL: [0, 0, 0], ROW_COL: [0, 1, 2]}))
+    check.checked(pd.DataFrame({PART_COL: [0, 1], ROW_COL: [3, 0]}))  # part 1 starts at row 0
+    with pytest.raises(RuntimeError, match="out of order at part 1, row 2"):
+        check.checked(pd.DataFrame({PART_COL: [1, 1], ROW_COL: [2, 3]}))  # row 1 is missing
