@@ -118,6 +118,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
     from core.data.dataset import split_dataset
     from core.data.validation import load_dataset
     from core.models.card import model_folder
+    from core.models.device import configure_cpu_threads
     from core.models.registry import save_model
     from core.models.transformer.config import TrainConfig
     from core.models.transformer.training import train_models
@@ -138,6 +139,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
     config = TrainConfig(**options)
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
     train, val = split_dataset(dataset, val_fraction=config.val_fraction, seed=config.seed)
+    configure_cpu_threads()  # once, in the main thread: core's jobs never change thread counts
     with _progress_bar("train", unit="step") as bar:
         result = train_models(train, val, config, on_progress=_train_progress(bar))
     folder = save_model(result, out.parent, out.name, data_fingerprint=dataset.fingerprint)

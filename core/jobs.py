@@ -1,18 +1,32 @@
-"""Run long work (training, audits) in a worker thread that reports progress and can be cancelled.
+"""Long work (training, file classification, audits, scans, explanations) as jobs on one
+process-wide queue, so a shared server runs a bounded number of them at a time.
 
-The worker never touches the UI: it calls `on_progress` with a typed progress value and checks a
-`threading.Event`. A page polls `snapshot()` from a fragment. Nothing here imports streamlit.
+A job is a `BackgroundJob`: its work reports progress through `on_progress` and stops at the next
+check of a `threading.Event`; pages poll `snapshot()` from a fragment. A `JobQueue` runs jobs in
+lanes of worker threads: heavy CPU work (one job per two cores by default: a torch job already
+uses both), a GPU lane per visible GPU, and a lane for short jobs (one explanation) so that they
+never wait behind a training. It enforces the caps of a shared server: jobs per user, tokens per
+batch, wall-clock time per job, and cancels a job whose browser session ended unless the job
+saves its result (a training). No job changes process-wide state: the queue sets no seed and no
+thread count (torch's threads are fixed once at start-up), and heavy workers run at a lower
+scheduling priority of their own thread. Nothing here imports streamlit.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
+
+from core.access import Actor, Permission
 
 log = logging.getLogger(__name__)
 
@@ -21,13 +35,26 @@ R = TypeVar("R")  # result type
 
 # Keep the progress history bounded: curves need hundreds of points, not every step of a long run.
 MAX_HISTORY = 2000
+MONITOR_INTERVAL_S = 0.5  # how often the queue checks time limits and ended sessions
 
 
 class JobStatus(StrEnum):
+    QUEUED = "queued"
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
     CANCELLED = "cancelled"
+
+    @property
+    def active(self) -> bool:
+        """Still to finish: queued or running."""
+        return self in (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+class Lane(StrEnum):
+    CPU = "cpu"  # training, file classification, audits, scans on the CPU
+    GPU = "gpu"  # the same on a CUDA GPU
+    SHORT = "short"  # work of a second or two a person waits for (one explanation)
 
 
 @dataclass(frozen=True)
@@ -39,7 +66,9 @@ class JobSnapshot(Generic[P, R]):
     history: tuple[P, ...]
     result: R | None
     error: str | None
-    elapsed_s: float
+    elapsed_s: float  # running time (0 while queued)
+    position: int | None = None  # 1-based place in its lane's queue while queued
+    start_eta_s: float | None = None  # while queued: seconds until it should start, if known
 
 
 def eta_seconds(done: float, total: float, elapsed_s: float) -> float | None:
@@ -48,8 +77,22 @@ def eta_seconds(done: float, total: float, elapsed_s: float) -> float | None:
     return (total - done) / rate if rate > 0 else None
 
 
+@dataclass(frozen=True)
+class JobTicket:
+    """What the queue knows of a job besides its work: who asked, for what, and its rules."""
+
+    title: str  # shown on the Jobs page, e.g. "Train minilm on demo data"
+    kind: str  # "train", "classify", "audit", "scan", "review", "explain", ...
+    owner: str  # the actor's user (e-mail when signed in)
+    lane: Lane = Lane.CPU
+    session_id: str | None = None  # the browser session that asked; None: no session to watch
+    keep_after_session: bool = False  # true for work that saves its result (a training)
+    max_seconds: float | None = None  # wall-clock cap; None: the queue's default
+
+
 class BackgroundJob(Generic[P, R]):
-    """`work(on_progress=..., cancel=...)` run once in a daemon thread.
+    """`work(on_progress=..., cancel=...)` run once, by `start()` in a thread of its own or by a
+    `JobQueue` worker.
 
     `work` receives two keyword arguments, `on_progress` (call it with a progress value) and
     `cancel` (a threading.Event to check). Its return value becomes the result; a ValueError
@@ -57,41 +100,115 @@ class BackgroundJob(Generic[P, R]):
     """
 
     def __init__(self, work: Callable[..., R], *, name: str = "job") -> None:
+        self.name = name
+        self.ticket: JobTicket | None = None  # set by JobQueue.submit
+        self.id = 0  # set by JobQueue.submit: unique within the queue
+        self.submitted_at = datetime.now(UTC)
         self._work = work
         self._lock = threading.Lock()
         self._cancel = threading.Event()
         self._history: list[P] = []
         self._result: R | None = None
         self._error: str | None = None
-        self._status = JobStatus.RUNNING
-        self._started = time.monotonic()
+        # Set when the queue stops the job: why, and whether that counts as a failure (a time
+        # limit) or as a cancellation (its session ended).
+        self._stop_reason: str | None = None
+        self._stop_fails = False
+        self._status = JobStatus.QUEUED
+        self._queued = time.monotonic()
+        self._started: float | None = None
         self._finished: float | None = None
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._done = threading.Event()
+        self._queue: JobQueue | None = None
 
     def start(self) -> BackgroundJob[P, R]:
-        self._thread.start()
+        """Run in a daemon thread of its own (command line and tests; servers use a JobQueue)."""
+        threading.Thread(target=self.run, name=self.name, daemon=True).start()
         return self
 
-    def cancel(self) -> None:
-        """Ask the work to stop at its next check."""
+    def cancel(self, *, reason: str | None = None, fails: bool = False) -> None:
+        """Ask the work to stop at its next check; a queued job is cancelled at once. `reason`
+        (shown as the job's error) says why when someone other than its owner stops it."""
+        with self._lock:
+            if reason is not None and self._stop_reason is None:
+                self._stop_reason, self._stop_fails = reason, fails
+            queued = self._status is JobStatus.QUEUED
         self._cancel.set()
+        if queued and self._queue is not None:
+            self._queue._withdraw(self)
 
     def wait(self, timeout: float | None = None) -> JobSnapshot[P, R]:
         """Block until the work ends (or `timeout` passes); return the snapshot."""
-        self._thread.join(timeout)
+        self._done.wait(timeout)
         return self.snapshot()
 
     def snapshot(self) -> JobSnapshot[P, R]:
+        position, start_eta = None, None
+        if self._queue is not None and self.status is JobStatus.QUEUED:
+            position, start_eta = self._queue.place(self)
         with self._lock:
-            end = self._finished if self._finished is not None else time.monotonic()
             return JobSnapshot(
                 status=self._status,
                 latest=self._history[-1] if self._history else None,
                 history=tuple(self._history),
                 result=self._result,
                 error=self._error,
-                elapsed_s=end - self._started,
+                elapsed_s=self._running_s(),
+                position=position,
+                start_eta_s=start_eta,
             )
+
+    @property
+    def status(self) -> JobStatus:
+        with self._lock:
+            return self._status
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel.is_set()
+
+    def timings(self) -> tuple[float, float]:
+        """(seconds waited in the queue, seconds running so far or in all)."""
+        with self._lock:
+            waited_until = self._started if self._started is not None else time.monotonic()
+            if self._status is JobStatus.CANCELLED and self._started is None:
+                waited_until = self._finished or waited_until
+            return waited_until - self._queued, self._running_s()
+
+    def remaining_s(self) -> float | None:
+        """Seconds left by the work's own estimate (a progress value's `eta_s`), if it gives one."""
+        with self._lock:
+            latest = self._history[-1] if self._history else None
+        eta = getattr(latest, "eta_s", None)
+        return float(eta) if isinstance(eta, int | float) else None
+
+    def run(self) -> None:
+        """Run the work in the calling thread and record how it ended (called once)."""
+        with self._lock:
+            if self._status is not JobStatus.QUEUED:
+                return  # cancelled while queued
+            self._status, self._started = JobStatus.RUNNING, time.monotonic()
+        try:
+            result = self._work(on_progress=self._on_progress, cancel=self._cancel)
+        except ValueError as exc:
+            self._finish(JobStatus.FAILED, error=" ".join(str(exc).split()))
+        except Exception as exc:  # a worker must always end in a state the page can show
+            log.exception("background job %r failed", self.name)
+            self._finish(JobStatus.FAILED, error=f"unexpected {type(exc).__name__}: {exc}")
+        else:
+            cancelled = bool(getattr(result, "cancelled", False)) or self._cancel.is_set()
+            if not cancelled:
+                self._finish(JobStatus.DONE, result=result)
+            else:
+                failed = self._stop_reason is not None and self._stop_fails
+                status = JobStatus.FAILED if failed else JobStatus.CANCELLED
+                self._finish(status, result=result, error=self._stop_reason)
+
+    def _running_s(self) -> float:
+        if self._started is None:
+            return 0.0
+        end = self._finished if self._finished is not None else time.monotonic()
+        return end - self._started
 
     def _on_progress(self, value: P) -> None:
         with self._lock:
@@ -99,28 +216,392 @@ class BackgroundJob(Generic[P, R]):
             if len(self._history) > MAX_HISTORY:
                 del self._history[1:-1:2]  # thin evenly, keep first and last
 
-    def _run(self) -> None:
-        try:
-            result = self._work(on_progress=self._on_progress, cancel=self._cancel)
-        except ValueError as exc:
-            self._finish(JobStatus.FAILED, error=" ".join(str(exc).split()))
-        except Exception as exc:  # a worker must always end in a state the page can show
-            log.exception("background job %r failed", self._thread.name)
-            self._finish(JobStatus.FAILED, error=f"unexpected {type(exc).__name__}: {exc}")
-        else:
-            cancelled = bool(getattr(result, "cancelled", False)) or self._cancel.is_set()
-            self._finish(JobStatus.CANCELLED if cancelled else JobStatus.DONE, result=result)
-
     def _finish(self, status: JobStatus, *, result: Any = None, error: str | None = None) -> None:
         with self._lock:
             self._status, self._result, self._error = status, result, error
             self._finished = time.monotonic()
+        self._done.set()
 
 
 def start_job(work: Callable[..., R], /, *args: Any, name: str, **kwargs: Any) -> BackgroundJob:
-    """Run `work(*args, **kwargs, on_progress=..., cancel=...)` in a started `BackgroundJob`."""
+    """Run `work(*args, **kwargs, on_progress=..., cancel=...)` in a started `BackgroundJob`
+    with a thread of its own (command line and tests; a server submits to its JobQueue)."""
+    return bind_job(work, *args, name=name, **kwargs).start()
+
+
+def bind_job(work: Callable[..., R], /, *args: Any, name: str, **kwargs: Any) -> BackgroundJob:
+    """A not yet started `BackgroundJob` of `work(*args, **kwargs, on_progress=, cancel=)`."""
 
     def bound(*, on_progress: Callable[[Any], None], cancel: threading.Event) -> R:
         return work(*args, **kwargs, on_progress=on_progress, cancel=cancel)
 
-    return BackgroundJob(bound, name=name).start()
+    return BackgroundJob(bound, name=name)
+
+
+class QueueFull(ValueError):
+    """A request the queue refuses by its caps; the message says what to do instead."""
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    """How much the shared server does at once, and the caps on each job."""
+
+    # Heavy CPU jobs at once; 0: one per two cores (a torch job already uses two threads), so a
+    # 2-core machine runs one. More only oversubscribes the cores and slows every job down.
+    cpu_workers: int = 0
+    gpu_workers: int = 0  # 0: one per visible CUDA GPU (none on a CPU-only machine)
+    short_workers: int = 1  # explanations; they take a second and must not wait for a training
+    max_jobs_per_user: int = 3  # queued or running, per user
+    max_job_seconds: float = 4 * 3600.0  # wall-clock cap of one job (a ticket may set less)
+    # Batch size × max length of one forward pass: 64 × 512. Bounds a job's activation memory.
+    max_tokens_per_batch: int = 64 * 512
+    heavy_nice: int = 10  # heavy workers' own thread priority: interactive work goes first
+    finished_kept: int = 200  # finished jobs listed on the Jobs page
+
+    def __post_init__(self) -> None:
+        for name in ("cpu_workers", "gpu_workers", "short_workers"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")
+        if self.short_workers < 1 or self.max_jobs_per_user < 1 or self.max_tokens_per_batch < 1:
+            raise ValueError(
+                "short_workers, max_jobs_per_user and max_tokens_per_batch must be >= 1"
+            )
+        if not self.max_job_seconds > 0:
+            raise ValueError(f"max_job_seconds must be > 0, got {self.max_job_seconds!r}")
+        if not 0 <= self.heavy_nice <= 19:
+            raise ValueError(f"heavy_nice must be in 0..19, got {self.heavy_nice!r}")
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> QueueConfig:
+        """The defaults, changed by GRIEVANCE_LENS_CPU_WORKERS, _MAX_JOBS_PER_USER,
+        _MAX_JOB_SECONDS and _MAX_TOKENS_PER_BATCH where set."""
+        env = os.environ if environ is None else environ
+        fields = {
+            "cpu_workers": ("GRIEVANCE_LENS_CPU_WORKERS", int),
+            "max_jobs_per_user": ("GRIEVANCE_LENS_MAX_JOBS_PER_USER", int),
+            "max_job_seconds": ("GRIEVANCE_LENS_MAX_JOB_SECONDS", float),
+            "max_tokens_per_batch": ("GRIEVANCE_LENS_MAX_TOKENS_PER_BATCH", int),
+        }
+        values: dict[str, Any] = {}
+        for name, (variable, kind) in fields.items():
+            if env.get(variable, "").strip():
+                try:
+                    values[name] = kind(env[variable])
+                except ValueError:
+                    raise ValueError(
+                        f"{variable} must be a number, got {env[variable]!r}"
+                    ) from None
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """One row of the Jobs page."""
+
+    id: int
+    title: str
+    kind: str
+    owner: str
+    lane: Lane
+    status: JobStatus
+    position: int | None
+    submitted_at: datetime
+    waited_s: float
+    run_s: float
+    eta_s: float | None  # running: seconds left; queued: seconds until it should start
+    error: str | None
+    cancel_requested: bool
+
+
+@dataclass
+class _LaneState:
+    workers: int
+    waiting: deque[BackgroundJob] = field(default_factory=deque)
+    running: list[BackgroundJob] = field(default_factory=list)
+
+
+def _default_workers(config: QueueConfig, cpus: int, gpus: int) -> dict[Lane, int]:
+    return {
+        Lane.CPU: config.cpu_workers or max(1, cpus // 2),
+        Lane.GPU: config.gpu_workers or gpus,
+        Lane.SHORT: config.short_workers,
+    }
+
+
+class JobQueue:
+    """The server's one queue: lanes of worker threads, caps, and the list the Jobs page shows.
+
+    `session_alive(session_id)` tells whether a browser session is still open (the UI layer
+    gives it; without it, sessions are never considered ended).
+    """
+
+    def __init__(
+        self,
+        config: QueueConfig = QueueConfig(),
+        *,
+        cpus: int | None = None,
+        gpus: int = 0,
+        session_alive: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.config = config
+        self._session_alive = session_alive
+        self._ids = itertools.count(1)
+        self._cond = threading.Condition()
+        workers = _default_workers(config, cpus or (os.cpu_count() or 1), gpus)
+        self._lanes = {lane: _LaneState(n) for lane, n in workers.items() if n > 0}
+        self._finished: deque[BackgroundJob] = deque(maxlen=config.finished_kept)
+        self._durations: dict[str, deque[float]] = {}  # kind → recent run times, for queue ETAs
+        self._closed = False
+        self._threads = [
+            threading.Thread(
+                target=self._work_lane, args=(lane,), name=f"jobs-{lane}-{i}", daemon=True
+            )
+            for lane, state in self._lanes.items()
+            for i in range(state.workers)
+        ]
+        self._threads.append(
+            threading.Thread(target=self._monitor, name="jobs-monitor", daemon=True)
+        )
+        for thread in self._threads:
+            thread.start()
+
+    @property
+    def has_gpu(self) -> bool:
+        return Lane.GPU in self._lanes
+
+    def heavy_lane(self, device: str) -> Lane:
+        """The lane for heavy work on `device` ("auto", "cpu" or "cuda")."""
+        return Lane.GPU if self.has_gpu and device in ("auto", "cuda") else Lane.CPU
+
+    def workers(self, lane: Lane) -> int:
+        return self._lanes[lane].workers if lane in self._lanes else 0
+
+    def submit(
+        self,
+        job: BackgroundJob[P, R],
+        ticket: JobTicket,
+        *,
+        actor: Actor,
+        permission: Permission,
+        tokens_per_batch: int | None = None,
+    ) -> BackgroundJob[P, R]:
+        """Queue `job` for `actor` (checked for `permission` and the caps); returns it."""
+        actor.require(permission)
+        if ticket.owner != actor.user:
+            raise ValueError(f"a job for {actor.user} must be owned by them, not {ticket.owner}")
+        if ticket.lane not in self._lanes:
+            raise ValueError(f"this server has no {ticket.lane} lane; choose another device")
+        if tokens_per_batch is not None and tokens_per_batch > self.config.max_tokens_per_batch:
+            raise QueueFull(
+                f"a batch of {tokens_per_batch:,} tokens (batch size × max length) is over this "
+                f"server's {self.config.max_tokens_per_batch:,}; lower the batch size or max length"
+            )
+        with self._cond:
+            if self._closed:
+                raise ValueError("the job queue is shut down; restart the server")
+            mine = sum(
+                1 for j in self._active() if j.ticket is not None and j.ticket.owner == actor.user
+            )
+            if mine >= self.config.max_jobs_per_user:
+                raise QueueFull(
+                    f"{actor.user} already has {mine} jobs queued or running (the limit is "
+                    f"{self.config.max_jobs_per_user}); wait for one or cancel it on the Jobs page"
+                )
+            job.id, job.ticket, job._queue = next(self._ids), ticket, self
+            self._lanes[ticket.lane].waiting.append(job)
+            self._cond.notify_all()
+        return job
+
+    def call(
+        self,
+        work: Callable[[], R],
+        ticket: JobTicket,
+        *,
+        actor: Actor,
+        permission: Permission = Permission.READ,
+        timeout_s: float = 60.0,
+    ) -> R:
+        """Run a short `work()` on the short lane and return its result (what a person waits
+        for, e.g. one explanation): at most `short_workers` run at once, whoever asks.
+
+        Raises ValueError when it fails or does not finish within `timeout_s` (it is then
+        cancelled)."""
+
+        def bound(*, on_progress: Callable[[Any], None], cancel: threading.Event) -> R:
+            return work()
+
+        job: BackgroundJob[Any, R] = BackgroundJob(bound, name=ticket.kind)
+        self.submit(job, ticket, actor=actor, permission=permission)
+        snapshot = job.wait(timeout_s)
+        if snapshot.status.active:
+            job.cancel()
+            raise ValueError(f"{ticket.title} took longer than {timeout_s:.0f} s; try again")
+        if snapshot.status is JobStatus.FAILED:
+            raise ValueError(snapshot.error or f"{ticket.title} failed")
+        return snapshot.result  # type: ignore[return-value]
+
+    def cancel(self, job_id: int, *, actor: Actor) -> None:
+        """Cancel a job: its owner may, an admin may cancel anyone's."""
+        job = self.find(job_id)
+        if job is None:
+            raise ValueError(f"no job {job_id} on this server")
+        if job.ticket is None or job.ticket.owner != actor.user:
+            actor.require(Permission.CANCEL_ANY_JOB)
+        job.cancel()
+
+    def find(self, job_id: int) -> BackgroundJob | None:
+        with self._cond:
+            for job in (*self._active(), *self._finished):
+                if job.id == job_id:
+                    return job
+        return None
+
+    def place(self, job: BackgroundJob) -> tuple[int | None, float | None]:
+        """(1-based position in its lane's queue, seconds until it should start) while queued;
+        the start ETA is known only when every job ahead has an estimate."""
+        with self._cond:
+            state = self._lanes.get(job.ticket.lane) if job.ticket else None
+            if state is None or job not in state.waiting:
+                return None, None
+            ahead = list(state.waiting)[: state.waiting.index(job)]
+            return len(ahead) + 1, self._start_eta(state, ahead)
+
+    def jobs(self, *, owner: str | None = None) -> list[JobInfo]:
+        """Queued, running and finished jobs (newest finished last); only `owner`'s if given."""
+        with self._cond:
+            listed = [*self._active(), *self._finished]
+        infos = [self._info(job) for job in listed]
+        return [info for info in infos if owner is None or info.owner == owner]
+
+    def shutdown(self, *, timeout: float = 5.0) -> None:
+        """Cancel every job and stop the workers (tests and server shutdown)."""
+        with self._cond:
+            self._closed = True
+            jobs = list(self._active())
+            self._cond.notify_all()
+        for job in jobs:
+            job.cancel()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    # -- inside the queue ---------------------------------------------------------------------
+
+    def _active(self) -> list[BackgroundJob]:
+        """Running then queued jobs, lane by lane (call with the lock held)."""
+        return [j for s in self._lanes.values() for j in (*s.running, *s.waiting)]
+
+    def _info(self, job: BackgroundJob) -> JobInfo:
+        snapshot = job.snapshot()
+        waited, ran = job.timings()
+        ticket = job.ticket
+        assert ticket is not None  # every listed job was submitted
+        eta = snapshot.start_eta_s if snapshot.status is JobStatus.QUEUED else None
+        if snapshot.status is JobStatus.RUNNING:
+            eta = job.remaining_s()
+        return JobInfo(
+            id=job.id,
+            title=ticket.title,
+            kind=ticket.kind,
+            owner=ticket.owner,
+            lane=ticket.lane,
+            status=snapshot.status,
+            position=snapshot.position,
+            submitted_at=job.submitted_at,
+            waited_s=waited,
+            run_s=ran,
+            eta_s=eta,
+            error=snapshot.error,
+            cancel_requested=job.cancel_requested,
+        )
+
+    def _start_eta(self, state: _LaneState, ahead: list[BackgroundJob]) -> float | None:
+        """Simulate the lane: each job ahead takes its remaining (running) or typical (queued)
+        time on the first free worker."""
+        free_at = [job.remaining_s() for job in state.running]
+        if any(t is None for t in free_at):
+            return None
+        slots = sorted([*free_at, *[0.0] * (state.workers - len(free_at))])  # type: ignore[list-item]
+        for job in ahead:
+            typical = self._typical_s(job.ticket.kind) if job.ticket else None
+            if typical is None:
+                return None
+            slots[0] += typical
+            slots.sort()
+        return slots[0]
+
+    def _typical_s(self, kind: str) -> float | None:
+        runs = self._durations.get(kind)
+        return sum(runs) / len(runs) if runs else None
+
+    def _withdraw(self, job: BackgroundJob) -> None:
+        """Take a queued job out of its lane and mark it cancelled (it never ran)."""
+        with self._cond:
+            state = self._lanes.get(job.ticket.lane) if job.ticket else None
+            if state is None or job not in state.waiting:
+                return
+            state.waiting.remove(job)
+            self._finished.append(job)
+        failed = job._stop_reason is not None and job._stop_fails
+        job._finish(JobStatus.FAILED if failed else JobStatus.CANCELLED, error=job._stop_reason)
+
+    def _work_lane(self, lane: Lane) -> None:
+        if lane is not Lane.SHORT:
+            _lower_own_priority(self.config.heavy_nice)
+        state = self._lanes[lane]
+        while True:
+            with self._cond:
+                while not state.waiting and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                job = state.waiting.popleft()
+                state.running.append(job)
+            job.run()
+            with self._cond:
+                state.running.remove(job)
+                self._finished.append(job)
+                if job.status is JobStatus.DONE and job.ticket is not None:
+                    self._durations.setdefault(job.ticket.kind, deque(maxlen=20)).append(
+                        job.timings()[1]
+                    )
+
+    def _monitor(self) -> None:
+        """Stop jobs past their time limit and jobs whose session ended (unless they save)."""
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                jobs = list(self._active())
+            for job in jobs:
+                stop = self._stop_reason(job)
+                if stop is not None and not job.cancel_requested:
+                    log.info("stopping job %s: %s", job.id, stop[0])
+                    job.cancel(reason=stop[0], fails=stop[1])
+            time.sleep(MONITOR_INTERVAL_S)
+
+    def _stop_reason(self, job: BackgroundJob) -> tuple[str, bool] | None:
+        """(why, counts as a failure) for a job the queue must stop now, else None."""
+        ticket = job.ticket
+        if ticket is None:
+            return None
+        limit = min(ticket.max_seconds or self.config.max_job_seconds, self.config.max_job_seconds)
+        if job.timings()[1] > limit:
+            return f"stopped after {limit:.0f} s, this server's time limit for one job", True
+        ended = ticket.session_id is not None and self._session_alive is not None
+        if ended and not ticket.keep_after_session and not self._session_alive(ticket.session_id):
+            return "cancelled: the browser session that started it has ended", False
+        return None
+
+
+def _lower_own_priority(nice: int) -> None:
+    """Give the calling thread (and the torch threads it starts) a lower CPU priority.
+
+    Linux keeps a nice value per thread, and threads inherit it from the thread that creates
+    them, so interactive work in other threads wins the cores while a training runs. Elsewhere
+    this is a no-op."""
+    if nice <= 0 or not hasattr(os, "setpriority") or not hasattr(threading, "get_native_id"):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    except OSError as exc:  # e.g. a sandbox that forbids it: run at normal priority
+        log.warning("could not lower the job worker's priority: %s", exc)

@@ -407,7 +407,7 @@ def time_attention_vs_lstm(
         raise ValueError(f"d = {d} must be divisible by heads = {heads}")
     if repeats < 1 or not ns or min(ns) < 1:
         raise ValueError("give at least one sequence length n ≥ 1 and repeats ≥ 1")
-    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)  # its own: a page must not seed torch
     layers = {
         "self-attention": _attention_call(torch.nn.MultiheadAttention(d, heads, batch_first=True)),
         "LSTM": torch.nn.LSTM(d, d, batch_first=True).eval(),
@@ -415,7 +415,7 @@ def time_attention_vs_lstm(
     rows = []
     with torch.inference_mode():
         for n in ns:
-            x = torch.randn(1, n, d)  # (batch 1, n, d)
+            x = torch.randn(1, n, d, generator=generator)  # (batch 1, n, d)
             for name, layer in layers.items():
                 seconds = _median_seconds(lambda layer=layer, x=x: layer(x), repeats)
                 rows.append({"n": n, "layer": name, "seconds": seconds})

@@ -22,6 +22,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from core.lab.self_attention import positional_encoding
+from core.models.seeding import reset_parameters
 from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer, read_saved_json
 from core.models.weights import read_safetensors_shapes
 from core.paths import write_json
@@ -314,8 +315,12 @@ def create_tiny_classifier(
     min_freq: int = 1,
     max_size: int = 20000,
     seed: int = 0,
+    generator: torch.Generator | None = None,
 ) -> tuple[TinyTransformerForSequenceClassification, TinyTokenizer]:
     """A freshly initialised (seeded) tiny classifier and its tokenizer built from `texts`.
+
+    The weights come from `generator` (default: one seeded with `seed`), never from torch's
+    global generator, so concurrent jobs cannot change each other's models.
 
     `labels` are the training labels (or just the label set); they are sorted before ids are
     assigned. [CLS] is added to the vocabulary exactly when pooling is "cls".
@@ -334,9 +339,8 @@ def create_tiny_classifier(
         num_labels=len(names),
         id2label=dict(enumerate(names)),
     )
-    with torch.random.fork_rng(devices=[]):  # seeded weights without touching the global RNG
-        torch.manual_seed(seed)
-        model = TinyTransformerForSequenceClassification(config)
+    model = TinyTransformerForSequenceClassification(config)
+    reset_parameters(model, generator or torch.Generator().manual_seed(seed))
     return model, tokenizer
 
 

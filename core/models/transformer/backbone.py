@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
 from huggingface_hub import try_to_load_from_cache
 from torch import nn
 from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
 from core.models.card import check_loadable, model_folder
+from core.models.seeding import reset_linear
 from core.models.tiny.model import create_tiny_classifier, is_tiny_model_dir
 from core.models.transformer.config import MINILM, TINY, TrainConfig, backbone_label
 from core.models.transformer.head import MeanPoolConfig, MeanPoolForSequenceClassification
@@ -106,12 +108,16 @@ def load_backbone(
 
     Label names go on `model.config.id2label` / `label2id` (ids in sorted-label order).
     Attention is "eager" so that attention maps can be returned for the Explain views.
-    `texts` (the training texts) build the word vocabulary of the "tiny" backbone.
+    `texts` (the training texts) build the word vocabulary of the "tiny" backbone. New weights
+    (the head; every weight of the tiny backbone) come from a generator seeded with
+    `config.seed`, never from torch's global one, so the same seed gives the same model
+    whatever else the process runs.
     """
+    generator = torch.Generator().manual_seed(config.seed)
     if config.backbone == TINY:
         return create_tiny_classifier(
             texts, classes, pooling=config.pooling, max_length=config.max_length,
-            seed=config.seed, positional_encoding=config.positional_encoding,
+            generator=generator, positional_encoding=config.positional_encoding,
         )  # fmt: skip
     source = resolve_backbone(config.backbone)
     id2label = {i: label for i, label in enumerate(classes)}
@@ -122,10 +128,11 @@ def load_backbone(
             source, local_files_only=True, trust_remote_code=False
         )
         if config.pooling == "cls":
-            model = AutoModelForSequenceClassification.from_pretrained(
+            model, info = AutoModelForSequenceClassification.from_pretrained(
                 source, num_labels=len(classes), id2label=id2label, label2id=label2id,
-                trust_remote_code=False, **options,
+                trust_remote_code=False, output_loading_info=True, **options,
             )  # fmt: skip
+            _reset_missing(model, info["missing_keys"], generator)
             return model, tokenizer
         encoder = AutoModel.from_pretrained(source, trust_remote_code=False, **options)
     except OSError as exc:
@@ -142,4 +149,21 @@ def load_backbone(
         classifier_dropout=config.classifier_dropout,
         attn_implementation="eager",
     )
-    return MeanPoolForSequenceClassification(head_config, encoder=encoder), tokenizer
+    model = MeanPoolForSequenceClassification(head_config, encoder=encoder)
+    reset_linear(model.classifier, generator, std=head_config.initializer_range)
+    return model, tokenizer
+
+
+def _reset_missing(
+    model: nn.Module, missing_keys: Sequence[str], generator: torch.Generator
+) -> None:
+    """Draw the layers the checkpoint did not have (the new head) from `generator`."""
+    std = getattr(model.config, "initializer_range", 0.02)
+    modules = dict(model.named_modules())
+    for key in missing_keys:
+        layer = modules.get(key.rsplit(".", 1)[0])
+        if not isinstance(layer, nn.Linear):
+            raise ValueError(
+                f"the backbone lacks {key!r}, which is not a linear layer; use another"
+            )
+        reset_linear(layer, generator, std=std)

@@ -16,7 +16,8 @@ from core.data.dataset import TWIN_SLICE, Dataset, split_dataset
 from core.data.privacy import mask_dataset
 from core.jobs import BackgroundJob, start_job
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
-from core.models.device import configure_cpu_threads, resolve_device, set_seed
+from core.models.device import resolve_device
+from core.models.seeding import job_generator, seeded_dropout
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.inference import TransformerClassifier
@@ -78,20 +79,22 @@ def fine_tune(
     seeded, on the chosen device; the transformer half of `train_models` (and of each fold of
     the transformer label audit). After a cancel the classifier holds a half-trained model.
 
+    All randomness (the new weights, every dropout mask, the batch order) comes from
+    `config.seed` through generators of this run's own: nothing process-wide is seeded or
+    changed, so concurrent runs on a shared server give the results each gives alone.
+
     Both splits are masked (core.data.privacy) before anything reads them: the tiny backbone's
     vocabulary is built from the training texts and is saved with the model."""
     classes = check_split(train, val)
     train, val = mask_dataset(train), mask_dataset(val)
     device = resolve_device(config.device)
-    if device.type == "cpu":
-        configure_cpu_threads()
-    set_seed(config.seed)
     model, tokenizer = load_backbone(config, classes, texts=train.texts)
     model.to(device)
-    outcome = fit_classifier(
-        model, tokenizer, train, val, config,
-        classes=classes, device=device, on_progress=on_progress, cancel=cancel,
-    )  # fmt: skip
+    with seeded_dropout(model, job_generator(config.seed, device)):
+        outcome = fit_classifier(
+            model, tokenizer, train, val, config,
+            classes=classes, device=device, on_progress=on_progress, cancel=cancel,
+        )  # fmt: skip
     if isinstance(tokenizer, PreTrainedTokenizerBase):  # so pipeline(truncation=True) cuts alike
         tokenizer.model_max_length = config.max_length
     transformer = TransformerClassifier(

@@ -1,0 +1,194 @@
+"""The server's one job queue (core.jobs.JobQueue): lanes, order, caps, cancelling, time limits
+and ended sessions. Jobs here are tiny functions gated by events: no sleeps decide an outcome."""
+
+import os
+import sys
+import threading
+
+import pytest
+
+from core.access import AccessDenied, Actor, Permission, Role
+from core.jobs import BackgroundJob, JobQueue, JobStatus, JobTicket, Lane, QueueConfig, QueueFull
+
+ANNA = Actor("anna@bank.in", Role.REVIEWER, signed_in=True)
+RAVI = Actor("ravi@bank.in", Role.REVIEWER, signed_in=True)
+VERA = Actor("vera@bank.in", Role.VIEWER, signed_in=True)
+ADMIN = Actor("lead@bank.in", Role.ADMIN, signed_in=True)
+
+
+@pytest.fixture
+def queue():
+    q = JobQueue(QueueConfig(max_jobs_per_user=20), cpus=2)
+    yield q
+    q.shutdown()
+
+
+def gated(gate: threading.Event, log: list, name: str) -> BackgroundJob:
+    """A job that records its start, then waits for `gate` (or a cancel)."""
+
+    def work(*, on_progress, cancel):
+        log.append(name)
+        while not gate.is_set() and not cancel.is_set():
+            gate.wait(0.01)
+        return name
+
+    return BackgroundJob(work, name=name)
+
+
+def ticket(actor: Actor, *, lane: Lane = Lane.CPU, **options) -> JobTicket:
+    return JobTicket(title="test job", kind="test", owner=actor.user, lane=lane, **options)
+
+
+def submit(queue: JobQueue, job: BackgroundJob, actor: Actor = ANNA, **options) -> BackgroundJob:
+    return queue.submit(job, ticket(actor, **options), actor=actor, permission=Permission.RUN_JOBS)
+
+
+def test_a_two_core_machine_runs_ten_heavy_jobs_one_after_another(queue):
+    assert queue.workers(Lane.CPU) == 1
+    gates = [threading.Event() for _ in range(10)]
+    started: list[str] = []
+    jobs = [submit(queue, gated(g, started, f"job{i}")) for i, g in enumerate(gates)]
+    for i, (job, gate) in enumerate(zip(jobs, gates, strict=True)):
+        _wait_until(lambda job=job: job.status is JobStatus.RUNNING)
+        assert started == [f"job{k}" for k in range(i + 1)]  # one at a time, in order
+        assert [j.snapshot().position for j in jobs[i + 1 :]] == list(range(1, 10 - i))
+        gate.set()
+        assert job.wait(10).status is JobStatus.DONE
+    assert [info.status for info in queue.jobs()] == [JobStatus.DONE] * 10
+
+
+def test_short_jobs_do_not_wait_behind_a_training(queue):
+    gate = threading.Event()
+    training = submit(queue, gated(gate, [], "training"))
+    _wait_until(lambda: training.status is JobStatus.RUNNING)
+    answer = queue.call(lambda: 42, ticket(VERA, lane=Lane.SHORT), actor=VERA)
+    assert answer == 42 and training.status is JobStatus.RUNNING
+    gate.set()
+
+
+def test_caps_refuse_with_a_line_that_says_what_to_do():
+    q = JobQueue(QueueConfig(max_jobs_per_user=2, max_tokens_per_batch=1000), cpus=2)
+    try:
+        gate = threading.Event()
+        submit(q, gated(gate, [], "a"))
+        submit(q, gated(gate, [], "b"))
+        with pytest.raises(QueueFull, match="already has 2 jobs .* cancel it on the Jobs page"):
+            submit(q, gated(gate, [], "c"))
+        submit(q, gated(gate, [], "ravi's"), RAVI)  # the cap is per user
+        with pytest.raises(QueueFull, match="lower the batch size or max length"):
+            q.submit(
+                gated(gate, [], "big"), ticket(RAVI), actor=RAVI,
+                permission=Permission.RUN_JOBS, tokens_per_batch=64 * 512,
+            )  # fmt: skip
+        gate.set()
+    finally:
+        q.shutdown()
+
+
+def test_roles_are_checked_by_the_queue_itself(queue):
+    with pytest.raises(AccessDenied, match="needs the reviewer role"):
+        submit(queue, gated(threading.Event(), [], "x"), VERA)
+    with pytest.raises(AccessDenied, match="needs the admin role"):
+        queue.submit(
+            gated(threading.Event(), [], "t"), ticket(ANNA), actor=ANNA, permission=Permission.TRAIN
+        )
+    with pytest.raises(ValueError, match="must be owned by them"):
+        queue.submit(gated(threading.Event(), [], "y"), ticket(RAVI), actor=ANNA,
+                     permission=Permission.RUN_JOBS)  # fmt: skip
+
+
+def test_owner_or_admin_cancels_and_a_queued_job_never_runs(queue):
+    gate, started = threading.Event(), []
+    running = submit(queue, gated(gate, started, "first"))
+    waiting = submit(queue, gated(gate, started, "second"))
+    _wait_until(lambda: running.status is JobStatus.RUNNING)
+    with pytest.raises(AccessDenied):
+        queue.cancel(waiting.id, actor=RAVI)
+    queue.cancel(waiting.id, actor=ANNA)
+    assert waiting.status is JobStatus.CANCELLED  # at once: it was only queued
+    queue.cancel(running.id, actor=ADMIN)
+    assert running.wait(10).status is JobStatus.CANCELLED
+    assert started == ["first"]
+
+
+def test_a_job_past_its_time_limit_is_stopped_and_says_why(queue):
+    job = submit(queue, gated(threading.Event(), [], "slow"), max_seconds=0.3)
+    snapshot = job.wait(10)
+    assert snapshot.status is JobStatus.FAILED and "time limit" in snapshot.error
+
+
+def test_a_job_of_an_ended_session_is_cancelled_unless_it_saves_its_result():
+    alive = {"tab-1": True}
+    q = JobQueue(QueueConfig(cpu_workers=2), cpus=2, session_alive=lambda s: alive.get(s, False))
+    try:
+        gate = threading.Event()
+        scan = submit(q, gated(gate, [], "scan"), session_id="tab-1")
+        training = submit(q, gated(gate, [], "train"), session_id="tab-1", keep_after_session=True)
+        _wait_until(lambda: training.status is JobStatus.RUNNING)
+        alive["tab-1"] = False
+        snapshot = scan.wait(10)
+        assert snapshot.status is JobStatus.CANCELLED and "session" in snapshot.error
+        assert training.status is JobStatus.RUNNING
+        gate.set()
+        assert training.wait(10).status is JobStatus.DONE
+    finally:
+        q.shutdown()
+
+
+def test_queued_jobs_know_when_they_should_start(queue):
+    class Step:
+        eta_s = 30.0
+
+    gate = threading.Event()
+
+    def reporting(*, on_progress, cancel):
+        on_progress(Step())
+        gate.wait(10)
+
+    first = submit(queue, BackgroundJob(reporting))
+    _wait_until(lambda: first.snapshot().latest is not None)
+    second = submit(queue, gated(gate, [], "second"))
+    snapshot = second.snapshot()
+    assert snapshot.position == 1 and snapshot.start_eta_s == pytest.approx(30.0)
+    third = submit(queue, gated(gate, [], "third"))
+    assert third.snapshot().start_eta_s is None  # "test" jobs have no typical duration yet
+    gate.set()
+
+
+def test_failures_come_back_from_a_short_call(queue):
+    def broken():
+        raise ValueError("no model loaded;\n load one")
+
+    with pytest.raises(ValueError, match="^no model loaded; load one$"):
+        queue.call(broken, ticket(VERA, lane=Lane.SHORT), actor=VERA)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
+def test_heavy_workers_run_at_a_lower_priority_short_ones_do_not(queue):
+    def own_nice(*, on_progress, cancel):
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    heavy = submit(queue, BackgroundJob(own_nice)).wait(10).result
+    short = queue.call(lambda: own_nice(on_progress=None, cancel=None), ticket(VERA, lane=Lane.SHORT),
+                       actor=VERA)  # fmt: skip
+    assert heavy == os.getpriority(os.PRIO_PROCESS, 0) + 10 and short == os.getpriority(
+        os.PRIO_PROCESS, 0
+    )
+
+
+def test_settings_come_from_the_environment():
+    config = QueueConfig.from_env(
+        {"GRIEVANCE_LENS_CPU_WORKERS": "2", "GRIEVANCE_LENS_MAX_JOB_SECONDS": "60"}
+    )
+    assert (config.cpu_workers, config.max_job_seconds) == (2, 60.0)
+    with pytest.raises(ValueError, match="GRIEVANCE_LENS_CPU_WORKERS must be a number"):
+        QueueConfig.from_env({"GRIEVANCE_LENS_CPU_WORKERS": "many"})
+
+
+def _wait_until(condition, timeout: float = 10.0) -> None:
+    done = threading.Event()
+    for _ in range(int(timeout / 0.01)):
+        if condition():
+            return
+        done.wait(0.01)  # polling a worker thread's state, not pacing the test
+    raise AssertionError("condition not met in time")
