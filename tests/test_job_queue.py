@@ -169,8 +169,8 @@ def test_heavy_workers_run_at_a_lower_priority_short_ones_do_not(queue):
         return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
 
     heavy = submit(queue, BackgroundJob(own_nice)).wait(10).result
-    short = queue.call(lambda: own_nice(on_progress=None, cancel=None), ticket(VERA, lane=Lane.SHORT),
-                       actor=VERA)  # fmt: skip
+    short_ticket = ticket(VERA, lane=Lane.SHORT)
+    short = queue.call(lambda: own_nice(on_progress=None, cancel=None), short_ticket, actor=VERA)
     assert heavy == os.getpriority(os.PRIO_PROCESS, 0) + 10 and short == os.getpriority(
         os.PRIO_PROCESS, 0
     )
