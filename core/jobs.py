@@ -14,6 +14,7 @@ scheduling priority of their own thread. Nothing here imports streamlit.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
@@ -88,6 +89,22 @@ class JobTicket:
     session_id: str | None = None  # the browser session that asked; None: no session to watch
     keep_after_session: bool = False  # true for work that saves its result (a training)
     max_seconds: float | None = None  # wall-clock cap; None: the queue's default
+
+
+@dataclass(frozen=True)
+class Requester:
+    """Who asks for a job, and from which browser session (None: command line or test)."""
+
+    actor: Actor
+    session_id: str | None = None
+
+    def ticket(
+        self, title: str, kind: str, *, lane: Lane = Lane.CPU, keep_after_session: bool = False
+    ) -> JobTicket:
+        return JobTicket(
+            title=title, kind=kind, owner=self.actor.user, lane=lane,
+            session_id=self.session_id, keep_after_session=keep_after_session,
+        )  # fmt: skip
 
 
 class BackgroundJob(Generic[P, R]):
@@ -226,11 +243,12 @@ class BackgroundJob(Generic[P, R]):
 def start_job(work: Callable[..., R], /, *args: Any, name: str, **kwargs: Any) -> BackgroundJob:
     """Run `work(*args, **kwargs, on_progress=..., cancel=...)` in a started `BackgroundJob`
     with a thread of its own (command line and tests; a server submits to its JobQueue)."""
-    return bind_job(work, *args, name=name, **kwargs).start()
+    return bind_job(name, work, *args, **kwargs).start()
 
 
-def bind_job(work: Callable[..., R], /, *args: Any, name: str, **kwargs: Any) -> BackgroundJob:
-    """A not yet started `BackgroundJob` of `work(*args, **kwargs, on_progress=, cancel=)`."""
+def bind_job(name: str, work: Callable[..., R], /, *args: Any, **kwargs: Any) -> BackgroundJob:
+    """A not yet started `BackgroundJob` called `name` of
+    `work(*args, **kwargs, on_progress=, cancel=)` (any keyword arguments pass through)."""
 
     def bound(*, on_progress: Callable[[Any], None], cancel: threading.Event) -> R:
         return work(*args, **kwargs, on_progress=on_progress, cancel=cancel)
@@ -412,6 +430,29 @@ class JobQueue:
             self._cond.notify_all()
         return job
 
+    def start(
+        self,
+        work: Callable[..., R],
+        /,
+        *args: Any,
+        requester: Requester,
+        title: str,
+        kind: str,
+        permission: Permission,
+        lane: Lane = Lane.CPU,
+        keep_after_session: bool = False,
+        tokens_per_batch: int | None = None,
+        **kwargs: Any,
+    ) -> BackgroundJob:
+        """Queue `work(*args, **kwargs, on_progress=..., cancel=...)` for `requester`; the
+        queue's counterpart of `start_job`."""
+        ticket = requester.ticket(title, kind, lane=lane, keep_after_session=keep_after_session)
+        job = bind_job(kind, work, *args, **kwargs)
+        return self.submit(
+            job, ticket, actor=requester.actor, permission=permission,
+            tokens_per_batch=tokens_per_batch,
+        )  # fmt: skip
+
     def call(
         self,
         work: Callable[[], R],
@@ -466,12 +507,13 @@ class JobQueue:
             ahead = list(state.waiting)[: state.waiting.index(job)]
             return len(ahead) + 1, self._start_eta(state, ahead)
 
-    def jobs(self, *, owner: str | None = None) -> list[JobInfo]:
-        """Queued, running and finished jobs (newest finished last); only `owner`'s if given."""
+    def jobs(self, *, seen_by: Actor) -> list[JobInfo]:
+        """Queued, running and finished jobs (newest finished last) as `seen_by` may see them:
+        everyone sees every job's owner, kind and state (so a queue position makes sense);
+        only the owner and admins see its title and error, which may name data."""
         with self._cond:
             listed = [*self._active(), *self._finished]
-        infos = [self._info(job) for job in listed]
-        return [info for info in infos if owner is None or info.owner == owner]
+        return [_as_seen_by(self._info(job), seen_by) for job in listed]
 
     def shutdown(self, *, timeout: float = 5.0) -> None:
         """Cancel every job and stop the workers (tests and server shutdown)."""
@@ -591,6 +633,12 @@ class JobQueue:
         if ended and not ticket.keep_after_session and not self._session_alive(ticket.session_id):
             return "cancelled: the browser session that started it has ended", False
         return None
+
+
+def _as_seen_by(info: JobInfo, actor: Actor) -> JobInfo:
+    if info.owner == actor.user or actor.can(Permission.CANCEL_ANY_JOB):
+        return info
+    return dataclasses.replace(info, title=f"{info.kind} job", error=None)
 
 
 def _lower_own_priority(nice: int) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
+from core.access import AccessDenied
 from core.charts.results import probability_chart
 from core.data.columns import detect_text_column
 from core.data.limits import DataError
@@ -22,7 +23,15 @@ from core.models.registry import LoadedModel
 from core.review.store import StoreError
 from core.review.triage import enqueue_uncertain, triage_batch_id
 from ui.downloads import render_table_downloads
-from ui.jobs import JobProgress, eta_text, render_job_progress
+from ui.jobs import (
+    JobProgress,
+    eta_text,
+    get_job_queue,
+    job_requester,
+    queued_progress,
+    render_job_progress,
+    run_short,
+)
 from ui.safe import md_escape
 from ui.state import CLASSIFY_JOB, get_store
 from ui.uploads import read_upload
@@ -54,7 +63,14 @@ def render_single(model: LoadedModel, threshold: float) -> None:
     if not text.strip():
         st.error("Type a complaint first.")
         return
-    row = classification_columns(model, [text], review_threshold=threshold).iloc[0]
+    try:
+        row = run_short(
+            lambda: classification_columns(model, [text], review_threshold=threshold),
+            title="Classify one complaint", kind="classify-one",
+        ).iloc[0]  # fmt: skip
+    except ValueError as exc:
+        st.error(md_escape(exc))
+        return
     left, middle, right = st.columns(3)
     left.metric("Transformer", md_escape(row["predicted_label"]), f"{row['confidence']:.0%} sure",
                 delta_color="off")  # fmt: skip
@@ -88,16 +104,28 @@ def render_file(model: LoadedModel, threshold: float) -> None:
             st.error(md_escape(exc))
             return
         text_col = pick_text_column(table, upload.name)
-        busy = run is not None and run.job.snapshot().status is JobStatus.RUNNING
+        busy = run is not None and run.job.snapshot().status.active
         ready = text_col is not None and not busy
         if st.button(f"Classify {len(table):,} rows", key="classify.start", disabled=not ready):
-            job = classify_in_background(
-                model, table, text_col=text_col, review_threshold=threshold
-            )
-            run = ClassifyRun(job, upload.name, text_col, threshold)
+            run = start(model, table, text_col, threshold, upload.name) or run
             st.session_state[CLASSIFY_JOB] = run
     if run is not None:
         render_run(run)
+
+
+def start(
+    model: LoadedModel, table: pd.DataFrame, text_col: str, threshold: float, file_name: str
+) -> ClassifyRun | None:
+    """Queue the file's classification; None (with the reason shown) when refused."""
+    try:
+        job = classify_in_background(
+            model, table, text_col=text_col, review_threshold=threshold,
+            queue=get_job_queue(), requester=job_requester(),
+        )  # fmt: skip
+    except (ValueError, AccessDenied) as exc:
+        st.error(md_escape(exc))
+        return None
+    return ClassifyRun(job, file_name, text_col, threshold)
 
 
 def pick_text_column(table: pd.DataFrame, name: str) -> str | None:
@@ -117,6 +145,8 @@ def pick_text_column(table: pd.DataFrame, name: str) -> str | None:
 def describe_progress(job: ClassifyJob) -> JobProgress | None:
     """Rows classified so far and the time left; None once the job has ended."""
     snapshot = job.snapshot()
+    if snapshot.status is JobStatus.QUEUED:
+        return queued_progress(snapshot)
     if snapshot.status is not JobStatus.RUNNING:
         return None
     latest = snapshot.latest
@@ -127,7 +157,7 @@ def describe_progress(job: ClassifyJob) -> JobProgress | None:
 
 def render_run(run: ClassifyRun) -> None:
     snapshot = run.job.snapshot()
-    if snapshot.status is JobStatus.RUNNING:
+    if snapshot.status.active:
         render_job_progress(run.job, describe=describe_progress, key="classify.cancel", every=0.5)
         return
     if snapshot.status is JobStatus.FAILED:

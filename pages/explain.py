@@ -23,7 +23,14 @@ from core.data.dataset import Dataset
 from core.jobs import BackgroundJob, JobStatus
 from core.models.registry import LoadedModel
 from ui.datasets import require_dataset
-from ui.jobs import JobProgress, counted_progress, render_job_progress
+from ui.jobs import (
+    JobProgress,
+    counted_progress,
+    get_job_queue,
+    job_requester,
+    render_job_progress,
+    run_short,
+)
 from ui.safe import md_escape
 from ui.state import explain_row, get_explain_review, set_explain_review
 from ui.widgets import require_model, shown_frame, shown_text
@@ -40,7 +47,10 @@ def explained(
 ) -> Explanation:
     """Cached per (model, text, target, steps)."""
     config = ExplainConfig(target=target, n_steps=n_steps)
-    return explain_text(_model.transformer, _model.baseline, text, config)
+    return run_short(
+        lambda: explain_text(_model.transformer, _model.baseline, text, config),
+        title="Explain one complaint", kind="explain",
+    )  # fmt: skip
 
 
 def render_typed() -> str | None:
@@ -70,6 +80,7 @@ def current_review(
         run = start_review(
             model.transformer, model.baseline, dataset, max_rows=size, include=include,
             model_path=model.key, dataset_fingerprint=dataset.fingerprint,
+            queue=get_job_queue(), requester=job_requester(),
         )  # fmt: skip
         set_explain_review(run)
     return run
@@ -111,7 +122,7 @@ def render_picked(model: LoadedModel) -> str | None:
     size = st.select_slider("Rows to classify", REVIEW_SIZES, value=60, key="explain.size")
     run = current_review(model, dataset, size, (requested,) if requested >= 0 else ())
     snapshot = run.job.snapshot()
-    if snapshot.status is JobStatus.RUNNING:
+    if snapshot.status.active:
         render_job_progress(
             run.job, describe=describe_review, key="explain.cancel_review", every=0.5
         )

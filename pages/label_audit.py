@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
+from core.access import AccessDenied, Permission
 from core.analysis.audit import AuditConfig, AuditResult, LabelIssue, audit_cache_key
 from core.analysis.audit_cache import AuditCache
 from core.analysis.audit_transformer import (
@@ -30,9 +31,16 @@ from core.models.transformer.config import TrainConfig, backbone_label
 from core.review.records import ReviewDecision
 from core.review.relabel import apply_decisions, plan_carry_over
 from core.review.store import Store
+from ui.auth import current_actor
 from ui.datasets import require_dataset
 from ui.downloads import render_table_downloads
-from ui.jobs import JobProgress, render_job_progress
+from ui.jobs import (
+    JobProgress,
+    get_job_queue,
+    job_requester,
+    queued_progress,
+    render_job_progress,
+)
 from ui.safe import md_escape
 from ui.state import (
     EXPLAIN_ROW_PARAM,
@@ -93,6 +101,9 @@ def remember(key: str, result: AuditResult, store: Store) -> None:
 
 def render_audit_form(active: ActiveDataset, model: LoadedModel | None) -> None:
     """Model and folds; on submit, start (or reuse) the audit of the active data set."""
+    if not current_actor().can(Permission.RUN_JOBS):
+        st.caption("Running an audit needs the reviewer role.")
+        return
     with st.form("audit.form"):
         left, right = st.columns([3, 1])
         choice = left.radio(
@@ -138,7 +149,11 @@ def start_audit(dataset: Dataset, choice: str, folds: int, model: LoadedModel | 
     if cached is not None:
         set_audit_job(AuditJob.finished(dataset, cached, key=key))
         return
-    set_audit_job(AuditJob(dataset, config, train_config=train_config, key=key).begin())
+    job = AuditJob(dataset, config, train_config=train_config, key=key)
+    try:
+        set_audit_job(job.begin(get_job_queue(), job_requester()))
+    except (ValueError, AccessDenied) as exc:
+        st.error(md_escape(exc))
 
 
 def audit_settings(
@@ -156,6 +171,8 @@ def audit_settings(
 def describe_audit(job: AuditJob) -> JobProgress | None:
     """Folds and steps done, elapsed and left, for the progress fragment; None once it ended."""
     status = job.status()
+    if status.state == "queued":
+        return queued_progress(status)
     if status.state != "running":
         return None
     return JobProgress(status.fraction, _progress_text(status))
@@ -471,7 +488,7 @@ def current_result(job: AuditJob | None, active: ActiveDataset, store: Store) ->
     if job is None or job.fingerprint != active.dataset.fingerprint:
         return None
     status = job.status()
-    if status.state == "running":
+    if status.state in ("queued", "running"):
         render_job_progress(
             job, describe=describe_audit, key="audit.cancel", every=1.0,
             cancel_label="Cancel the audit", on_cancel=_caption_cancelling,

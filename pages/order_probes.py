@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.access import AccessDenied, Permission
 from core.analysis.order_ablation import order_ablation
 from core.analysis.perturbations import ProbeConfig
 from core.analysis.probe_compare import (
@@ -36,8 +37,16 @@ from core.charts.probes import capped_chart, flip_rate_chart, probe_shift_chart
 from core.data.dataset import Dataset
 from core.jobs import BackgroundJob, JobStatus
 from core.models.registry import LoadedModel
+from ui.auth import current_actor
 from ui.datasets import require_dataset
-from ui.jobs import JobProgress, counted_progress, render_job_progress
+from ui.jobs import (
+    JobProgress,
+    counted_progress,
+    get_job_queue,
+    job_requester,
+    render_job_progress,
+    run_short,
+)
 from ui.safe import md_escape
 from ui.state import get_probe_scan, set_probe_scan
 from ui.widgets import require_model, shown_frame, shown_text
@@ -47,12 +56,18 @@ SHIFT_FORMAT = "%+.3f"
 
 @st.cache_data(max_entries=32, show_spinner="Running both models on the perturbations…")
 def probed(_model: LoadedModel, key: str, text: str, config: ProbeConfig) -> ProbeResult:
-    return run_probes(_model.transformer, _model.baseline, text, config)
+    return run_short(
+        lambda: run_probes(_model.transformer, _model.baseline, text, config),
+        title="Probe one complaint", kind="probe",
+    )  # fmt: skip
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def demonstrated(_model: LoadedModel, key: str) -> ProbeResult:
-    return order_demo(_model.transformer, _model.baseline)
+    return run_short(
+        lambda: order_demo(_model.transformer, _model.baseline),
+        title="Word-order demonstration", kind="probe",
+    )  # fmt: skip
 
 
 @st.cache_data(max_entries=4, show_spinner="Grouping the complaints by their bag of words…")
@@ -187,6 +202,9 @@ def render_twins(dataset: Dataset) -> None:
 
 
 def render_scan_form(model: LoadedModel, dataset: Dataset) -> None:
+    if not current_actor().can(Permission.RUN_JOBS):
+        st.caption("Scanning a data set needs the reviewer role.")
+        return
     with st.form("probes.scan_form"):
         cols = st.columns(3)
         max_rows = cols[0].number_input("Rows to classify", 20, 5000, 400, 20, key="probes.rows")
@@ -195,10 +213,15 @@ def render_scan_form(model: LoadedModel, dataset: Dataset) -> None:
         submitted = st.form_submit_button("Scan with both models", type="primary")
     if submitted:
         config = ScanConfig(max_rows=int(max_rows), perturb_rows=int(perturb_rows), seed=int(seed))
-        run = start_scan(
-            model.transformer, model.baseline, dataset, config,
-            model_path=model.key, dataset_fingerprint=dataset.fingerprint,
-        )  # fmt: skip
+        try:
+            run = start_scan(
+                model.transformer, model.baseline, dataset, config,
+                model_path=model.key, dataset_fingerprint=dataset.fingerprint,
+                queue=get_job_queue(), requester=job_requester(),
+            )  # fmt: skip
+        except (ValueError, AccessDenied) as exc:
+            st.error(md_escape(exc))
+            return
         set_probe_scan(run)
 
 
@@ -254,7 +277,7 @@ def render_scan(model: LoadedModel) -> None:
         st.caption("The last scan used another model; scan again for this one.")
         return
     snapshot = run.job.snapshot()
-    if snapshot.status is JobStatus.RUNNING:
+    if snapshot.status.active:
         render_job_progress(run.job, describe=describe_scan, key="probes.cancel", every=0.5)
     elif snapshot.status is JobStatus.FAILED:
         st.error(md_escape(snapshot.error))

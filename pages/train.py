@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
 
+from core.access import AccessDenied, Permission
 from core.charts.results import (
     confusion_chart,
     f1_comparison_chart,
@@ -15,16 +17,20 @@ from core.charts.results import (
 )
 from core.jobs import BackgroundJob, JobSnapshot, JobStatus
 from core.models.card import model_folder
-from core.models.registry import delete_model, list_models, rename_model, save_model
+from core.models.registry import delete_model, list_models, rename_model
+from core.models.training_job import SavedTraining, TrainingRun, start_training
 from core.models.transformer.backbone import find_backbone
 from core.models.transformer.config import MINILM, TINY, TrainConfig, backbone_label
 from core.models.transformer.loop import TrainProgress
-from core.models.transformer.training import TrainingRun, TrainResult, start_training
+from core.models.transformer.training import TrainResult
 from core.paths import models_dir
+from ui.auth import current_actor
 from ui.datasets import require_dataset
-from ui.jobs import JobProgress, render_job_progress
+from ui.jobs import JobProgress, get_job_queue, job_requester, queued_progress, render_job_progress
 from ui.safe import md_escape
 from ui.state import TRAIN_JOB, ActiveDataset, get_active_model, set_active_model
+
+ACTIVATED_KEY = "train.activated"  # int: id of the finished training made the active model
 
 # Learning rates that train well without tuning (see BENCHMARKS.md, "Transformer engine").
 DEFAULT_LR = {MINILM: TrainConfig.lr, TINY: 1e-3}
@@ -85,8 +91,21 @@ def _reset_lr() -> None:
     st.session_state["train.lr"] = DEFAULT_LR.get(backbone, TrainConfig.lr)
 
 
-def render_train_form(active: ActiveDataset) -> TrainConfig | None:
-    """The TrainConfig form; returns a config when submitted."""
+@dataclass(frozen=True)
+class TrainRequest:
+    """What the form asks for: the settings, and the name the model is saved under."""
+
+    config: TrainConfig
+    model_name: str
+
+
+def default_model_name(backbone: str) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M")
+    return f"{'custom' if backbone not in DEFAULT_LR else backbone}-{stamp}"
+
+
+def render_train_form(active: ActiveDataset) -> TrainRequest | None:
+    """The TrainConfig form and the model's name; returns them when submitted."""
     left, right = st.columns([1, 2])
     choice = left.selectbox(
         "Backbone", [MINILM, TINY, "other"], key="train.backbone", on_change=_reset_lr,
@@ -121,6 +140,11 @@ def render_train_form(active: ActiveDataset) -> TrainConfig | None:
             "Positional encoding", True, key="train.positional", disabled=choice != TINY,
             help="Tiny transformer only. Off, it sees a bag of words: word order is invisible.",
         )  # fmt: skip
+        model_name = st.text_input(
+            "Save as", default_model_name(choice), key="train.model_name",
+            help="The model is saved under this name when training ends, even if you close "
+            "this tab, and becomes your active model.",
+        )  # fmt: skip
         submitted = st.form_submit_button("Start training", type="primary")
     if not submitted:
         return None
@@ -128,21 +152,24 @@ def render_train_form(active: ActiveDataset) -> TrainConfig | None:
         backbone = choice
         if choice == "other":
             backbone = find_backbone(custom, models_root=models_dir())
-        return TrainConfig(
+        config = TrainConfig(
             backbone=backbone, pooling=pooling, epochs=int(epochs), lr=float(lr),
             batch_size=int(batch_size), max_length=int(max_length),
             val_fraction=float(val_fraction), seed=int(seed), patience=int(patience),
             max_steps=int(max_steps) or None, class_weights=class_weights, device=device,
             positional_encoding=bool(positional),
         )  # fmt: skip
+        return TrainRequest(config, model_name)
     except ValueError as exc:
         st.error(md_escape(exc))
         return None
 
 
-def describe_training(job: BackgroundJob[TrainProgress, TrainResult]) -> JobProgress | None:
+def describe_training(job: BackgroundJob[TrainProgress, SavedTraining]) -> JobProgress | None:
     """Step, epoch, loss and time left, with the curves so far; None once training has ended."""
     snapshot = job.snapshot()
+    if snapshot.status is JobStatus.QUEUED:
+        return queued_progress(snapshot)
     if snapshot.status is not JobStatus.RUNNING:
         return None
     latest = snapshot.latest
@@ -161,7 +188,7 @@ def _toast_cancelling() -> None:
     st.toast("Cancelling at the next step…")
 
 
-def render_curves(snapshot: JobSnapshot[TrainProgress, TrainResult]) -> None:
+def render_curves(snapshot: JobSnapshot[TrainProgress, SavedTraining]) -> None:
     history = snapshot.history
     left, right = st.columns(2)
     left.altair_chart(
@@ -179,10 +206,16 @@ def render_curves(snapshot: JobSnapshot[TrainProgress, TrainResult]) -> None:
         )  # fmt: skip
 
 
-def render_result(run: TrainingRun, result: TrainResult) -> None:
+def render_result(run: TrainingRun, saved: SavedTraining) -> None:
+    result: TrainResult = saved.result
+    folder = saved.folder
+    assert folder is not None  # a finished, not cancelled, training is saved
+    if st.session_state.get(ACTIVATED_KEY) != run.job.id:  # once: later the user may switch
+        st.session_state[ACTIVATED_KEY] = run.job.id
+        set_active_model(folder)
     st.success(
         f"Trained in {result.train_seconds:.0f} s on {md_escape(result.device)}; best epoch "
-        f"{result.best_epoch}."
+        f"{result.best_epoch}. Saved as {md_escape(folder.name)} and made your active model."
     )
     rows = [("Transformer", result.transformer_report, result.transformer_twin_report),
             ("Bag of words", result.baseline_report, result.baseline_twin_report)]  # fmt: skip
@@ -202,35 +235,13 @@ def render_result(run: TrainingRun, result: TrainResult) -> None:
     left, right = st.columns(2)
     left.altair_chart(confusion_chart(rows[0][1], title="Transformer"), width="stretch")
     right.altair_chart(confusion_chart(rows[1][1], title="Bag of words"), width="stretch")
-    render_save_form(run, result)
-
-
-def render_save_form(run: TrainingRun, result: TrainResult) -> None:
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M")
-    default = (
-        f"{'custom' if run.config.backbone not in DEFAULT_LR else run.config.backbone}-{stamp}"
-    )
-    with st.form("train.save_form"):
-        name = st.text_input("Save as", default, key="train.save_name")
-        saved = st.form_submit_button("Save and use this model", type="primary")
-    if saved:
-        try:
-            folder = save_model(
-                result, models_dir(), name.strip(), data_fingerprint=run.dataset_fingerprint
-            )
-        except (ValueError, OSError) as exc:
-            st.error(md_escape(error_text(exc)))
-            return
-        set_active_model(folder)
-        st.session_state.pop(TRAIN_JOB, None)
-        st.success(f"Saved as {md_escape(folder.name)}; it is now the active model.")
 
 
 def render_job(run: TrainingRun) -> None:
     snapshot = run.job.snapshot()
     backbone = backbone_label(run.config.backbone)
     st.caption(f"On {md_escape(run.dataset_name)} with backbone {md_escape(backbone)}.")
-    if snapshot.status is JobStatus.RUNNING:
+    if snapshot.status.active:
         render_job_progress(
             run.job, describe=describe_training, key="train.cancel", every=1.0,
             cancel_label="Cancel training", on_cancel=_toast_cancelling,
@@ -254,20 +265,36 @@ if model is not None:
 with st.expander("Saved models", expanded=model is None):
     render_saved_models()
 
+
+def start(active: ActiveDataset, request: TrainRequest) -> TrainingRun | None:
+    """Queue the training; None (with the reason shown) when the queue or the role refuses."""
+    try:
+        return start_training(
+            active.dataset, request.config, dataset_name=active.name,
+            models_root=models_dir(), model_name=request.model_name,
+            queue=get_job_queue(), requester=job_requester(),
+        )  # fmt: skip
+    except (ValueError, AccessDenied) as exc:
+        st.error(md_escape(exc))
+        return None
+
+
 st.subheader("Train a new model")
 active = require_dataset("train")
 run: TrainingRun | None = st.session_state.get(TRAIN_JOB)
-if active is not None:
+if active is not None and not current_actor().can(Permission.TRAIN):
+    st.caption("Training needs the admin role.")
+elif active is not None:
     st.caption(
         f"Data set: {md_escape(active.name)} · {len(active.dataset):,} complaints · "
         f"{len(active.dataset.classes)} desks"
     )
-    busy = run is not None and run.job.snapshot().status is JobStatus.RUNNING
-    config = None if busy else render_train_form(active)
+    busy = run is not None and run.job.snapshot().status.active
+    request = None if busy else render_train_form(active)
     if busy:
-        st.info("A training run is in progress; cancel it to start another.")
-    if config is not None:
-        run = start_training(active.dataset, config, dataset_name=active.name)
+        st.info("Your training is queued or running; cancel it to start another.")
+    if request is not None:
+        run = start(active, request) or run
         st.session_state[TRAIN_JOB] = run
 if run is not None:
     render_job(run)

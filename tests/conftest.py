@@ -245,3 +245,22 @@ def browser_server(
     server = AppServer(tmp_path_factory.mktemp("lens-data"), models_dir=models_dir, warm_up=True)
     yield server
     server.stop(kill=True)  # the session's store is thrown away: no graceful shutdown needed
+
+
+@pytest.fixture
+def job_queue():
+    """A job queue of its own (one heavy worker, as on a 2-core server), shut down afterwards."""
+    from core.jobs import JobQueue, QueueConfig
+
+    queue = JobQueue(QueueConfig(), cpus=2)
+    yield queue
+    queue.shutdown()
+
+
+@pytest.fixture
+def requester():
+    """The operator (admin) asking from no browser session."""
+    from core.access import OPERATOR
+    from core.jobs import Requester
+
+    return Requester(OPERATOR)

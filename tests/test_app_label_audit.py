@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -184,8 +185,13 @@ def test_a_running_transformer_audit_shows_progress_and_can_be_cancelled(slow_mo
     at.number_input(key="audit.folds").set_value(3)
     at.button(key=RUN).click().run()
     assert not at.exception
-    assert at.session_state[AUDIT_JOB].status().state == "running"
+    assert at.session_state[AUDIT_JOB].status().state in ("queued", "running")
     assert at.button(key="audit.cancel")
+    job = at.session_state[AUDIT_JOB]
+    for _ in range(1000):  # until a queue worker has taken it (polling a thread, not pacing)
+        if job.status().state != "queued" or threading.Event().wait(0.01):
+            break
+    at.run()  # as the fragment's next poll
     assert at.get("progress") and "Fold 1 of 3" in at.get("progress")[0].proto.text
     at.button(key="audit.cancel").click().run()
     finish_audit(at)

@@ -22,12 +22,15 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     return at
 
 
-def train_tiny(at: AppTest, *, max_steps: int) -> None:
-    at.button(key="train.use_demo").click().run()
+def train_tiny(at: AppTest, *, max_steps: int, name: str | None = None) -> None:
+    if any(b.key == "train.use_demo" for b in at.button):  # else the demo data is loaded
+        at.button(key="train.use_demo").click().run()
     at.selectbox(key="train.backbone").set_value("tiny").run()
     at.number_input(key="train.max_steps").set_value(max_steps)
+    if name is not None:
+        at.text_input(key="train.model_name").set_value(name)
     at.button(key="FormSubmitter:train.form-Start training").click().run()
-    assert not at.exception
+    assert not at.exception and not at.error, [e.value for e in at.error]
     snapshot = at.session_state["train.job"].job.wait(120)
     assert snapshot.status == "done", snapshot.error
     at.run()
@@ -49,24 +52,37 @@ def shown_text(at: AppTest) -> str:
     return "\n".join([str(e.value) for e in elements] + labels)
 
 
-def test_train_tiny_save_and_list(app: AppTest, tmp_path: Path):
-    train_tiny(app, max_steps=3)
-    assert any("Trained in" in s.value for s in app.success)
+def test_a_training_saves_itself_under_the_name_given_and_becomes_active(
+    app: AppTest, tmp_path: Path
+):
+    app.button(key="train.use_demo").click().run()
+    app.selectbox(key="train.backbone").set_value("tiny").run()
+    for name in ["../escape", str(tmp_path / "escape")]:
+        app.text_input(key="train.model_name").set_value(name)
+        app.button(key="FormSubmitter:train.form-Start training").click().run()
+        assert any("model name" in e.value for e in app.error)
+        assert app.session_state["train.job"] is None  # refused before anything was queued
+    assert not (tmp_path / "escape").exists()  # nothing escaped the models folder
+    train_tiny(app, max_steps=3, name="tiny-demo")
+    saved = f"Saved as {md_escape('tiny-demo')}"
+    assert any("Trained in" in s.value and saved in s.value for s in app.success)
     table = app.dataframe[-1].value
     assert list(table["model"]) == ["Transformer", "Bag of words"]
     assert table["accuracy"].between(0, 1).all()
-    for name in ["../escape", str(tmp_path / "escape")]:
-        app.text_input(key="train.save_name").set_value(name)
-        app.button(key="FormSubmitter:train.save_form-Save and use this model").click().run()
-        assert any("model name" in e.value for e in app.error)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["models"]  # nothing escaped
-    app.text_input(key="train.save_name").set_value("tiny-demo")
-    app.button(key="FormSubmitter:train.save_form-Save and use this model").click().run()
-    assert not app.exception
     assert (tmp_path / "models" / "tiny-demo" / "card.json").is_file()
     assert app.session_state["active_model"].endswith("tiny-demo")
     app.run()
     assert app.dataframe[0].value["name"].tolist() == ["tiny-demo"]
+
+
+def test_a_name_already_taken_is_refused_before_training(app: AppTest, tmp_path: Path):
+    (tmp_path / "models" / "taken").mkdir(parents=True)
+    app.button(key="train.use_demo").click().run()
+    app.text_input(key="train.model_name").set_value("taken")
+    app.button(key="FormSubmitter:train.form-Start training").click().run()
+    assert [e.value for e in app.error] == [
+        md_escape("a model named 'taken' already exists; choose another name")
+    ]
 
 
 @pytest.mark.parametrize("typed", ["/no/such/model-folder", "/etc", "/etc/passwd", "../models"])

@@ -104,11 +104,13 @@ def test_transformer_fit_needs_a_train_config():
 # ------------------------------------------------------------------------------ the job
 
 
-def test_job_runs_the_transformer_audit_in_a_thread_with_step_progress(tiny_bert_dir, noisy):
+def test_job_runs_the_transformer_audit_in_a_thread_with_step_progress(
+    tiny_bert_dir, noisy, job_queue, requester
+):
     data, _ = noisy
     config = transformer_audit_config(AuditConfig(folds=3))
     train_config = quick_config(tiny_bert_dir, max_steps=3)
-    job = AuditJob(data, config, train_config=train_config, key="k1").begin()
+    job = AuditJob(data, config, train_config=train_config, key="k1").begin(job_queue, requester)
     assert job.join(timeout=300)
     status = job.status()
     assert (status.state, status.fraction, status.fold, status.folds) == ("done", 1.0, 3, 3)
@@ -124,22 +126,22 @@ def test_job_progress_counts_steps_within_the_current_fold(noisy):
     job._on_step(TrainProgress(5, 10, 1, 0.5, None, None, 1.0, 1.0))
     status = job.status()
     assert status.fraction == pytest.approx((1 + 0.5) / 4)
-    assert (status.step, status.total_steps, status.state) == (5, 10, "running")
+    assert (status.step, status.total_steps) == (5, 10) and status.state == "queued"  # not begun
     assert status.eta_s is not None and status.eta_s > 0
 
 
-def test_a_job_cancelled_before_it_starts_ends_cancelled(noisy):
+def test_a_job_cancelled_before_it_starts_ends_cancelled(noisy, job_queue, requester):
     data, _ = noisy
     job = AuditJob(data, AuditConfig(folds=3))
     job.cancel()
-    assert job.begin().join(timeout=60)
+    assert job.begin(job_queue, requester).join(timeout=60)
     status = job.status()
     assert status.state == "cancelled" and status.result.cancelled
 
 
-def test_a_failing_audit_reports_its_error_instead_of_hanging(noisy):
+def test_a_failing_audit_reports_its_error_instead_of_hanging(noisy, job_queue, requester):
     data, _ = noisy
-    job = AuditJob(data.subset(range(4)), AuditConfig(folds=5)).begin()
+    job = AuditJob(data.subset(range(4)), AuditConfig(folds=5)).begin(job_queue, requester)
     assert job.join(timeout=60)
     status = job.status()
     assert status.state == "failed" and "lower --folds" in status.error and status.result is None

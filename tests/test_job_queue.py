@@ -36,7 +36,8 @@ def gated(gate: threading.Event, log: list, name: str) -> BackgroundJob:
 
 
 def ticket(actor: Actor, *, lane: Lane = Lane.CPU, **options) -> JobTicket:
-    return JobTicket(title="test job", kind="test", owner=actor.user, lane=lane, **options)
+    title = f"Classify complaints-{actor.user}.csv"  # titles may name data
+    return JobTicket(title=title, kind="test", owner=actor.user, lane=lane, **options)
 
 
 def submit(queue: JobQueue, job: BackgroundJob, actor: Actor = ANNA, **options) -> BackgroundJob:
@@ -54,7 +55,10 @@ def test_a_two_core_machine_runs_ten_heavy_jobs_one_after_another(queue):
         assert [j.snapshot().position for j in jobs[i + 1 :]] == list(range(1, 10 - i))
         gate.set()
         assert job.wait(10).status is JobStatus.DONE
-    assert [info.status for info in queue.jobs()] == [JobStatus.DONE] * 10
+    assert [info.status for info in queue.jobs(seen_by=ADMIN)] == [JobStatus.DONE] * 10
+    assert queue.jobs(seen_by=ANNA)[0].title == f"Classify complaints-{ANNA.user}.csv"
+    seen = queue.jobs(seen_by=RAVI)[0]  # another reviewer: owner and state, not what it is
+    assert (seen.owner, seen.title, seen.status) == (ANNA.user, "test job", JobStatus.DONE)
 
 
 def test_short_jobs_do_not_wait_behind_a_training(queue):

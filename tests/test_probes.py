@@ -321,10 +321,17 @@ def test_cancelled_scan_returns_what_it_has():
     assert len(result.twin_groups) == 2  # found before any model ran
 
 
-def test_scan_runs_in_the_background_and_reports_errors():
+def test_scan_runs_in_the_background_and_reports_errors(job_queue, requester):
     data = _planted()
+    queued = {"queue": job_queue, "requester": requester}
     run = start_scan(
-        FirstMethodModel(), BagModel(), data, ScanConfig(), model_path="m", dataset_fingerprint="f"
+        FirstMethodModel(),
+        BagModel(),
+        data,
+        ScanConfig(),
+        model_path="m",
+        dataset_fingerprint="f",
+        **queued,
     )
     snapshot = run.job.wait(timeout=60)
     assert snapshot.status is JobStatus.DONE and snapshot.error is None
@@ -336,7 +343,7 @@ def test_scan_runs_in_the_background_and_reports_errors():
             raise RuntimeError("model exploded")
 
     broken = start_scan(
-        Broken(), BagModel(), data, ScanConfig(), model_path="m", dataset_fingerprint="f"
+        Broken(), BagModel(), data, ScanConfig(), model_path="m", dataset_fingerprint="f", **queued
     )
     snapshot = broken.job.wait(timeout=60)
     assert snapshot.status is JobStatus.FAILED and "model exploded" in snapshot.error
@@ -373,7 +380,7 @@ def test_cli_probe_prints_the_contract_json_and_one_line_errors(tiny_model_dir, 
     assert err.startswith("error: ") and err.count("\n") == 1
 
 
-def test_review_rows_report_progress_and_stop_when_cancelled():
+def test_review_rows_report_progress_and_stop_when_cancelled(job_queue, requester):
     data = _planted()
     seen: list[ScanProgress] = []
     frame = review_rows(FirstMethodModel(), BagModel(), data, batch_size=3, on_progress=seen.append)
@@ -383,7 +390,7 @@ def test_review_rows_report_progress_and_stop_when_cancelled():
     assert review_rows(FirstMethodModel(), BagModel(), data, cancel=cancel) is None
     run = start_review(
         FirstMethodModel(), BagModel(), data, max_rows=5, include=(7,), model_path="m",
-        dataset_fingerprint="f",
+        dataset_fingerprint="f", queue=job_queue, requester=requester,
     )  # fmt: skip
     snapshot = run.job.wait(timeout=60)
     assert snapshot.status is JobStatus.DONE and 7 in set(snapshot.result["position"])

@@ -1,6 +1,7 @@
-"""The one progress fragment every page shows for its background job (training, classifying,
-scanning, auditing): a progress bar with text and ETA, a Cancel button, and a full rerun of the
-page once the job has ended. Pages say what to show through a small `describe` callable."""
+"""The server's one job queue as pages reach it, and the one progress fragment every page shows
+for its background job (training, classifying, scanning, auditing): a progress bar with text
+and ETA (or the job's place in the queue), a Cancel button, and a full rerun of the page once
+the job has ended. Pages say what to show through a small `describe` callable."""
 
 from __future__ import annotations
 
@@ -9,8 +10,56 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import streamlit as st
+from streamlit import runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from core.jobs import JobStatus
+from core.jobs import JobQueue, JobSnapshot, JobStatus, Lane, QueueConfig, Requester
+from ui.auth import current_actor
+
+
+@st.cache_resource(show_spinner=False)
+def get_job_queue() -> JobQueue:
+    """The process-wide queue (one per server, shared by every session), created on first use.
+
+    torch's thread count is fixed here, once, before any job runs: a job never changes it."""
+    import torch
+
+    from core.models.device import available_cpus, configure_cpu_threads
+
+    configure_cpu_threads()
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return JobQueue(
+        QueueConfig.from_env(), cpus=available_cpus(), gpus=gpus, session_alive=_session_alive
+    )
+
+
+def _session_alive(session_id: str) -> bool:
+    """Whether the browser session is still open; always true where no server runs (AppTest)."""
+    return not runtime.exists() or runtime.get_instance().is_active_session(session_id)
+
+
+def job_requester() -> Requester:
+    """This session's user and browser session, for a job it asks the queue for."""
+    ctx = get_script_run_ctx()
+    return Requester(current_actor(), ctx.session_id if ctx is not None else None)
+
+
+def run_short(work: Callable[[], R], *, title: str, kind: str) -> R:
+    """`work()` on the queue's short lane (what a person waits for: one explanation, one
+    complaint classified), so a few run at a time however many sessions ask, and never behind
+    a training. Raises ValueError when it fails or times out."""
+    requester = job_requester()
+    ticket = requester.ticket(title, kind, lane=Lane.SHORT)
+    return get_job_queue().call(work, ticket, actor=requester.actor, timeout_s=SHORT_TIMEOUT_S)
+
+
+def queued_progress(snapshot: JobSnapshot | Any) -> JobProgress:
+    """What a queued job shows: its place in the queue and, when known, when it should start
+    (`snapshot` is a JobSnapshot or anything with `position` and `start_eta_s`)."""
+    position, eta = snapshot.position, snapshot.start_eta_s
+    when = "" if eta is None else f", starts in about {eta:.0f} s" if eta >= 1 else ", starting"
+    place = f"number {position} in the queue" if position else "queued"
+    return JobProgress(0.0, f"Waiting for the jobs ahead: {place}{when} (see Jobs).")
 
 
 class Cancellable(Protocol):
@@ -20,6 +69,8 @@ class Cancellable(Protocol):
 
 
 J = TypeVar("J", bound=Cancellable)
+R = TypeVar("R")
+SHORT_TIMEOUT_S = 60.0  # one explanation takes about a second; a minute means something is wrong
 
 
 @dataclass(frozen=True)
@@ -77,6 +128,8 @@ def counted_progress(job: Any, text: Callable[[int, int, str, Any], str]) -> Job
     with an `eta_s`: the bar at done/total, labelled `text(done, total, eta_text, latest)`
     (`latest` is None before the first report); None once the job has ended."""
     snapshot = job.snapshot()
+    if snapshot.status is JobStatus.QUEUED:
+        return queued_progress(snapshot)
     if snapshot.status is not JobStatus.RUNNING:
         return None
     latest = snapshot.latest

@@ -14,9 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Union
 
+from core.access import Permission
 from core.analysis.audit import AuditConfig, AuditProgress, AuditResult, FitModel, run_audit
 from core.data.dataset import Dataset, split_dataset
-from core.jobs import BackgroundJob, JobSnapshot, JobStatus
+from core.jobs import BackgroundJob, JobQueue, JobSnapshot, JobStatus, Requester
 from core.models.transformer.config import TrainConfig
 
 if TYPE_CHECKING:  # torch and transformers load only once a transformer audit runs
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # torch and transformers load only once a transformer audit r
 
 TRANSFORMER = "transformer"  # AuditConfig.model of an audit that fine-tunes per fold
 StepCallback = Callable[["TrainProgress"], None]
-JobState = Literal["running", "done", "cancelled", "failed"]
+JobState = Literal["queued", "running", "done", "cancelled", "failed"]
 AuditEvent = Union[AuditProgress, "TrainProgress"]  # per fold, and per optimiser step
 
 
@@ -90,6 +91,8 @@ class AuditStatus:
     eta_s: float | None  # None until the first progress report
     result: AuditResult | None  # set when state is "done" or "cancelled"
     error: str | None  # set when state is "failed"
+    position: int | None = None  # while queued: 1-based place in the server's queue
+    start_eta_s: float | None = None  # while queued: seconds until it should start, if known
 
 
 class AuditJob:
@@ -122,10 +125,22 @@ class AuditJob:
             self._work, name="grievance-lens-audit"
         )
 
-    def begin(self) -> AuditJob:
-        """Start the worker thread (once) and return the job; `train_config` set at creation
-        makes it the transformer audit."""
-        self._job.start()
+    def begin(self, queue: JobQueue, requester: Requester) -> AuditJob:
+        """Queue the audit (once) on `queue` for `requester` and return the job;
+        `train_config` set at creation makes it the transformer audit."""
+        train = self._train_config
+        device = train.device if train is not None else "cpu"
+        ticket = requester.ticket(
+            f"Label audit ({self.config.model}, {self.config.folds} folds) of "
+            f"{len(self._dataset):,} rows",
+            "audit",
+            lane=queue.heavy_lane(device),
+        )
+        tokens = train.batch_size * train.max_length if train is not None else None
+        queue.submit(
+            self._job, ticket, actor=requester.actor, permission=Permission.RUN_JOBS,
+            tokens_per_batch=tokens,
+        )  # fmt: skip
         return self
 
     @classmethod
@@ -145,7 +160,7 @@ class AuditJob:
         """Wait for the thread (up to `timeout` seconds); True when it has finished."""
         if self._cached is None:
             self._job.wait(timeout)
-        return self.status().state != "running"
+        return self.status().state not in ("queued", "running")
 
     def status(self) -> AuditStatus:
         """The current state, progress and (when finished) the result."""
@@ -166,6 +181,8 @@ class AuditJob:
                 eta_s=self._eta,
                 result=snapshot.result,
                 error=snapshot.error,
+                position=snapshot.position,
+                start_eta_s=snapshot.start_eta_s,
             )
 
     def _snapshot(self) -> JobSnapshot[AuditEvent, AuditResult]:

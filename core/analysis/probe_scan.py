@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from core.access import Permission
 from core.analysis.perturbations import (
     INVARIANCE_KINDS,
     ORDER_KINDS,
@@ -23,8 +24,8 @@ from core.analysis.perturbations import (
 )
 from core.analysis.probe_compare import js_divergence
 from core.checks import check_int_fields
-from core.jobs import BackgroundJob, start_job
-from core.models.classifier import Prediction, shared_classes
+from core.jobs import BackgroundJob, JobQueue, Requester
+from core.models.classifier import Prediction, device_name, shared_classes
 from core.text import bag_key
 
 ProgressCallback = Callable[["ScanProgress"], None]
@@ -388,8 +389,14 @@ def start_scan(
     *,
     model_path: str,
     dataset_fingerprint: str,
+    queue: JobQueue,
+    requester: Requester,
 ) -> ScanRun:
-    """Run `scan_dataset` in a worker thread; poll `run.job.snapshot()`, stop with `cancel()`."""
-
-    job = start_job(scan_dataset, transformer, baseline, dataset, config, name="probe-scan")
+    """Run `scan_dataset` as a job of `queue`; poll `run.job.snapshot()`, stop with `cancel()`."""
+    job = queue.start(
+        scan_dataset, transformer, baseline, dataset, config, requester=requester,
+        title=f"Order scan of {len(dataset):,} rows", kind="scan",
+        permission=Permission.RUN_JOBS,
+        lane=queue.heavy_lane(device_name(transformer)),
+    )  # fmt: skip
     return ScanRun(job, config, model_path, dataset_fingerprint)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from core.access import Permission
 from core.analysis.probe_scan import (
     ProgressCallback,
     ProgressCounter,
@@ -19,8 +20,8 @@ from core.analysis.probe_scan import (
     sample_positions,
     twin_groups,
 )
-from core.jobs import BackgroundJob, start_job
-from core.models.classifier import Prediction, shared_classes
+from core.jobs import BackgroundJob, JobQueue, Requester
+from core.models.classifier import Prediction, device_name, shared_classes
 
 _REVIEW_COLUMNS = (
     "position", "row", "desk", "transformer", "transformer confidence", "bag of words",
@@ -109,11 +110,16 @@ def start_review(
     include: Sequence[int] = (),
     model_path: str,
     dataset_fingerprint: str,
+    queue: JobQueue,
+    requester: Requester,
 ) -> ReviewRun:
-    """Run `review_rows` in a worker thread; poll `run.job.snapshot()`, stop with `cancel()`."""
+    """Run `review_rows` as a job of `queue`; poll `run.job.snapshot()`, stop with `cancel()`.
+    Every role may: it is what the Explain page reads, and `max_rows` bounds it."""
     include = tuple(include)
-    job = start_job(
+    job = queue.start(
         review_rows, transformer, baseline, dataset, max_rows=max_rows, include=include,
-        name="review",
+        requester=requester, title=f"Classify a sample of {max_rows:,} rows for Explain",
+        kind="review", permission=Permission.READ,
+        lane=queue.heavy_lane(device_name(transformer)),
     )  # fmt: skip
     return ReviewRun(job, model_path, dataset_fingerprint, max_rows, include)

@@ -59,3 +59,10 @@ def shared_classes(transformer: Any, baseline: Any) -> list[str]:
             f"{[str(c) for c in baseline.classes_]}; load both from one saved model"
         )
     return classes
+
+
+def device_name(model: Any) -> str:
+    """Where a classifier computes, as a device name for core.jobs.JobQueue.heavy_lane: its
+    torch device's type ("cuda", "cpu"); "cpu" for models without one (the bag of words)."""
+    device = getattr(model, "device", None)
+    return str(getattr(device, "type", "cpu"))

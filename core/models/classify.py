@@ -13,9 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core.jobs import BackgroundJob, start_job
-from core.models.classifier import Prediction
+from core.access import Permission
+from core.jobs import BackgroundJob, JobQueue, Requester
+from core.models.classifier import Prediction, device_name
 from core.models.registry import LoadedModel
+from core.models.transformer.inference import DEFAULT_BATCH_SIZE
 
 CHUNK = 256  # texts per progress report: small enough to cancel promptly, big enough to batch
 
@@ -103,12 +105,23 @@ def classify_table(
 
 
 def classify_in_background(
-    loaded: LoadedModel, table: pd.DataFrame, *, text_col: str, review_threshold: float
+    loaded: LoadedModel,
+    table: pd.DataFrame,
+    *,
+    text_col: str,
+    review_threshold: float,
+    queue: JobQueue,
+    requester: Requester,
 ) -> BackgroundJob[ClassifyProgress, pd.DataFrame | None]:
-    """`classify_table` in a worker thread with progress and cancel (see core.jobs)."""
-    return start_job(
+    """`classify_table` as a job of `queue` (progress, cancel; see core.jobs); reviewers and
+    admins only: a whole file takes the shared CPUs."""
+    transformer = loaded.transformer
+    return queue.start(
         classify_table, loaded, table, text_col=text_col, review_threshold=review_threshold,
-        name="classify",
+        requester=requester, title=f"Classify {len(table):,} rows with {loaded.path.name}",
+        kind="classify", permission=Permission.RUN_JOBS,
+        lane=queue.heavy_lane(device_name(transformer)),
+        tokens_per_batch=DEFAULT_BATCH_SIZE * transformer.max_length,
     )  # fmt: skip
 
 

@@ -17,6 +17,8 @@ from core.models.classifier import Prediction
 from core.models.device import autocast, resolve_precision
 from core.text import cut_for_tokens
 
+DEFAULT_BATCH_SIZE = 64  # texts per forward pass of predict_proba
+
 
 def encode_batch(tokenizer: Any, texts: Sequence[str], max_length: int, device: torch.device):
     """Tokenise a batch with dynamic padding; input_ids and attention_mask (batch, seq).
@@ -77,7 +79,9 @@ class TransformerClassifier:
         self.classes_ = np.asarray(list(classes), dtype=str)
         self.max_length = max_length
 
-    def predict_proba(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+    def predict_proba(
+        self, texts: Sequence[str], *, batch_size: int = DEFAULT_BATCH_SIZE
+    ) -> np.ndarray:
         """Class probabilities, shape (n_texts, n_classes), rows in input order.
 
         Personal data is masked first (`fine_tune` trains on masked texts). Texts are sorted by

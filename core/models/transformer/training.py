@@ -1,6 +1,6 @@
 """Train both models on one split: the transformer (tiny, bundled MiniLM or any backbone) with
 the fine-tuning loop, and the bag-of-words baseline beside it, each evaluated on the validation
-rows and their slices; `start_training` runs it as a background job.
+rows and their slices (core.models.training_job runs it as a job of the server's queue).
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from transformers import PreTrainedTokenizerBase
 
 from core.analysis.metrics import EvalReport, evaluate_with_slices
-from core.data.dataset import TWIN_SLICE, Dataset, split_dataset
+from core.data.dataset import TWIN_SLICE, Dataset
 from core.data.privacy import mask_dataset
-from core.jobs import BackgroundJob, start_job
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
 from core.models.device import resolve_device
 from core.models.seeding import job_generator, seeded_dropout
@@ -25,7 +24,6 @@ from core.models.transformer.loop import (
     EpochRecord,
     FitOutcome,
     ProgressCallback,
-    TrainProgress,
     fit_classifier,
 )
 
@@ -151,21 +149,3 @@ def _validation_reports(
         reports[f"{name}_report"], slices = evaluate_with_slices(model, val)
         reports[f"{name}_twin_report"] = slices.get(TWIN_SLICE)
     return reports
-
-
-@dataclass(frozen=True)
-class TrainingRun:
-    """A background training job and what it was started on."""
-
-    job: BackgroundJob[TrainProgress, TrainResult]
-    config: TrainConfig
-    dataset_name: str
-    dataset_fingerprint: str
-
-
-def start_training(dataset: Dataset, config: TrainConfig, *, dataset_name: str) -> TrainingRun:
-    """Split `dataset` by `config.val_fraction` and `config.seed`, then train both models in a
-    worker thread; poll `run.job.snapshot()` and call `run.job.cancel()` to stop."""
-    train, val = split_dataset(dataset, val_fraction=config.val_fraction, seed=config.seed)
-    job = start_job(train_models, train, val, config, name="train")
-    return TrainingRun(job, config, dataset_name, dataset.fingerprint)
