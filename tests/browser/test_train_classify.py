@@ -20,12 +20,18 @@ def test_demo_train_then_classify(page, app_url: str):
     steps = live.get_by_label("Stop after steps (0 = no limit)")
     steps.fill("5")
     steps.press("Tab")  # number inputs commit on blur
+    name = live.get_by_label("Save as")
+    name.fill("browser-tiny")
+    name.press("Tab")
     page.get_by_role("button", name="Start training").click()
     expect(page.get_by_text("Trained in")).to_be_visible(timeout=120_000)
-    page.get_by_label("Save as").fill("browser-tiny")
-    page.get_by_role("button", name="Save and use this model").click()
-    expect(page.get_by_text("it is now the active model")).to_be_visible()
+    expect(page.get_by_text("made your active model")).to_be_visible()
     expect(page.get_by_test_id("stSidebar")).to_contain_text("Model: browser-tiny")
+
+    page.get_by_test_id("stSidebarNav").get_by_text("Jobs").click()
+    finished = page.get_by_test_id("stDataFrame").last
+    expect(finished).to_be_visible()
+    expect(page.get_by_text("Finished")).to_be_visible()
 
     page.get_by_test_id("stSidebarNav").get_by_text("Classify").click()
     complaint = "My UPI payment failed but the money was debited"
