@@ -20,7 +20,7 @@ def test_demo_train_then_classify(page, app_url: str):
     steps = live.get_by_label("Stop after steps (0 = no limit)")
     steps.fill("5")
     steps.press("Tab")  # number inputs commit on blur
-    name = live.get_by_label("Save as")
+    name = live.get_by_role("textbox", name="Save as")
     name.fill("browser-tiny")
     name.press("Tab")
     page.get_by_role("button", name="Start training").click()
