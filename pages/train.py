@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import streamlit as st
 
+from core.access import AccessDenied, Actor, Permission
 from core.charts.results import (
     confusion_chart,
     f1_comparison_chart,
@@ -21,6 +22,7 @@ from core.models.transformer.config import MINILM, TINY, TrainConfig, backbone_l
 from core.models.transformer.loop import TrainProgress
 from core.models.transformer.training import TrainingRun, TrainResult, start_training
 from core.paths import models_dir
+from ui.auth import allowed, current_actor
 from ui.datasets import require_dataset
 from ui.jobs import JobProgress, render_job_progress
 from ui.safe import md_escape
@@ -30,7 +32,7 @@ from ui.state import TRAIN_JOB, ActiveDataset, get_active_model, set_active_mode
 DEFAULT_LR = {MINILM: TrainConfig.lr, TINY: 1e-3}
 
 
-def render_saved_models() -> None:
+def render_saved_models(actor: Actor) -> None:
     summaries = list_models(models_dir())
     if not summaries:
         st.caption("No saved models yet.")  # a name, never the server's models path
@@ -52,14 +54,16 @@ def render_saved_models() -> None:
     if load.button("Use this model", key="train.load", type="primary"):
         set_active_model(model_folder(models_dir(), name))
         st.rerun()
+    if not allowed(actor, Permission.MANAGE_MODELS, "Renaming and deleting models"):
+        return
     with rename.popover("Rename"):
         new_name = st.text_input("New name", key="train.new_name")
         if st.button("Rename", key="train.rename") and new_name:
-            apply_registry_change(lambda: rename_model(models_dir(), name, new_name))
+            apply_registry_change(lambda: rename_model(models_dir(), name, new_name, actor=actor))
     with delete.popover("Delete"):
         st.write("This removes the model folder for every user.")
         if st.button("Delete for good", key="train.delete"):
-            apply_registry_change(lambda: delete_model(models_dir(), name))
+            apply_registry_change(lambda: delete_model(models_dir(), name, actor=actor))
 
 
 def apply_registry_change(change) -> None:
@@ -73,8 +77,9 @@ def apply_registry_change(change) -> None:
 
 def error_text(exc: ValueError | OSError) -> str:
     """What a visitor is told: our own messages name models, never paths; an OSError's text
-    holds the server's path, so only its reason is shown."""
-    if isinstance(exc, OSError):
+    holds the server's path, so only its reason is shown (AccessDenied, an OSError too, holds
+    none)."""
+    if isinstance(exc, OSError) and not isinstance(exc, AccessDenied):
         return f"the models folder could not be changed ({exc.strerror or type(exc).__name__})"
     return str(exc)
 
@@ -179,7 +184,7 @@ def render_curves(snapshot: JobSnapshot[TrainProgress, TrainResult]) -> None:
         )  # fmt: skip
 
 
-def render_result(run: TrainingRun, result: TrainResult) -> None:
+def render_result(run: TrainingRun, result: TrainResult, actor: Actor) -> None:
     st.success(
         f"Trained in {result.train_seconds:.0f} s on {md_escape(result.device)}; best epoch "
         f"{result.best_epoch}."
@@ -202,10 +207,11 @@ def render_result(run: TrainingRun, result: TrainResult) -> None:
     left, right = st.columns(2)
     left.altair_chart(confusion_chart(rows[0][1], title="Transformer"), width="stretch")
     right.altair_chart(confusion_chart(rows[1][1], title="Bag of words"), width="stretch")
-    render_save_form(run, result)
+    if allowed(actor, Permission.MANAGE_MODELS, "Saving a model"):
+        render_save_form(run, result, actor)
 
 
-def render_save_form(run: TrainingRun, result: TrainResult) -> None:
+def render_save_form(run: TrainingRun, result: TrainResult, actor: Actor) -> None:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M")
     default = (
         f"{'custom' if run.config.backbone not in DEFAULT_LR else run.config.backbone}-{stamp}"
@@ -216,8 +222,9 @@ def render_save_form(run: TrainingRun, result: TrainResult) -> None:
     if saved:
         try:
             folder = save_model(
-                result, models_dir(), name.strip(), data_fingerprint=run.dataset_fingerprint
-            )
+                result, models_dir(), name.strip(), actor=actor,
+                data_fingerprint=run.dataset_fingerprint,
+            )  # fmt: skip
         except (ValueError, OSError) as exc:
             st.error(md_escape(error_text(exc)))
             return
@@ -226,7 +233,7 @@ def render_save_form(run: TrainingRun, result: TrainResult) -> None:
         st.success(f"Saved as {md_escape(folder.name)}; it is now the active model.")
 
 
-def render_job(run: TrainingRun) -> None:
+def render_job(run: TrainingRun, actor: Actor) -> None:
     snapshot = run.job.snapshot()
     backbone = backbone_label(run.config.backbone)
     st.caption(f"On {md_escape(run.dataset_name)} with backbone {md_escape(backbone)}.")
@@ -240,7 +247,7 @@ def render_job(run: TrainingRun) -> None:
     elif snapshot.status is JobStatus.CANCELLED:
         st.info("Training was cancelled; nothing was saved.")
     else:
-        render_result(run, snapshot.result)
+        render_result(run, snapshot.result, actor)
 
 
 st.title("Train")
@@ -248,11 +255,12 @@ st.write(
     "Fine-tune a transformer on the active data set; a bag-of-words baseline is trained on the "
     "same split so the two can be compared. Or load a saved model."
 )
+actor = current_actor()
 model = get_active_model()
 if model is not None:
     st.caption(f"Active model: {md_escape(model.path.name)}")
 with st.expander("Saved models", expanded=model is None):
-    render_saved_models()
+    render_saved_models(actor)
 
 st.subheader("Train a new model")
 active = require_dataset("train")
@@ -263,11 +271,12 @@ if active is not None:
         f"{len(active.dataset.classes)} desks"
     )
     busy = run is not None and run.job.snapshot().status is JobStatus.RUNNING
-    config = None if busy else render_train_form(active)
+    may_train = allowed(actor, Permission.TRAIN, "Training a model")
+    config = None if busy or not may_train else render_train_form(active)
     if busy:
         st.info("A training run is in progress; cancel it to start another.")
     if config is not None:
         run = start_training(active.dataset, config, dataset_name=active.name)
         st.session_state[TRAIN_JOB] = run
 if run is not None:
-    render_job(run)
+    render_job(run, actor)
