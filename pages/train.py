@@ -263,7 +263,8 @@ with st.expander("Saved models", expanded=model is None):
     render_saved_models(actor)
 
 st.subheader("Train a new model")
-active = require_dataset("train")
+may_train = allowed(actor, Permission.TRAIN, "Training a model")
+active = require_dataset("train") if may_train else None
 run: TrainingRun | None = st.session_state.get(TRAIN_JOB)
 if active is not None:
     st.caption(
@@ -271,8 +272,7 @@ if active is not None:
         f"{len(active.dataset.classes)} desks"
     )
     busy = run is not None and run.job.snapshot().status is JobStatus.RUNNING
-    may_train = allowed(actor, Permission.TRAIN, "Training a model")
-    config = None if busy or not may_train else render_train_form(active)
+    config = None if busy else render_train_form(active)
     if busy:
         st.info("A training run is in progress; cancel it to start another.")
     if config is not None:
