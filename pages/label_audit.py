@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
-from core.access import Actor, Permission
+from core.access import AccessDenied, Actor, Permission
 from core.analysis.audit import AuditConfig, AuditResult, LabelIssue, audit_cache_key
 from core.analysis.audit_cache import AuditCache
 from core.analysis.audit_transformer import (
@@ -348,7 +348,7 @@ def save_decision(
             ),
             actor=actor,
         )
-    except (ValueError, sqlite3.Error) as exc:
+    except (ValueError, AccessDenied, sqlite3.Error) as exc:
         remember_save(LAST_SAVE_KEY, SaveOutcome(False, f"Not saved: {exc}"))
         return
     done = _decision_text(store.latest_decisions(fingerprint).get(row))
@@ -398,7 +398,7 @@ def carry_over(store: Store, pending: tuple[ReviewDecision, ...], actor: Actor) 
     try:
         for decision in pending:
             store.record_decision(decision, actor=actor)
-    except (ValueError, sqlite3.Error) as exc:
+    except (ValueError, AccessDenied, sqlite3.Error) as exc:
         remember_save(CARRY_OVER_KEY, SaveOutcome(False, f"Not all carried over: {exc}"))
         return
     remember_save(CARRY_OVER_KEY, SaveOutcome(True, f"Carried over {len(pending)} decisions."))
