@@ -1,8 +1,11 @@
-"""Grievance Lens: router and frame. Pages, page config and the shared sidebar; nothing else."""
+"""Grievance Lens: router and frame. Pages, page config, sign-in and the shared sidebar; nothing
+else. ui.auth.current_actor() runs before navigation: a visitor who may not use the app (not
+signed in, not listed, or a public server without sign-in) sees its one page and nothing else."""
 
 import streamlit as st
 
 from core.models.transformer.config import backbone_label
+from ui.auth import current_actor, render_account
 from ui.safe import md_escape
 from ui.state import get_active_dataset, get_active_model
 from ui.widgets import render_mask_toggle
@@ -43,9 +46,11 @@ def render_sidebar(container) -> None:
         )
 
 
+actor = current_actor()  # stops here with the sign-in page, a refusal or the loopback rule
 page = st.navigation(PAGES)
 sidebar = st.sidebar.container()
 with st.sidebar:  # before the page runs, so the page reads this run's choice
+    render_account(actor)
     render_mask_toggle()
 try:
     page.run()

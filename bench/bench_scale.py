@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from core.access import OPERATOR
 from core.data.dataset import Dataset, split_dataset
 from core.data.demo import DemoConfig, generate_demo_data
 from core.models.registry import save_model
@@ -57,7 +58,7 @@ def quick_model(root: Path, backbone: str) -> Path:
     demo = generate_demo_data(DemoConfig(rows=200, seed=3))
     train, val = split_dataset(Dataset(demo["text"].tolist(), demo["desk"].tolist()), seed=0)
     config = TrainConfig(backbone=backbone, epochs=1, max_steps=1, batch_size=8)
-    return save_model(train_models(train, val, config), root, f"bench-{backbone}")
+    return save_model(train_models(train, val, config), root, f"bench-{backbone}", actor=OPERATOR)
 
 
 def timed(config: ScaleConfig) -> float:

@@ -19,6 +19,11 @@ class Role(IntEnum):
     REVIEWER = 2
     ADMIN = 3
 
+    @property
+    def label(self) -> str:
+        """The role as written in the roles file and shown to users: "viewer", ..."""
+        return self.name.lower()
+
 
 class Permission(StrEnum):
     READ = "read"  # pages, single-complaint classification and explanation
@@ -61,11 +66,16 @@ class Actor:
     def require(self, permission: Permission) -> None:
         """Raise AccessDenied unless this actor's role holds `permission`."""
         if not self.can(permission):
-            needed = MINIMUM_ROLE[permission].name.lower()
             raise AccessDenied(
-                f"{self.user} is a {self.role.name.lower()}; {permission.value.replace('_', ' ')} "
-                f"needs the {needed} role (ask an admin to change data/roles.toml)"
+                f"{self.user} is a {self.role.label}; {permission.value.replace('_', ' ')} "
+                f"needs the {needed_role(permission).label} role (ask an admin to change the "
+                "roles file)"
             )
+
+
+def needed_role(permission: Permission) -> Role:
+    """The lowest role that holds `permission` (what a page names when it hides an action)."""
+    return MINIMUM_ROLE[permission]
 
 
 # The single user of a server without sign-in (loopback only), and the command line.

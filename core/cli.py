@@ -115,6 +115,7 @@ _TRAIN_OPTIONS = {  # CLI flag dest -> TrainConfig field
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
+    from core.access import OPERATOR
     from core.data.dataset import split_dataset
     from core.data.validation import load_dataset
     from core.models.card import model_folder
@@ -142,7 +143,9 @@ def _cmd_train(args: argparse.Namespace) -> None:
     configure_cpu_threads()  # once, in the main thread: core's jobs never change thread counts
     with _progress_bar("train", unit="step") as bar:
         result = train_models(train, val, config, on_progress=_train_progress(bar))
-    folder = save_model(result, out.parent, out.name, data_fingerprint=dataset.fingerprint)
+    folder = save_model(
+        result, out.parent, out.name, actor=OPERATOR, data_fingerprint=dataset.fingerprint
+    )
     document = {
         "transformer": result.transformer_report.to_json(),
         "bow": result.baseline_report.to_json(),

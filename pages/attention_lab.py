@@ -41,6 +41,7 @@ from core.lab.self_attention import (
     weight_changes,
 )
 from core.lab.word_order import WordOrderDemo, word_order_demo
+from ui.auth import current_actor
 from ui.safe import md_escape
 
 # Page-local session key (like data.source): the last TimingResult, so that the chart survives
@@ -467,6 +468,7 @@ st.write(
     "How self-attention weighs tokens against each other, why a transformer needs positional "
     "encoding to see word order, and what attention costs. Every number can be checked by hand."
 )
+current_actor()  # the frame's check again: a page reached without app.py stops here too
 worked_tab, heads_tab, position_tab, cost_tab = st.tabs(
     ["Worked example", "Two heads", "Positional encoding", "Cost"]
 )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from core.access import AccessDenied
+from core.access import AccessDenied, Permission
 from core.charts.results import probability_chart
 from core.data.columns import detect_text_column
 from core.data.limits import DataError
@@ -22,6 +22,7 @@ from core.models.classify import (
 from core.models.registry import LoadedModel
 from core.review.store import StoreError
 from core.review.triage import enqueue_uncertain, triage_batch_id
+from ui.auth import allowed, current_actor
 from ui.downloads import render_table_downloads
 from ui.jobs import (
     JobProgress,
@@ -205,6 +206,7 @@ def render_send_to_triage(result: pd.DataFrame, run: ClassifyRun) -> None:
 
 
 st.title("Classify")
+actor = current_actor()
 model = require_model()
 threshold = st.slider(
     "Human-review threshold", 0.0, 1.0, DEFAULT_REVIEW_THRESHOLD, 0.05, key="classify.threshold",
@@ -214,4 +216,5 @@ one, many = st.tabs(["One complaint", "A file"])
 with one:
     render_single(model, threshold)
 with many:
-    render_file(model, threshold)
+    if allowed(actor, Permission.RUN_JOBS, "Classifying a whole file"):
+        render_file(model, threshold)

@@ -17,6 +17,7 @@ from core.data.dataset import Dataset
 from core.data.export import safe_file_stem
 from core.data.limits import DataError
 from core.models.baseline import BaselineConfig
+from ui.auth import current_actor
 from ui.datasets import DEMO_KEY, DEMO_NAME, demo_table, validated
 from ui.downloads import render_table_downloads
 from ui.safe import md_escape
@@ -188,6 +189,7 @@ def render_baseline_result(run: BaselineEvaluation) -> None:
 
 st.title("Data")
 st.write("Load labelled complaints, check them, and train the bag-of-words baseline.")
+current_actor()  # the frame's check again: a page reached without app.py stops here too
 try:
     source = render_source()
     if source is not None:

@@ -22,6 +22,7 @@ from core.charts.explain import (
 from core.data.dataset import Dataset
 from core.jobs import BackgroundJob, JobStatus
 from core.models.registry import LoadedModel
+from ui.auth import current_actor
 from ui.datasets import require_dataset
 from ui.jobs import (
     JobProgress,
@@ -227,6 +228,7 @@ def render_explanation(model: LoadedModel, text: str, target: str | None, n_step
 
 st.title("Explain")
 st.write("What each model relied on for one complaint, and where every attention head looks.")
+current_actor()  # the frame's check again: a page reached without app.py stops here too
 model = require_model()
 source = st.radio(
     "Where the complaint comes from", [TYPED, PICKED],

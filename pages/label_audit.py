@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
-from core.access import AccessDenied, Permission
+from core.access import AccessDenied, Actor, Permission
 from core.analysis.audit import AuditConfig, AuditResult, LabelIssue, audit_cache_key
 from core.analysis.audit_cache import AuditCache
 from core.analysis.audit_transformer import (
@@ -31,7 +31,7 @@ from core.models.transformer.config import TrainConfig, backbone_label
 from core.review.records import ReviewDecision
 from core.review.relabel import apply_decisions, plan_carry_over
 from core.review.store import Store
-from ui.auth import current_actor
+from ui.auth import allowed, current_actor
 from ui.datasets import require_dataset
 from ui.downloads import render_table_downloads
 from ui.jobs import (
@@ -101,9 +101,6 @@ def remember(key: str, result: AuditResult, store: Store) -> None:
 
 def render_audit_form(active: ActiveDataset, model: LoadedModel | None) -> None:
     """Model and folds; on submit, start (or reuse) the audit of the active data set."""
-    if not current_actor().can(Permission.RUN_JOBS):
-        st.caption("Running an audit needs the reviewer role.")
-        return
     with st.form("audit.form"):
         left, right = st.columns([3, 1])
         choice = left.radio(
@@ -259,6 +256,7 @@ def render_review(
     latest: dict[int, ReviewDecision],
     reviewer: str,
     store: Store,
+    actor: Actor,
 ) -> None:
     """Pick an issue, read it, and keep / relabel / escalate it with a note."""
     by_row = {x.row: x for x in issues}
@@ -275,7 +273,7 @@ def render_review(
     st.text(shown_text(issue.text))
     st.caption(f"Why: {md_escape(issue.reason)} · quality {issue.quality:.3f}")
     render_explain_link(row)
-    render_decision_form(active, issue, rows, set(latest), reviewer, store)
+    render_decision_form(active, issue, rows, set(latest), reviewer, store, actor)
 
 
 def _issue_option(issue: LabelIssue, decision: ReviewDecision | None) -> str:
@@ -308,6 +306,7 @@ def render_decision_form(
     decided: set[int],
     reviewer: str,
     store: Store,
+    actor: Actor,
 ) -> None:
     """Decision, new label and note for one row; saving happens in `save_decision`."""
     labels = [c for c in active.dataset.classes if c != issue.given_label]
@@ -328,7 +327,7 @@ def render_decision_form(
             "Save decision",
             type="primary",
             on_click=save_decision,
-            args=(store, active.dataset.fingerprint, issue, reviewer, rows, decided),
+            args=(store, active.dataset.fingerprint, issue, reviewer, rows, decided, actor),
         )
 
 
@@ -339,6 +338,7 @@ def save_decision(
     reviewer: str,
     rows: list[int],
     decided: set[int],
+    actor: Actor,
 ) -> None:
     """Form callback: write the decision (one transaction), then move on to the next issue.
 
@@ -357,9 +357,10 @@ def save_decision(
                 reviewer=reviewer,
                 new_label=st.session_state[f"audit.label.{row}"] if choice == "relabel" else None,
                 note=st.session_state.get(f"audit.note.{row}", "").strip(),
-            )
+            ),
+            actor=actor,
         )
-    except (ValueError, sqlite3.Error) as exc:
+    except (ValueError, AccessDenied, sqlite3.Error) as exc:
         remember_save(LAST_SAVE_KEY, SaveOutcome(False, f"Not saved: {exc}"))
         return
     done = _decision_text(store.latest_decisions(fingerprint).get(row))
@@ -371,7 +372,7 @@ def save_decision(
 # ---------------------------------------------------------------------------------- export, history
 
 
-def render_carry_over(dataset: Dataset, store: Store) -> None:
+def render_carry_over(dataset: Dataset, store: Store, actor: Actor) -> None:
     """Decisions saved under the data set's legacy fingerprint: never applied silently, never lost.
 
     Those whose row still holds the same complaint and label can be carried over with a click;
@@ -381,7 +382,7 @@ def render_carry_over(dataset: Dataset, store: Store) -> None:
     legacy = store.decisions(dataset.legacy_fingerprint)
     if not legacy:
         return
-    plan = plan_carry_over(dataset, legacy, store.decisions(dataset.fingerprint))
+    plan = plan_carry_over(dataset, legacy, store.decisions(dataset.fingerprint), actor=actor)
     if plan.mismatched:
         rows = ", ".join(map(str, plan.mismatched_rows[:10]))
         more = " …" if len(plan.mismatched_rows) > 10 else ""
@@ -400,26 +401,28 @@ def render_carry_over(dataset: Dataset, store: Store) -> None:
             f"Carry over {len(plan.pending)} decisions",
             key="audit.carry_over_button",
             on_click=carry_over,
-            args=(store, plan.pending),
+            args=(store, plan.pending, actor),
         )
 
 
-def carry_over(store: Store, pending: tuple[ReviewDecision, ...]) -> None:
+def carry_over(store: Store, pending: tuple[ReviewDecision, ...], actor: Actor) -> None:
     """Button callback: store the carried-over copies (each its own transaction, in order)."""
     try:
         for decision in pending:
-            store.record_decision(decision)
-    except (ValueError, sqlite3.Error) as exc:
+            store.record_decision(decision, actor=actor)
+    except (ValueError, AccessDenied, sqlite3.Error) as exc:
         remember_save(CARRY_OVER_KEY, SaveOutcome(False, f"Not all carried over: {exc}"))
         return
     remember_save(CARRY_OVER_KEY, SaveOutcome(True, f"Carried over {len(pending)} decisions."))
 
 
-def render_export(active: ActiveDataset, store: Store) -> None:
+def render_export(active: ActiveDataset, store: Store, actor: Actor) -> None:
     """Corrected data set downloads, built from the store (not the session), formula-safe."""
     dataset = active.dataset
     try:
-        corrected = apply_decisions(dataset, store.latest_decisions(dataset.fingerprint))
+        corrected = apply_decisions(
+            dataset, store.latest_decisions(dataset.fingerprint), actor=actor
+        )
     except ValueError as exc:
         st.error(f"The corrected data set cannot be built: {md_escape(exc)}")
         return
@@ -434,7 +437,7 @@ def render_export(active: ActiveDataset, store: Store) -> None:
     )
 
 
-def render_history(fingerprint: str, store: Store) -> None:
+def render_history(fingerprint: str, store: Store, actor: Actor) -> None:
     history_tab, trail_tab = st.tabs(["Decision history", "Audit trail"])
     decisions = store.decisions(fingerprint)
     if decisions:
@@ -447,8 +450,11 @@ def render_history(fingerprint: str, store: Store) -> None:
         history_tab.dataframe(history_frame(decisions), hide_index=True, width="stretch")
     else:
         history_tab.write("No decisions yet for this data set.")
-    events = store.trail(limit=200)
-    trail_tab.caption("The latest 200 events of the append-only trail (every data set).")
+    events = store.trail(limit=200, actor=actor)
+    whose = "everyone's" if actor.can(Permission.SEE_ALL_TRAIL) else "your own"
+    trail_tab.caption(
+        f"The latest 200 of {whose} events in the append-only trail (every data set)."
+    )
     trail_tab.dataframe(
         pd.DataFrame(
             {
@@ -510,11 +516,13 @@ st.write(
     "cleanlab flags rows where it confidently disagrees; identical or same-words texts with "
     "other labels are listed too. Decide each one; every decision is saved at once."
 )
+actor = current_actor()
 active = require_dataset("audit")
 if active is None:
     st.stop()
 store = require_store()
-render_audit_form(active, get_active_model())
+if allowed(actor, Permission.RUN_JOBS, "Running an audit"):
+    render_audit_form(active, get_active_model())
 result = current_result(get_audit_job(), active, store)
 if result is not None:
     latest = store.latest_decisions(active.dataset.fingerprint)
@@ -523,12 +531,16 @@ if result is not None:
     render_issue_table(result.issues, latest)
     st.subheader("Review")
     render_last_save(LAST_SAVE_KEY)
-    reviewer = render_reviewer("audit", prompt="Your name, saved with each decision")
+    reviewer = None
+    if allowed(actor, Permission.DECIDE, "Deciding on flagged rows"):
+        prompt = "Your name, saved with each decision"
+        reviewer = render_reviewer("audit", prompt=prompt, actor=actor)
     if not result.issues:
         st.success("No suspected label issues in this data set with these settings.")
     elif reviewer is not None:
-        render_review(active, result.issues, latest, reviewer, store)
+        render_review(active, result.issues, latest, reviewer, store, actor)
 st.subheader("Export and history")
-render_carry_over(active.dataset, store)
-render_export(active, store)
-render_history(active.dataset.fingerprint, store)
+if allowed(actor, Permission.DECIDE, "Exporting the corrected data set"):
+    render_carry_over(active.dataset, store, actor)
+    render_export(active, store, actor)
+render_history(active.dataset.fingerprint, store, actor)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.access import AccessDenied, Permission
+from core.access import AccessDenied, Actor, Permission
 from core.analysis.order_ablation import order_ablation
 from core.analysis.perturbations import ProbeConfig
 from core.analysis.probe_compare import (
@@ -37,7 +37,7 @@ from core.charts.probes import capped_chart, flip_rate_chart, probe_shift_chart
 from core.data.dataset import Dataset
 from core.jobs import BackgroundJob, JobStatus
 from core.models.registry import LoadedModel
-from ui.auth import current_actor
+from ui.auth import allowed, current_actor
 from ui.datasets import require_dataset
 from ui.jobs import (
     JobProgress,
@@ -202,9 +202,6 @@ def render_twins(dataset: Dataset) -> None:
 
 
 def render_scan_form(model: LoadedModel, dataset: Dataset) -> None:
-    if not current_actor().can(Permission.RUN_JOBS):
-        st.caption("Scanning a data set needs the reviewer role.")
-        return
     with st.form("probes.scan_form"):
         cols = st.columns(3)
         max_rows = cols[0].number_input("Rows to classify", 20, 5000, 400, 20, key="probes.rows")
@@ -261,7 +258,7 @@ def render_scan_result(result: ScanResult) -> None:
         right.altair_chart(flip_rate_chart(result.kind_stats), width="stretch")
 
 
-def render_scan(model: LoadedModel) -> None:
+def render_scan(model: LoadedModel, actor: Actor) -> None:
     st.subheader("Scan a data set")
     active = require_dataset("probes")
     if active is None:
@@ -269,7 +266,8 @@ def render_scan(model: LoadedModel) -> None:
     dataset = active.dataset
     st.caption(f"Data set: {md_escape(active.name)} · {len(dataset):,} complaints")
     render_twins(dataset)
-    render_scan_form(model, dataset)
+    if allowed(actor, Permission.RUN_JOBS, "Scanning a data set"):
+        render_scan_form(model, dataset)
     run = get_probe_scan()
     if run is None or run.dataset_fingerprint != dataset.fingerprint:
         return
@@ -287,7 +285,8 @@ def render_scan(model: LoadedModel) -> None:
 
 st.title("Order probes")
 st.write("Where word order decides the desk, and which model notices.")
+actor = current_actor()
 model = require_model()
 render_one_complaint(model)
 render_demo(model)
-render_scan(model)
+render_scan(model, actor)

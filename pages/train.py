@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import streamlit as st
 
-from core.access import AccessDenied, Permission
+from core.access import AccessDenied, Actor, Permission
 from core.charts.results import (
     confusion_chart,
     f1_comparison_chart,
@@ -24,7 +24,7 @@ from core.models.transformer.config import MINILM, TINY, TrainConfig, backbone_l
 from core.models.transformer.loop import TrainProgress
 from core.models.transformer.training import TrainResult
 from core.paths import models_dir
-from ui.auth import current_actor
+from ui.auth import allowed, current_actor
 from ui.datasets import require_dataset
 from ui.jobs import JobProgress, get_job_queue, job_requester, queued_progress, render_job_progress
 from ui.safe import md_escape
@@ -36,7 +36,7 @@ ACTIVATED_KEY = "train.activated"  # int: id of the finished training made the a
 DEFAULT_LR = {MINILM: TrainConfig.lr, TINY: 1e-3}
 
 
-def render_saved_models() -> None:
+def render_saved_models(actor: Actor) -> None:
     summaries = list_models(models_dir())
     if not summaries:
         st.caption("No saved models yet.")  # a name, never the server's models path
@@ -58,14 +58,16 @@ def render_saved_models() -> None:
     if load.button("Use this model", key="train.load", type="primary"):
         set_active_model(model_folder(models_dir(), name))
         st.rerun()
+    if not allowed(actor, Permission.MANAGE_MODELS, "Renaming and deleting models"):
+        return
     with rename.popover("Rename"):
         new_name = st.text_input("New name", key="train.new_name")
         if st.button("Rename", key="train.rename") and new_name:
-            apply_registry_change(lambda: rename_model(models_dir(), name, new_name))
+            apply_registry_change(lambda: rename_model(models_dir(), name, new_name, actor=actor))
     with delete.popover("Delete"):
         st.write("This removes the model folder for every user.")
         if st.button("Delete for good", key="train.delete"):
-            apply_registry_change(lambda: delete_model(models_dir(), name))
+            apply_registry_change(lambda: delete_model(models_dir(), name, actor=actor))
 
 
 def apply_registry_change(change) -> None:
@@ -79,8 +81,9 @@ def apply_registry_change(change) -> None:
 
 def error_text(exc: ValueError | OSError) -> str:
     """What a visitor is told: our own messages name models, never paths; an OSError's text
-    holds the server's path, so only its reason is shown."""
-    if isinstance(exc, OSError):
+    holds the server's path, so only its reason is shown (AccessDenied, an OSError too, holds
+    none)."""
+    if isinstance(exc, OSError) and not isinstance(exc, AccessDenied):
         return f"the models folder could not be changed ({exc.strerror or type(exc).__name__})"
     return str(exc)
 
@@ -254,18 +257,6 @@ def render_job(run: TrainingRun) -> None:
         render_result(run, snapshot.result)
 
 
-st.title("Train")
-st.write(
-    "Fine-tune a transformer on the active data set; a bag-of-words baseline is trained on the "
-    "same split so the two can be compared. Or load a saved model."
-)
-model = get_active_model()
-if model is not None:
-    st.caption(f"Active model: {md_escape(model.path.name)}")
-with st.expander("Saved models", expanded=model is None):
-    render_saved_models()
-
-
 def start(active: ActiveDataset, request: TrainRequest) -> TrainingRun | None:
     """Queue the training; None (with the reason shown) when the queue or the role refuses."""
     try:
@@ -279,12 +270,24 @@ def start(active: ActiveDataset, request: TrainRequest) -> TrainingRun | None:
         return None
 
 
+st.title("Train")
+st.write(
+    "Fine-tune a transformer on the active data set; a bag-of-words baseline is trained on the "
+    "same split so the two can be compared. Or load a saved model."
+)
+actor = current_actor()
+model = get_active_model()
+if model is not None:
+    st.caption(f"Active model: {md_escape(model.path.name)}")
+with st.expander("Saved models", expanded=model is None):
+    render_saved_models(actor)
+
+
 st.subheader("Train a new model")
-active = require_dataset("train")
+may_train = allowed(actor, Permission.TRAIN, "Training a model")
+active = require_dataset("train") if may_train else None
 run: TrainingRun | None = st.session_state.get(TRAIN_JOB)
-if active is not None and not current_actor().can(Permission.TRAIN):
-    st.caption("Training needs the admin role.")
-elif active is not None:
+if active is not None:
     st.caption(
         f"Data set: {md_escape(active.name)} · {len(active.dataset):,} complaints · "
         f"{len(active.dataset.classes)} desks"

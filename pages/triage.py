@@ -14,9 +14,11 @@ import sqlite3
 import pandas as pd
 import streamlit as st
 
+from core.access import AccessDenied, Actor, Permission
 from core.review.records import TriageItem
 from core.review.store import Store
 from core.review.triage import triage_training_rows, with_training_rows
+from ui.auth import allowed, current_actor
 from ui.downloads import table_csv_bytes
 from ui.safe import md_escape
 from ui.state import get_active_dataset
@@ -81,7 +83,9 @@ def desk_options(item: TriageItem) -> list[str]:
     return ranked + extra or [item.predicted_label]
 
 
-def render_item(item: TriageItem, open_ids: list[int], reviewer: str, store: Store) -> None:
+def render_item(
+    item: TriageItem, open_ids: list[int], reviewer: str, store: Store, actor: Actor
+) -> None:
     """The complaint, the model's probabilities, and Confirm / Correct."""
     where = f"row {item.row} of " if item.row is not None else ""
     st.caption(f"Item #{item.id}: {where}{md_escape(item.batch)}")
@@ -106,23 +110,28 @@ def render_item(item: TriageItem, open_ids: list[int], reviewer: str, store: Sto
             f"Confirm {md_escape(item.predicted_label)}",
             type="primary",
             on_click=decide,
-            args=(store, item, open_ids, reviewer, True),
+            args=(store, item, open_ids, reviewer, True, actor),
         )
         right.form_submit_button(
             "Correct to the chosen desk",
             on_click=decide,
-            args=(store, item, open_ids, reviewer, False),
+            args=(store, item, open_ids, reviewer, False, actor),
         )
 
 
 def decide(
-    store: Store, item: TriageItem, open_ids: list[int], reviewer: str, confirm: bool
+    store: Store,
+    item: TriageItem,
+    open_ids: list[int],
+    reviewer: str,
+    confirm: bool,
+    actor: Actor,
 ) -> None:
     """Button callback: write the verdict (one transaction), then move on to the next item."""
     label = item.predicted_label if confirm else st.session_state[f"triage.label.{item.id}"]
     try:
-        done = store.decide_triage(item.id, final_label=label, reviewer=reviewer)
-    except (ValueError, sqlite3.Error) as exc:
+        done = store.decide_triage(item.id, final_label=label, reviewer=reviewer, actor=actor)
+    except (ValueError, AccessDenied, sqlite3.Error) as exc:
         remember_save(LAST_SAVE_KEY, SaveOutcome(False, f"Not saved: {exc}"))
         return
     message = f"Saved: item #{done.id} {done.status} as {done.final_label}."
@@ -133,7 +142,9 @@ def decide(
         st.session_state[ITEM_KEY] = (later or rest)[0]
 
 
-def render_queue(open_items: list[TriageItem], reviewer: str | None, store: Store) -> None:
+def render_queue(
+    open_items: list[TriageItem], reviewer: str | None, store: Store, actor: Actor
+) -> None:
     if not open_items:
         st.info("Nothing is waiting for review.")
         return
@@ -151,10 +162,10 @@ def render_queue(open_items: list[TriageItem], reviewer: str | None, store: Stor
         ),
     )
     if reviewer is not None:
-        render_item(by_id[item_id], list(by_id), reviewer, store)
+        render_item(by_id[item_id], list(by_id), reviewer, store, actor)
 
 
-def render_training_rows(reviewed: list[TriageItem]) -> None:
+def render_training_rows(reviewed: list[TriageItem], actor: Actor) -> None:
     """Reviewed rows as training data: a labelled file, or the active data set plus them."""
     include = st.radio(
         "Rows to add to the training data",
@@ -162,7 +173,9 @@ def render_training_rows(reviewed: list[TriageItem]) -> None:
         key="triage.include",
         horizontal=True,
     )
-    rows = triage_training_rows(reviewed, include_confirmed=include != "corrected only")
+    rows = triage_training_rows(
+        reviewed, actor=actor, include_confirmed=include != "corrected only"
+    )
     left, right = st.columns(2)
     left.download_button(
         f"Download {len(rows)} reviewed rows (CSV)",
@@ -193,6 +206,7 @@ st.write(
     "Predictions the model was unsure about (confidence below the review threshold on "
     "Classify) wait here. Confirm the predicted desk or correct it; every verdict is saved at once."
 )
+actor = current_actor()
 store = require_store()
 everything = store.triage_items(limit=QUEUE_LIMIT)
 render_counts(everything)
@@ -200,13 +214,16 @@ batches = sorted({i.batch for i in everything})
 batch = st.selectbox("Batch", [ALL, *batches], key="triage.batch")
 chosen = None if batch == ALL else batch
 render_last_save(LAST_SAVE_KEY)
-reviewer = render_reviewer("triage", prompt="Your name, saved with each verdict")
+reviewer = None
+if allowed(actor, Permission.DECIDE, "Confirming or correcting predictions"):
+    reviewer = render_reviewer("triage", prompt="Your name, saved with each verdict", actor=actor)
 st.subheader("Waiting for review")
-render_queue(store.open_triage(batch=chosen, limit=QUEUE_LIMIT), reviewer, store)
+render_queue(store.open_triage(batch=chosen, limit=QUEUE_LIMIT), reviewer, store, actor)
 reviewed = [i for i in store.triage_items(batch=chosen, limit=QUEUE_LIMIT) if i.status != "open"]
 st.subheader(f"Reviewed ({len(reviewed)})")
 if reviewed:
     render_table(reviewed)
-    render_training_rows(reviewed)
+    if allowed(actor, Permission.DECIDE, "Downloading reviewed rows as training data"):
+        render_training_rows(reviewed, actor)
 else:
     st.write("No verdicts yet.")

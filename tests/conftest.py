@@ -215,6 +215,7 @@ def tiny_bert_result(tiny_bert_dir: Path):
 def tiny_bert_cls_model_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny random BERT with [CLS] pooling (max_length 48) trained two steps on the same 12
     rows, saved as `tiny-bert`."""
+    from core.access import OPERATOR
     from core.models.registry import save_model
     from core.models.transformer.config import TrainConfig
     from core.models.transformer.training import train_models
@@ -225,7 +226,7 @@ def tiny_bert_cls_model_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPa
         max_steps=2, device="cpu",
     )  # fmt: skip
     result = train_models(data, data, config)
-    return save_model(result, tmp_path_factory.mktemp("models"), "tiny-bert")
+    return save_model(result, tmp_path_factory.mktemp("models"), "tiny-bert", actor=OPERATOR)
 
 
 @pytest.fixture(scope="session", autouse=True)

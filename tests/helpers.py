@@ -67,6 +67,7 @@ def run_cli_process(*args: str) -> CliRun:
 
 def save_tiny_model(folder: Path) -> Path:
     """Train the from-scratch tiny transformer for 20 steps and save it to `folder`."""
+    from core.access import OPERATOR
     from core.data.dataset import Dataset, split_dataset
     from core.models.registry import save_model
     from core.models.transformer.config import TrainConfig
@@ -76,7 +77,9 @@ def save_tiny_model(folder: Path) -> Path:
     train, val = split_dataset(dataset, val_fraction=0.25, seed=0)
     config = TrainConfig(backbone="tiny", lr=1e-3, epochs=20, max_steps=20, batch_size=8)
     result = train_models(train, val, config)
-    return save_model(result, folder.parent, folder.name, data_fingerprint=dataset.fingerprint)
+    return save_model(
+        result, folder.parent, folder.name, actor=OPERATOR, data_fingerprint=dataset.fingerprint
+    )
 
 
 def open_page(page: str, state: dict | None = None):

@@ -14,6 +14,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from core.access import OPERATOR
 from core.data.validation import validate
 from core.review.records import ReviewDecision
 from core.review.store import Store, default_db_path
@@ -206,10 +207,12 @@ def test_decisions_under_the_old_fingerprint_are_named_and_carried_over(data_dir
     legacy = data.legacy_fingerprint
     with Store.open(default_db_path()) as store:
         store.record_decision(
-            ReviewDecision(legacy, data.rows[0], data.texts[0], data.labels[0], "keep", "Asha")
+            ReviewDecision(legacy, data.rows[0], data.texts[0], data.labels[0], "keep", "Asha"),
+            actor=OPERATOR,
         )  # its row still holds that complaint
         store.record_decision(
-            ReviewDecision(legacy, data.rows[1], data.texts[0], data.labels[1], "keep", "Asha")
+            ReviewDecision(legacy, data.rows[1], data.texts[0], data.labels[1], "keep", "Asha"),
+            actor=OPERATOR,
         )  # made when another complaint was on that row
     at = open_page(PAGE, {ACTIVE_DATASET: active}).run()
     assert not at.exception
@@ -232,7 +235,8 @@ def test_a_decision_on_another_complaint_stops_the_export_with_a_message(data_di
         store.record_decision(
             ReviewDecision(
                 data.fingerprint, data.rows[1], data.texts[0], data.labels[1], "keep", "A"
-            )
+            ),
+            actor=OPERATOR,
         )
     at = open_page(PAGE, {ACTIVE_DATASET: active}).run()
     assert not at.exception

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.access import OPERATOR
 from core.models.classifier import Prediction
 from core.review.store import Store, default_db_path
 from core.review.triage import enqueue_uncertain
@@ -106,7 +107,9 @@ def test_an_item_decided_elsewhere_is_refused_not_overwritten(app: AppTest, queu
     sign_in(app, "Asha")
     first = queued[0]
     with Store.open(default_db_path()) as other_session:
-        other_session.decide_triage(first, final_label="Card Fraud", reviewer="Ravi")
+        other_session.decide_triage(
+            first, final_label="Card Fraud", reviewer="Ravi", actor=OPERATOR
+        )
     app.button(key=f"FormSubmitter:triage.decide.{first}-Confirm UPI Dispute").click().run()
     assert not app.exception
     assert any("already corrected" in e.value for e in app.error)

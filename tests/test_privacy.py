@@ -134,6 +134,7 @@ def leaks_in_folder(folder) -> dict[str, list[str]]:
 
 
 def train_and_save_on_demo_data(folder):
+    from core.access import OPERATOR
     from core.data.dataset import Dataset, split_dataset
     from core.data.demo import DemoConfig, generate_demo_data
     from core.models.registry import save_model
@@ -145,7 +146,8 @@ def train_and_save_on_demo_data(folder):
     texts = demo["text"].tolist() + [text for _, text in INJECTED]
     train, val = split_dataset(Dataset(texts, labels), val_fraction=0.2, seed=0)
     config = TrainConfig(backbone="tiny", lr=1e-3, epochs=1, max_steps=3, batch_size=16)
-    return save_model(train_models(train, val, config), folder.parent, folder.name)
+    result = train_models(train, val, config)
+    return save_model(result, folder.parent, folder.name, actor=OPERATOR)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
+from core.access import OPERATOR
 from core.models import registry
 from core.models.baseline import BagOfWordsClassifier
 from core.models.card import ModelChange, card_digest, model_change, validate_model_name
@@ -35,7 +36,11 @@ def result(tiny_bert_result):
 @pytest.fixture(scope="module")
 def saved(result, tmp_path_factory):
     return save_model(
-        result, tmp_path_factory.mktemp("models"), "desk-router", data_fingerprint="f" * 64
+        result,
+        tmp_path_factory.mktemp("models"),
+        "desk-router",
+        data_fingerprint="f" * 64,
+        actor=OPERATOR,
     )
 
 
@@ -104,7 +109,7 @@ def test_failed_save_leaves_nothing_behind(result, tmp_path, monkeypatch):
 
     monkeypatch.setattr(BagOfWordsClassifier, "save", explode)
     with pytest.raises(OSError, match="disk full"):
-        save_model(result, tmp_path, "broken")
+        save_model(result, tmp_path, "broken", actor=OPERATOR)
     assert list(tmp_path.iterdir()) == []
     assert list_models(tmp_path) == []
 
@@ -113,7 +118,7 @@ def test_failed_overwrite_keeps_the_old_model(result, saved, tmp_path, monkeypat
     folder = shutil.copytree(saved, tmp_path / "kept")
     monkeypatch.setattr(registry, "build_card", _raise)
     with pytest.raises(RuntimeError):
-        save_model(result, tmp_path, "kept", overwrite=True)
+        save_model(result, tmp_path, "kept", overwrite=True, actor=OPERATOR)
     assert [p.name for p in tmp_path.iterdir()] == ["kept"]
     assert load_model(folder).card["data_fingerprint"] == "f" * 64
 
@@ -124,15 +129,15 @@ def _raise(*args, **kwargs):
 
 def test_save_refuses_existing_target_and_cancelled_runs(result, saved):
     with pytest.raises(ValueError, match="already exists"):
-        save_model(result, saved.parent, saved.name)
+        save_model(result, saved.parent, saved.name, actor=OPERATOR)
     cancelled = type(result)(**{**result.__dict__, "cancelled": True, "transformer": None})
     with pytest.raises(ValueError, match="cancelled"):
-        save_model(cancelled, saved.parent, "other")
+        save_model(cancelled, saved.parent, "other", actor=OPERATOR)
 
 
 def test_overwrite_replaces_the_model(result, saved, tmp_path):
     folder = shutil.copytree(saved, tmp_path / "again")
-    save_model(result, tmp_path, "again", overwrite=True, data_fingerprint="0" * 64)
+    save_model(result, tmp_path, "again", overwrite=True, data_fingerprint="0" * 64, actor=OPERATOR)
     assert load_model(folder).card["data_fingerprint"] == "0" * 64
     assert [p.name for p in tmp_path.iterdir()] == ["again"]
 
@@ -144,7 +149,7 @@ def test_bad_model_names_are_refused(name, result, tmp_path):
     with pytest.raises(ValueError, match="model name"):
         validate_model_name(name)
     with pytest.raises(ValueError, match="model name"):
-        save_model(result, tmp_path, name)
+        save_model(result, tmp_path, name, actor=OPERATOR)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -168,18 +173,18 @@ def test_list_rename_delete(saved, tmp_path):
     assert summaries[0].labels == ("Card Fraud", "Loan Query", "UPI Dispute")
     assert summaries[0].transformer_accuracy is not None and summaries[0].bow_macro_f1 is not None
 
-    renamed = rename_model(tmp_path, "old", "older")
+    renamed = rename_model(tmp_path, "old", "older", actor=OPERATOR)
     assert renamed == tmp_path / "older" and load_model(renamed).card["labels"]
     assert [s.name for s in list_models(tmp_path)] == ["new", "older"]
     with pytest.raises(ValueError, match="already exists"):
-        rename_model(tmp_path, "new", "older")
+        rename_model(tmp_path, "new", "older", actor=OPERATOR)
 
-    delete_model(tmp_path, "new")
+    delete_model(tmp_path, "new", actor=OPERATOR)
     assert [s.name for s in list_models(tmp_path)] == ["older"]
     with pytest.raises(ValueError, match="no model named"):
-        delete_model(tmp_path, "notes")
+        delete_model(tmp_path, "notes", actor=OPERATOR)
     with pytest.raises(ValueError, match="model name"):
-        delete_model(tmp_path, "../older")
+        delete_model(tmp_path, "../older", actor=OPERATOR)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes", "older"]
 
 
@@ -204,13 +209,13 @@ def test_a_model_saved_again_under_its_name_is_another_key(result, saved, tmp_pa
     folder = shutil.copytree(saved, tmp_path / "again")
     before = load_model(folder)
     assert model_change(folder, before.digest) is ModelChange.SAME
-    save_model(result, tmp_path, "again", overwrite=True)
+    save_model(result, tmp_path, "again", overwrite=True, actor=OPERATOR)
     after = load_model(folder)
     assert after.key != before.key and after.path == before.path
     assert model_change(folder, before.digest) is ModelChange.CHANGED
     with pytest.raises(ValueError, match="changed on disk"):
         load_model(folder, digest=before.digest)
-    delete_model(tmp_path, "again")
+    delete_model(tmp_path, "again", actor=OPERATOR)
     assert model_change(folder, after.digest) is ModelChange.GONE
 
 
@@ -238,9 +243,9 @@ def outside(tmp_path):
 @pytest.mark.parametrize("name", ["../outside/evil", "../../x/evil", "/tmp/evil", "..", "a/b"])
 def test_save_refuses_names_that_leave_the_models_folder(result, outside, name):
     with pytest.raises(ValueError, match="model name"):
-        save_model(result, outside / "models", name)
+        save_model(result, outside / "models", name, actor=OPERATOR)
     with pytest.raises(ValueError, match="model name"):
-        save_model(result, outside / "models", str(outside / "outside" / "evil"))
+        save_model(result, outside / "models", str(outside / "outside" / "evil"), actor=OPERATOR)
     assert list((outside / "outside").iterdir()) == []
     assert list((outside / "models").iterdir()) == []
 
@@ -252,13 +257,13 @@ def test_a_symbolic_link_out_of_the_models_folder_is_refused(result, saved, outs
     (models / "victim").symlink_to(elsewhere / "victim", target_is_directory=True)
     shutil.copytree(saved, models / "mine")
     with pytest.raises(ValueError, match="inside the models folder"):
-        save_model(result, models, "link", overwrite=True)
+        save_model(result, models, "link", overwrite=True, actor=OPERATOR)
     with pytest.raises(ValueError, match="inside the models folder"):
-        delete_model(models, "victim")
+        delete_model(models, "victim", actor=OPERATOR)
     with pytest.raises(ValueError, match="inside the models folder"):
-        rename_model(models, "victim", "renamed")
+        rename_model(models, "victim", "renamed", actor=OPERATOR)
     with pytest.raises(ValueError, match="inside the models folder"):
-        rename_model(models, "mine", "link")
+        rename_model(models, "mine", "link", actor=OPERATOR)
     with pytest.raises(ValueError, match="inside the models folder"):
         load_named_model(models, "victim")
     assert sorted(p.name for p in elsewhere.iterdir()) == ["victim"]
@@ -271,10 +276,10 @@ def test_rename_and_delete_name_models_never_paths(saved, outside):
     shutil.copytree(saved, models / "mine")
     for bad in ["../outside", str(outside / "outside"), "mine/..", ".."]:
         with pytest.raises(ValueError, match="model name") as err:
-            rename_model(models, "mine", bad)
+            rename_model(models, "mine", bad, actor=OPERATOR)
         assert str(models) not in str(err.value)
     with pytest.raises(ValueError, match="no model named 'gone'") as err:
-        delete_model(models, "gone")
+        delete_model(models, "gone", actor=OPERATOR)
     assert str(models) not in str(err.value)
     assert [p.name for p in models.iterdir()] == ["mine"]
 

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from core.access import OPERATOR
 from core.paths import DATA_DIR_ENV
 from core.review.records import ReviewDecision, TriageItem
 from core.review.relabel import apply_decisions, plan_carry_over
@@ -69,7 +70,7 @@ def test_open_on_an_empty_existing_file(tmp_path):
     path.touch()
     with Store.open(path) as store:
         assert store.schema_version == SCHEMA_VERSION
-        store.record_decision(_decision())
+        store.record_decision(_decision(), actor=OPERATOR)
         assert len(store.decisions(FP)) == 1
 
 
@@ -77,7 +78,7 @@ def test_reopening_keeps_schema_and_runs_no_migration_twice(tmp_path):
     path = tmp_path / "lens.db"
     for _ in range(2):
         with Store.open(path) as store:
-            store.record_decision(_decision())
+            store.record_decision(_decision(), actor=OPERATOR)
     with Store.open(path) as store:
         assert store.schema_version == SCHEMA_VERSION
         assert len(store.decisions(FP)) == 2
@@ -142,7 +143,7 @@ def test_a_corrupt_file_is_refused_in_one_line(tmp_path):
 def test_a_store_whose_triggers_were_dropped_or_altered_is_refused(tmp_path, tamper, message):
     path = tmp_path / "lens.db"
     with Store.open(path) as store:
-        store.record_decision(_decision())
+        store.record_decision(_decision(), actor=OPERATOR)
     with sqlite3.connect(path) as raw:
         raw.executescript(tamper)
     raw.close()
@@ -156,7 +157,7 @@ def read_only_file(tmp_path):
     """A store with one decision whose file (and, as `chmod_folder`, folder) is read-only."""
     path = tmp_path / "ro" / "lens.db"
     with Store.open(path) as store:
-        store.record_decision(_decision())
+        store.record_decision(_decision(), actor=OPERATOR)
     yield path
     path.parent.chmod(0o755)
     path.chmod(0o644)
@@ -171,9 +172,9 @@ def test_a_read_only_store_is_read_and_refuses_writes(read_only_file, folder_too
     with Store.open(read_only_file) as store:
         assert store.read_only
         assert [d.reviewer for d in store.decisions(FP)] == ["asha"]
-        assert [e.action for e in store.trail()] == ["decision.recorded"]
+        assert [e.action for e in store.trail(actor=OPERATOR)] == ["decision.recorded"]
         with pytest.raises(StoreError, match="is read-only.*nothing was saved"):
-            store.record_decision(_decision(row=3))
+            store.record_decision(_decision(row=3), actor=OPERATOR)
         with pytest.raises(StoreError, match="is read-only"):
             store.enqueue_triage([_item()])
     assert read_only_file.read_bytes() == before
@@ -185,7 +186,7 @@ def test_read_only_on_request_and_never_migrated(tmp_path):
     with pytest.raises(StoreError, match="schema version 1 and is read-only"):
         Store.open(path, read_only=True)
     with Store.open(path) as store:  # writable: migrated
-        store.record_decision(_decision())
+        store.record_decision(_decision(), actor=OPERATOR)
     with Store.open(path, read_only=True) as store:
         assert store.read_only and len(store.decisions(FP)) == 2
         with pytest.raises(StoreError, match="read-only"):
@@ -197,7 +198,7 @@ def test_read_only_on_request_and_never_migrated(tmp_path):
 
 def test_decision_round_trip(store):
     given = _decision(decision="relabel", new_label="UPI Dispute", note="mentions a UPI ref")
-    decision_id = store.record_decision(given)
+    decision_id = store.record_decision(given, actor=OPERATOR)
     (stored,) = store.decisions(FP)
     assert stored.id == decision_id
     assert stored == ReviewDecision(
@@ -209,9 +210,11 @@ def test_decision_round_trip(store):
 
 
 def test_latest_decision_per_row_wins(store):
-    store.record_decision(_decision(row=2, decision="escalate"))
-    store.record_decision(_decision(row=3))
-    store.record_decision(_decision(row=2, decision="relabel", new_label="Other", reviewer="ben"))
+    store.record_decision(_decision(row=2, decision="escalate"), actor=OPERATOR)
+    store.record_decision(_decision(row=3), actor=OPERATOR)
+    store.record_decision(
+        _decision(row=2, decision="relabel", new_label="Other", reviewer="ben"), actor=OPERATOR
+    )
     latest = store.latest_decisions(FP)
     assert set(latest) == {2, 3}
     assert (latest[2].decision, latest[2].new_label, latest[2].reviewer) == (
@@ -251,13 +254,13 @@ def test_schema_rejects_a_relabel_without_new_label_even_bypassing_python(store)
 
 def test_record_decision_needs_a_review_decision(store):
     with pytest.raises(ValueError, match="ReviewDecision"):
-        store.record_decision({"row": 2})
+        store.record_decision({"row": 2}, actor=OPERATOR)
 
 
 def test_a_decision_survives_closing_and_reopening(tmp_path):
     path = tmp_path / "lens.db"
     store = Store.open(path)
-    store.record_decision(_decision(decision="relabel", new_label="KYC Update"))
+    store.record_decision(_decision(decision="relabel", new_label="KYC Update"), actor=OPERATOR)
     store.close()  # the app restarts
     with Store.open(path) as reopened:
         (decision,) = reopened.decisions(FP)
@@ -267,7 +270,7 @@ def test_a_decision_survives_closing_and_reopening(tmp_path):
 def test_a_committed_decision_is_on_disk_before_close(tmp_path):
     path = tmp_path / "lens.db"
     with Store.open(path) as store:
-        store.record_decision(_decision())
+        store.record_decision(_decision(), actor=OPERATOR)
         # another connection (as after a crash of this process) sees the committed row
         with sqlite3.connect(path) as raw:
             assert raw.execute("SELECT count(*) FROM decisions").fetchone()[0] == 1
@@ -277,13 +280,13 @@ def test_a_committed_decision_is_on_disk_before_close(tmp_path):
 
 
 def test_every_write_appends_a_trail_event(store):
-    store.record_decision(_decision())
+    store.record_decision(_decision(), actor=OPERATOR)
     store.enqueue_triage([_item()])
     store.record_run("audit", parameters={"folds": 5}, metrics={"issues": 3})
-    actions = [e.action for e in store.trail()]
+    actions = [e.action for e in store.trail(actor=OPERATOR)]
     assert actions == ["run.recorded", "triage.enqueued", "decision.recorded"]
-    assert store.trail()[-1].details["reviewer"] == "asha"
-    assert len(store.trail(limit=1)) == 1
+    assert store.trail(actor=OPERATOR)[-1].details["reviewer"] == "asha"
+    assert len(store.trail(limit=1, actor=OPERATOR)) == 1
 
 
 @pytest.mark.parametrize(
@@ -293,13 +296,13 @@ def test_every_write_appends_a_trail_event(store):
 def test_trail_rows_can_never_be_updated_or_deleted(tmp_path, statement):
     path = tmp_path / "lens.db"
     with Store.open(path) as store:
-        store.record_decision(_decision())
+        store.record_decision(_decision(), actor=OPERATOR)
     raw = sqlite3.connect(path)
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
         raw.execute(statement)
     raw.close()
     with Store.open(path) as store:
-        assert [e.action for e in store.trail()] == ["decision.recorded"]
+        assert [e.action for e in store.trail(actor=OPERATOR)] == ["decision.recorded"]
 
 
 @pytest.mark.parametrize(
@@ -318,9 +321,9 @@ def test_trail_rows_can_never_be_updated_or_deleted(tmp_path, statement):
 def test_every_table_is_append_only(tmp_path, statement):
     path = tmp_path / "lens.db"
     with Store.open(path) as store:
-        store.record_decision(_decision())
+        store.record_decision(_decision(), actor=OPERATOR)
         (item_id,) = store.enqueue_triage([_item()])
-        store.decide_triage(item_id, final_label="Other", reviewer="asha")
+        store.decide_triage(item_id, final_label="Other", reviewer="asha", actor=OPERATOR)
         store.record_run("audit", parameters={}, metrics={"issues": 1})
     raw = sqlite3.connect(path)
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
@@ -372,7 +375,7 @@ def test_a_version_1_store_is_migrated_keeping_every_row(tmp_path):
         assert (decided.row, decided.status, decided.final_label) == (7, "corrected", "Other")
         assert (decided.reviewer, decided.decided_at) == ("ben", "t2")
         assert (waiting.row, waiting.status, waiting.reviewer) == (8, "open", None)
-        store.decide_triage(waiting.id, final_label="UPI Dispute", reviewer="asha")
+        store.decide_triage(waiting.id, final_label="UPI Dispute", reviewer="asha", actor=OPERATOR)
         assert store.open_triage() == []
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             store._query("UPDATE decisions SET reviewer = 'mallory'")
@@ -385,14 +388,16 @@ def _write_decisions(path: str, worker: int, count: int) -> None:
     """Open a store and record `count` decisions on rows of this worker (thread or process)."""
     with Store.open(path) as store:
         for i in range(count):
-            store.record_decision(_decision(row=2 + worker * 1000 + i, reviewer=f"w{worker}"))
+            store.record_decision(
+                _decision(row=2 + worker * 1000 + i, reviewer=f"w{worker}"), actor=OPERATOR
+            )
 
 
 def _check_all_written(path, workers: int, count: int) -> None:
     with Store.open(path) as store:
         rows = sorted(d.row for d in store.decisions(FP))
         assert rows == sorted(2 + w * 1000 + i for w in range(workers) for i in range(count))
-        assert len(store.trail(limit=10_000)) == workers * count
+        assert len(store.trail(limit=10_000, actor=OPERATOR)) == workers * count
         assert store.integrity_check() == "ok"
 
 
@@ -418,7 +423,7 @@ def test_four_threads_writing_at_once_lose_nothing(tmp_path):
 def test_one_store_shared_by_threads(store):
     def work(worker: int) -> None:
         for i in range(25):
-            store.record_decision(_decision(row=2 + worker * 1000 + i))
+            store.record_decision(_decision(row=2 + worker * 1000 + i), actor=OPERATOR)
 
     threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
     for thread in threads:
@@ -478,8 +483,12 @@ def test_triage_lifecycle(store):
     assert first.probabilities == {"UPI Dispute": 0.41, "Card Fraud": 0.39, "Other": 0.2}
     assert (first.status, first.final_label, first.decided_at) == ("open", None, None)
 
-    confirmed = store.decide_triage(ids[0], final_label="UPI Dispute", reviewer="asha")
-    corrected = store.decide_triage(ids[1], final_label="Card Fraud", reviewer="ben")
+    confirmed = store.decide_triage(
+        ids[0], final_label="UPI Dispute", reviewer="asha", actor=OPERATOR
+    )
+    corrected = store.decide_triage(
+        ids[1], final_label="Card Fraud", reviewer="ben", actor=OPERATOR
+    )
     assert (confirmed.status, confirmed.final_label, confirmed.reviewer) == (
         "confirmed",
         "UPI Dispute",
@@ -489,18 +498,18 @@ def test_triage_lifecycle(store):
     assert corrected.decided_at is not None
     assert [i.id for i in store.open_triage()] == [ids[2]]
     assert [i.id for i in store.triage_items(status="corrected")] == [ids[1]]
-    assert store.trail()[0].details["status"] == "corrected"
+    assert store.trail(actor=OPERATOR)[0].details["status"] == "corrected"
 
 
 def test_a_triage_item_is_decided_once(store):
     (item_id,) = store.enqueue_triage([_item()])
-    store.decide_triage(item_id, final_label="Other", reviewer="asha")
+    store.decide_triage(item_id, final_label="Other", reviewer="asha", actor=OPERATOR)
     with pytest.raises(ValueError, match="already corrected"):
-        store.decide_triage(item_id, final_label="UPI Dispute", reviewer="ben")
+        store.decide_triage(item_id, final_label="UPI Dispute", reviewer="ben", actor=OPERATOR)
     with pytest.raises(ValueError, match="no triage item"):
-        store.decide_triage(item_id + 100, final_label="Other", reviewer="ben")
+        store.decide_triage(item_id + 100, final_label="Other", reviewer="ben", actor=OPERATOR)
     with pytest.raises(ValueError, match="reviewer"):
-        store.decide_triage(item_id, final_label="Other", reviewer=" ")
+        store.decide_triage(item_id, final_label="Other", reviewer=" ", actor=OPERATOR)
 
 
 def test_racing_reviewers_decide_a_triage_item_exactly_once(tmp_path):
@@ -512,7 +521,7 @@ def test_racing_reviewers_decide_a_triage_item_exactly_once(tmp_path):
     def work(reviewer: str) -> None:
         with Store.open(path) as mine:
             try:
-                mine.decide_triage(item_id, final_label="Other", reviewer=reviewer)
+                mine.decide_triage(item_id, final_label="Other", reviewer=reviewer, actor=OPERATOR)
                 outcomes.append("decided")
             except ValueError:
                 outcomes.append("refused")
@@ -591,7 +600,7 @@ def test_apply_decisions_relabels_and_says_what_changed():
             row=5, fingerprint=fp, text="kyc pending", given_label="KYC Update", decision="escalate"
         ),
     ]
-    frame = apply_decisions(data, decisions)
+    frame = apply_decisions(data, decisions, actor=OPERATOR)
     assert list(frame.columns) == ["row", "text", "label", "original_label", "review", "channel"]
     assert frame["label"].tolist() == ["Card Fraud", "Other", "UPI Dispute", "KYC Update"]
     assert frame["original_label"].tolist() == list(data.labels)
@@ -609,8 +618,8 @@ def test_apply_decisions_accepts_latest_decisions_from_the_store(store):
         decision="relabel",
         new_label="Card Fraud",
     )
-    store.record_decision(relabel)
-    frame = apply_decisions(data, store.latest_decisions(data.fingerprint))
+    store.record_decision(relabel, actor=OPERATOR)
+    frame = apply_decisions(data, store.latest_decisions(data.fingerprint), actor=OPERATOR)
     assert frame.loc[1, "label"] == "Card Fraud"
     assert frame.loc[1, "review"] == "relabelled from Other"
 
@@ -629,7 +638,7 @@ def test_apply_decisions_refuses_decisions_of_other_data(changes, message):
     values = {"fingerprint": data.fingerprint, "text": "card blocked", **changes}
     decision = _decision(**values)
     with pytest.raises(ValueError, match=message):
-        apply_decisions(data, [decision])
+        apply_decisions(data, [decision], actor=OPERATOR)
 
 
 def _card_files():
@@ -650,14 +659,15 @@ def test_a_relabel_never_lands_on_the_complaint_that_moved_into_its_row(store):
             text="someone used my card abroad",
             decision="relabel",
             new_label="Other",
-        )
+        ),
+        actor=OPERATOR,
     )
     assert before.fingerprint != after.fingerprint
-    frame = apply_decisions(after, store.latest_decisions(after.fingerprint))
+    frame = apply_decisions(after, store.latest_decisions(after.fingerprint), actor=OPERATOR)
     assert frame["label"].tolist() == ["Card Fraud", "Card Fraud"]
     moved = [replace(d, fingerprint=after.fingerprint) for d in store.decisions(before.fingerprint)]
     with pytest.raises(ValueError, match="row 3 now holds 'card blocked without reason'"):
-        apply_decisions(after, moved)
+        apply_decisions(after, moved, actor=OPERATOR)
 
 
 def test_decisions_under_the_legacy_fingerprint_are_carried_over_only_where_rows_still_fit(store):
@@ -665,16 +675,23 @@ def test_decisions_under_the_legacy_fingerprint_are_carried_over_only_where_rows
     legacy = after.legacy_fingerprint
     fits = _decision(row=2, fingerprint=legacy, text="someone used my card abroad", note="abroad")
     moved = _decision(row=2, fingerprint=legacy, text="card blocked without reason")
-    first, second = store.record_decision(fits), store.record_decision(moved)
-    plan = plan_carry_over(after, store.decisions(legacy), store.decisions(after.fingerprint))
+    first, second = (
+        store.record_decision(fits, actor=OPERATOR),
+        store.record_decision(moved, actor=OPERATOR),
+    )
+    plan = plan_carry_over(
+        after, store.decisions(legacy), store.decisions(after.fingerprint), actor=OPERATOR
+    )
     assert [d.id for d in plan.mismatched] == [second] and plan.mismatched_rows == [2]
     (copy,) = plan.pending
     assert (copy.fingerprint, copy.row, copy.reviewer) == (after.fingerprint, 2, "asha")
     assert copy.note == f"abroad (carried over from decision #{first})"
-    store.record_decision(copy)
-    again = plan_carry_over(after, store.decisions(legacy), store.decisions(after.fingerprint))
+    store.record_decision(copy, actor=OPERATOR)
+    again = plan_carry_over(
+        after, store.decisions(legacy), store.decisions(after.fingerprint), actor=OPERATOR
+    )
     assert (again.pending, again.carried) == ((), 1)
-    frame = apply_decisions(after, store.latest_decisions(after.fingerprint))
+    frame = apply_decisions(after, store.latest_decisions(after.fingerprint), actor=OPERATOR)
     assert frame["review"].tolist() == ["kept", ""]
 
 
@@ -692,7 +709,7 @@ def test_corrected_export_neutralises_formula_looking_text():
         given_label="Other",
         decision="keep",
     )
-    frame = apply_decisions(data, [keep])
+    frame = apply_decisions(data, [keep], actor=OPERATOR)
     read_back = pd.read_csv(io.StringIO(to_csv_bytes(frame).decode("utf-8-sig")))
     assert read_back.loc[1, "text"] == '\'=HYPERLINK("http://x")'
     assert read_back.loc[1, "review"] == "kept"
@@ -732,13 +749,13 @@ def test_enqueue_uncertain_queues_only_predictions_below_the_threshold(store):
     ]
     assert queued[0].probabilities == {"UPI Dispute": 0.41, "Other": 0.59}
     assert queued[0].confidence == pytest.approx(0.41) and queued[0].batch == "file.csv · abc"
-    assert [e.action for e in store.trail(limit=2)] == ["triage.enqueued"] * 2
+    assert [e.action for e in store.trail(limit=2, actor=OPERATOR)] == ["triage.enqueued"] * 2
 
 
 def test_enqueue_uncertain_twice_queues_each_row_once(store):
     texts, predictions = ["upi failed", "upi failed"], [_Prediction("UPI Dispute", 0.3)] * 2
     first = enqueue_uncertain(store, texts, predictions, threshold=0.6, batch="b", rows=[2, 3])
-    store.decide_triage(first[0], final_label="UPI Dispute", reviewer="asha")
+    store.decide_triage(first[0], final_label="UPI Dispute", reviewer="asha", actor=OPERATOR)
     again = enqueue_uncertain(store, texts, predictions, threshold=0.6, batch="b", rows=[2, 3])
     other_batch = enqueue_uncertain(store, texts[:1], predictions[:1], threshold=0.6, batch="c")
     assert len(first) == 2 and again == [] and len(other_batch) == 1
@@ -771,10 +788,10 @@ def test_triage_batch_id_is_stable_per_file_content():
 
 def test_reviewed_triage_rows_become_labelled_training_rows(store):
     ids = store.enqueue_triage([_item(), _item(row=8, text="=cmd|' /C calc'!A0"), _item(row=9)])
-    store.decide_triage(ids[0], final_label="UPI Dispute", reviewer="asha")
-    store.decide_triage(ids[1], final_label="Card Fraud", reviewer="ben")
+    store.decide_triage(ids[0], final_label="UPI Dispute", reviewer="asha", actor=OPERATOR)
+    store.decide_triage(ids[1], final_label="Card Fraud", reviewer="ben", actor=OPERATOR)
     items = store.triage_items()
-    rows = triage_training_rows(items)
+    rows = triage_training_rows(items, actor=OPERATOR)
     assert list(rows.columns) == ["text", "label", "source", "batch", "row"]
     assert rows["label"].tolist() == ["UPI Dispute", "Card Fraud"]  # the open item is left out
     assert rows["source"].tolist() == [
@@ -782,7 +799,7 @@ def test_reviewed_triage_rows_become_labelled_training_rows(store):
         f"triage #{ids[1]}, corrected from UPI Dispute",
     ]
     assert rows["row"].tolist() == [7, 8]
-    corrected = triage_training_rows(items, include_confirmed=False)
+    corrected = triage_training_rows(items, include_confirmed=False, actor=OPERATOR)
     assert corrected["text"].tolist() == ["=cmd|' /C calc'!A0"]
 
     import pandas as pd
@@ -799,8 +816,8 @@ def test_reviewed_triage_rows_become_labelled_training_rows(store):
 def test_training_rows_are_appended_to_the_data_set_with_their_source(store):
     data = _dataset()
     (item_id,) = store.enqueue_triage([_item()])
-    store.decide_triage(item_id, final_label="Card Fraud", reviewer="asha")
-    combined = with_training_rows(data, triage_training_rows(store.triage_items()))
+    store.decide_triage(item_id, final_label="Card Fraud", reviewer="asha", actor=OPERATOR)
+    combined = with_training_rows(data, triage_training_rows(store.triage_items(), actor=OPERATOR))
     assert len(combined) == len(data) + 1
     assert combined["label"].tolist() == [*data.labels, "Card Fraud"]
     assert combined["source"].tolist()[0] == "data set row 2"

@@ -3,7 +3,7 @@ one after another with their places in the queue, each saves itself, names never
 
 import pytest
 
-from core.access import Actor, Role
+from core.access import OPERATOR, Actor, Role
 from core.jobs import JobStatus, Requester
 from core.models.training_job import start_training, train_and_save
 from core.models.transformer.config import TrainConfig
@@ -43,9 +43,21 @@ def test_only_admins_train(job_queue, tmp_path):
 def test_a_name_taken_while_training_gets_a_suffix(tmp_path):
     data = make_dataset(*separable_rows(4))
     first = train_and_save(
-        data, data, TINY, models_root=tmp_path, model_name="desk", data_fingerprint="f"
+        data,
+        data,
+        TINY,
+        models_root=tmp_path,
+        model_name="desk",
+        data_fingerprint="f",
+        actor=OPERATOR,
     )
     second = train_and_save(
-        data, data, TINY, models_root=tmp_path, model_name="desk", data_fingerprint="f"
+        data,
+        data,
+        TINY,
+        models_root=tmp_path,
+        model_name="desk",
+        data_fingerprint="f",
+        actor=OPERATOR,
     )
     assert (first.folder.name, second.folder.name) == ("desk", "desk-2")

@@ -267,6 +267,7 @@ def test_classifier_moves_model_to_device_and_resolves_precision(trained):
 
 @pytest.mark.slow
 def test_bundled_minilm_learns_and_round_trips(minilm_path, tmp_path):
+    from core.access import OPERATOR
     from core.data.demo import DemoConfig, generate_demo_data
     from core.models.device import set_seed
     from core.models.registry import load_model, save_model
@@ -284,7 +285,7 @@ def test_bundled_minilm_learns_and_round_trips(minilm_path, tmp_path):
     result = train_models(train, val, config)
     assert _mean_loss(result.transformer, train) < 0.9 * _mean_loss(untrained, train)
 
-    folder = save_model(result, tmp_path, "minilm-demo")
+    folder = save_model(result, tmp_path, "minilm-demo", actor=OPERATOR)
     assert (folder / "model.safetensors").stat().st_size > 80e6  # the whole encoder is saved
     loaded = load_model(folder)
     texts = list(val.texts)

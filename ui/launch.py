@@ -5,18 +5,38 @@ Streamlit treats a `pages/` folder beside the entry point as a legacy multipage 
 session has run `st.navigation`, so the first visitor of a deep link such as /train after a
 restart would get the page without its frame. app.py lists its pages explicitly, so the
 legacy mode is switched off before the server starts.
+
+A server without sign-in listens on loopback only: any other address is refused here, before
+the server starts (core.exposure; app.py applies the same rule again at run time).
 """
 
+import os
 import sys
 from pathlib import Path
 
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.web import cli
 
+from core.exposure import launch_error
+
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
 
+def streamlit_folders() -> list[Path]:
+    """The .streamlit folders Streamlit reads, lowest precedence first: the user's, the working
+    directory's, and the one beside app.py."""
+    folders = [Path.home() / ".streamlit", Path.cwd() / ".streamlit", APP.parent / ".streamlit"]
+    return list(dict.fromkeys(folder.resolve() for folder in folders))
+
+
 def main() -> int:
+    try:
+        refusal = launch_error(sys.argv[1:], os.environ, folders=streamlit_folders())
+    except ValueError as exc:
+        refusal = str(exc)
+    if refusal is not None:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
     PagesManager.uses_pages_directory = False
     sys.argv = ["streamlit", "run", str(APP), *sys.argv[1:]]
     return cli.main()

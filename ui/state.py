@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from core.access import Actor
 from core.models.card import ModelChange, card_digest, model_change
 from ui.safe import md_escape
 
@@ -38,7 +39,9 @@ CLASSIFY_JOB = "classify.job"  # ClassifyRun: this session's file classification
 AUDIT_JOB = "audit.job"  # AuditJob: this session's label audit (running or done)
 PROBE_SCAN = "probes.scan"  # ScanRun: this session's data set scan (running or done)
 EXPLAIN_REVIEW = "explain.review"  # ReviewRun: the Explain page's classified sample
-REVIEWER = "reviewer"  # str: the reviewer's name, entered once per session when there is no login
+# str: the reviewer's name, entered once per session when sign-in is off (signed in, the
+# reviewer is the actor's e-mail: ui.auth.current_actor)
+REVIEWER = "reviewer"
 # bool, the sidebar toggle: pages mask personal data in the complaint text they show (default on,
 # so a demo in front of stakeholders never shows a card number). Read it with `shown_text`.
 MASK_DISPLAY = "sidebar.mask_personal_data"
@@ -143,19 +146,13 @@ def get_store() -> Store:
     return _open_store(str(default_db_path()))
 
 
-def get_reviewer() -> str | None:
-    """Who is reviewing: the logged-in user's name or email when login (st.login) is configured,
+def get_reviewer(actor: Actor) -> str | None:
+    """Who is reviewing: the signed-in e-mail when sign-in is on (nothing typed can change it),
     else the name entered once in this session (None until then)."""
-    if st.user.get("is_logged_in"):
-        name = st.user.get("name") or st.user.get("email") or st.user.get("sub")
-        return str(name) if name else None
+    if actor.signed_in:
+        return actor.user
     name = st.session_state.get(REVIEWER)
     return name if isinstance(name, str) and name.strip() else None
-
-
-def reviewer_from_login() -> bool:
-    """Whether the reviewer's name comes from the login (st.user) rather than being typed."""
-    return bool(st.user.get("is_logged_in"))
 
 
 def set_reviewer(name: str) -> None:

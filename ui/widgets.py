@@ -16,13 +16,13 @@ from ui.state import (
     get_active_model,
     get_reviewer,
     get_store,
-    reviewer_from_login,
     set_reviewer,
 )
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from core.access import Actor
     from core.models.registry import LoadedModel  # a type only: pages without a model need no torch
     from core.review.store import Store
 
@@ -58,11 +58,12 @@ def require_store() -> Store:
     return store
 
 
-def render_reviewer(page_key: str, *, prompt: str) -> str | None:
-    """The reviewer's name: from the login, or asked once per session (None until given)."""
-    reviewer = get_reviewer()
+def render_reviewer(page_key: str, *, prompt: str, actor: Actor) -> str | None:
+    """The reviewer saved with each decision: the signed-in e-mail, or a name asked once per
+    session when sign-in is off (None until given)."""
+    reviewer = get_reviewer(actor)
     if reviewer is not None:
-        how = "signed in" if reviewer_from_login() else "for this session"
+        how = "signed in" if actor.signed_in else "for this session"
         st.caption(f"Reviewing as **{md_escape(reviewer)}** ({how}).")
         return reviewer
     with st.form(f"{page_key}.reviewer_form"):

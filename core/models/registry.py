@@ -25,6 +25,7 @@ import torch
 import transformers
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
 
+from core.access import Actor, Permission
 from core.data.privacy import MASKING_VERSION
 from core.models.baseline import BagOfWordsClassifier
 from core.models.card import (
@@ -153,17 +154,19 @@ def save_model(
     root: str | Path,
     name: str,
     *,
+    actor: Actor,
     data_fingerprint: str | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Write a trained pair as model `name` of the models folder `root` atomically; returns the
-    folder `root/name`.
+    folder `root/name`. The models folder is shared: `actor` needs MANAGE_MODELS (admin).
 
     `name` is untrusted: it must be one safe path segment (`validate_model_name`) and the folder
     must stay inside `root`, symbolic links included (`model_folder`). Everything is written
     into a hidden temporary folder beside the target, which is renamed into place only when
     complete: an interrupted save leaves no folder that lists as a model.
     """
+    actor.require(Permission.MANAGE_MODELS)
     if result.cancelled or result.transformer is None or result.baseline is None:
         raise ValueError("this training run was cancelled; there is no model to save")
     Path(root).mkdir(parents=True, exist_ok=True)
@@ -331,9 +334,10 @@ def _model_folder(root: str | Path, name: str) -> Path:
     return folder
 
 
-def rename_model(root: str | Path, name: str, new_name: str) -> Path:
+def rename_model(root: str | Path, name: str, new_name: str, *, actor: Actor) -> Path:
     """Rename model `name` of `root` to `new_name` (both checked like `save_model`'s name);
-    returns the new folder."""
+    returns the new folder. `actor` needs MANAGE_MODELS (admin)."""
+    actor.require(Permission.MANAGE_MODELS)
     folder = _model_folder(root, name)
     target = model_folder(root, new_name)
     if target.exists():
@@ -342,8 +346,10 @@ def rename_model(root: str | Path, name: str, new_name: str) -> Path:
     return target
 
 
-def delete_model(root: str | Path, name: str) -> None:
-    """Delete model `name` of `root` (only folders that are models, inside `root`)."""
+def delete_model(root: str | Path, name: str, *, actor: Actor) -> None:
+    """Delete model `name` of `root` (only folders that are models, inside `root`); `actor`
+    needs MANAGE_MODELS (admin)."""
+    actor.require(Permission.MANAGE_MODELS)
     folder = _model_folder(root, name)
     # Retire it under a hidden name first so a half-deleted folder never lists as a model.
     retired = folder.parent / f".{name}.deleting-{uuid.uuid4().hex[:8]}"

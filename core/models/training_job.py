@@ -9,7 +9,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.access import Permission
+from core.access import Actor, Permission
 from core.data.dataset import Dataset, split_dataset
 from core.jobs import BackgroundJob, JobQueue, Requester
 from core.models.card import model_folder
@@ -60,6 +60,7 @@ def train_and_save(
     models_root: str | Path,
     model_name: str,
     data_fingerprint: str,
+    actor: Actor,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> SavedTraining:
@@ -73,7 +74,9 @@ def train_and_save(
         if model_folder(models_root, candidate).exists():
             continue
         try:
-            folder = save_model(result, models_root, candidate, data_fingerprint=data_fingerprint)
+            folder = save_model(
+                result, models_root, candidate, actor=actor, data_fingerprint=data_fingerprint
+            )
         except OSError as exc:  # renaming onto a folder another job saved meanwhile
             if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
                 raise
@@ -99,7 +102,7 @@ def start_training(
     train, val = split_dataset(dataset, val_fraction=config.val_fraction, seed=config.seed)
     job = queue.start(
         train_and_save, train, val, config, models_root=models_root, model_name=name,
-        data_fingerprint=dataset.fingerprint, requester=requester,
+        data_fingerprint=dataset.fingerprint, actor=requester.actor, requester=requester,
         title=f"Train {backbone_label(config.backbone)} on {dataset_name} as {name}",
         kind="train", permission=Permission.TRAIN, lane=queue.heavy_lane(config.device),
         keep_after_session=True, tokens_per_batch=config.batch_size * config.max_length,

@@ -1,13 +1,16 @@
 """Apply review decisions to a data set: the corrected table (relabels applied, original label and
 review note beside it), ready to export; and carry decisions saved under a data set's legacy
-fingerprint over to its current one when their rows still hold the same complaint."""
+fingerprint over to its current one when their rows still hold the same complaint. Both are
+reviewers' work (Permission.DECIDE): a viewer neither exports relabels nor carries them over."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from core.access import Actor, Permission
 from core.review.records import ReviewDecision
 
 if TYPE_CHECKING:  # only annotations: this module loads neither pandas nor core.data
@@ -17,9 +20,13 @@ if TYPE_CHECKING:  # only annotations: this module loads neither pandas nor core
 
 
 def apply_decisions(
-    dataset: Dataset, decisions: Mapping[int, ReviewDecision] | Iterable[ReviewDecision]
+    dataset: Dataset,
+    decisions: Mapping[int, ReviewDecision] | Iterable[ReviewDecision],
+    *,
+    actor: Actor,
 ) -> pd.DataFrame:
     """The corrected data set: `dataset.to_frame()` with relabels applied, ready for export.
+    `actor` needs DECIDE (reviewer).
 
     `decisions` are those of this data set (its fingerprint); when a row has several, the last
     one given wins (pass `Store.latest_decisions(...)` or `Store.decisions(...)`). Adds
@@ -27,6 +34,7 @@ def apply_decisions(
     "escalated", or "" for rows nobody reviewed) after the `label` column. Export the frame with
     core.data.export, which neutralises formula-looking cells.
     """
+    actor.require(Permission.DECIDE)
     latest = _latest_by_row(dataset, decisions)
     frame = dataset.to_frame()
     clash = {c: f"{c}_original" for c in ("original_label", "review") if c in frame.columns}
@@ -120,34 +128,57 @@ class CarryOver:
 
 
 def plan_carry_over(
-    dataset: Dataset, legacy: Sequence[ReviewDecision], current: Sequence[ReviewDecision]
+    dataset: Dataset,
+    legacy: Sequence[ReviewDecision],
+    current: Sequence[ReviewDecision],
+    *,
+    actor: Actor,
 ) -> CarryOver:
     """Which `legacy` decisions (of `dataset.legacy_fingerprint`) still fit their rows.
 
     A decision fits when its row holds the same text and label today; its copy for
-    `dataset.fingerprint` keeps reviewer and verdict, and its note says where it came from.
-    Copies already in `current` (the decisions of `dataset.fingerprint`) are not pending again.
+    `dataset.fingerprint` keeps the verdict, and its note says where it came from. `actor`
+    needs DECIDE and carries the copies over: signed in, the copy is saved under the actor's
+    e-mail (Store.record_decision allows no other) and its note names the original reviewer.
+    Legacy decisions whose copy is already in `current` (the decisions of `dataset.fingerprint`,
+    whoever carried them) are not pending again.
     """
+    actor.require(Permission.DECIDE)
     record_of = _records(dataset)
-    stored = {_key(d) for d in current}
+    stored = {_carried_key(d) for d in current}
     pending, mismatched, carried = [], [], 0
     for decision in legacy:
         if record_of.get(decision.row) != (decision.text, decision.given_label):
             mismatched.append(decision)
             continue
-        copy = _carried_copy(decision, dataset.fingerprint)
-        if _key(copy) in stored:
+        copy = _carried_copy(decision, dataset.fingerprint, actor)
+        if _carried_key(copy) in stored:
             carried += 1
         else:
             pending.append(copy)
     return CarryOver(tuple(pending), tuple(mismatched), carried)
 
 
-def _carried_copy(decision: ReviewDecision, fingerprint: str) -> ReviewDecision:
-    note = f"{decision.note} (carried over from decision #{decision.id})".strip()
-    return replace(decision, fingerprint=fingerprint, note=note, id=None, created_at=None)
+# How a carried copy's note ends: "(carried over from decision #12)", or, when another signed-in
+# user carried it over, "(carried over from decision #12 by <original reviewer>)".
+_CARRIED_MARK = "(carried over from decision #"
 
 
-def _key(decision: ReviewDecision) -> tuple:
+def _carried_copy(decision: ReviewDecision, fingerprint: str, actor: Actor) -> ReviewDecision:
+    reviewer = actor.user if actor.signed_in else decision.reviewer
+    by = f" by {decision.reviewer}" if reviewer != decision.reviewer else ""
+    note = f"{decision.note} {_CARRIED_MARK}{decision.id}{by})".strip()
+    return replace(
+        decision, fingerprint=fingerprint, reviewer=reviewer, note=note, id=None, created_at=None
+    )
+
+
+def _carried_key(decision: ReviewDecision) -> tuple | None:
+    """What identifies a carried copy, whoever saved it: the legacy decision it copies and the
+    verdict on the row. None for a decision that is not a copy."""
+    start = decision.note.rfind(_CARRIED_MARK)
+    digits = re.match(r"\d+", decision.note[start + len(_CARRIED_MARK) :]) if start >= 0 else None
+    if digits is None or not decision.note.endswith(")"):
+        return None
     d = decision
-    return (d.row, d.text, d.given_label, d.decision, d.new_label, d.reviewer, d.note)
+    return (int(digits[0]), d.row, d.text, d.given_label, d.decision, d.new_label)

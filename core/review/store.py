@@ -18,9 +18,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from core.access import Actor, Permission
 from core.checks import check_non_empty_str
 from core.paths import data_dir
-from core.review.records import TRIAGE_STATUSES, ReviewDecision, RunRecord, TrailEvent, TriageItem
+from core.review.records import (
+    TRIAGE_STATUSES,
+    ReviewDecision,
+    RunRecord,
+    TrailEvent,
+    TriageItem,
+)
 from core.review.schema import (
     BUSY_TIMEOUT_S,
     SCHEMA_VERSION,
@@ -117,10 +124,16 @@ class Store:
         """SQLite's PRAGMA integrity_check verdict: "ok" when the file is sound."""
         return "; ".join(str(r[0]) for r in self._query("PRAGMA integrity_check"))
 
-    def record_decision(self, decision: ReviewDecision) -> int:
-        """Store `decision` (one committed transaction with its trail event) and return its id."""
+    def record_decision(self, decision: ReviewDecision, *, actor: Actor) -> int:
+        """Store `decision` (one committed transaction with its trail event) and return its id.
+
+        `actor` needs DECIDE (reviewer). A signed-in actor decides under their own e-mail:
+        `decision.reviewer` must be it (the trail event names it too).
+        """
+        actor.require(Permission.DECIDE)
         if not isinstance(decision, ReviewDecision):
             raise ValueError(f"expected a ReviewDecision, got {type(decision).__name__}")
+        _check_reviewer(actor, decision.reviewer)
         now = _utc_now()
         with self._transaction() as conn:
             cursor = conn.execute(
@@ -157,13 +170,16 @@ class Store:
         """The current decision per row of data set `fingerprint`: the latest one wins."""
         return {d.row: d for d in self.decisions(fingerprint)}
 
-    def trail(self, *, limit: int = 100) -> list[TrailEvent]:
-        """The latest `limit` audit trail events, newest first."""
+    def trail(self, *, actor: Actor, limit: int = 100) -> list[TrailEvent]:
+        """The latest `limit` audit trail events `actor` may see, newest first: everyone's with
+        SEE_ALL_TRAIL (admin), else only the events the actor's own name is on."""
+        actor.require(Permission.READ)
         _check_limit(limit)
+        mine = None if actor.can(Permission.SEE_ALL_TRAIL) else actor.user
         rows = self._query(
             "SELECT id, created_at, action, entity_id, actor, details FROM trail"
-            " ORDER BY id DESC LIMIT ?",
-            (limit,),
+            " WHERE (?1 IS NULL OR actor = ?1) ORDER BY id DESC LIMIT ?2",
+            (mine, limit),
         )
         return [TrailEvent(*r[:5], details=json.loads(r[5])) for r in rows]
 
@@ -208,14 +224,19 @@ class Store:
         """The triage items still waiting for a reviewer, oldest first."""
         return self.triage_items(batch=batch, status="open", limit=limit)
 
-    def decide_triage(self, item_id: int, *, final_label: str, reviewer: str) -> TriageItem:
+    def decide_triage(
+        self, item_id: int, *, final_label: str, reviewer: str, actor: Actor
+    ) -> TriageItem:
         """Confirm (final label = predicted) or correct an open triage item; return it decided.
 
-        The verdict is appended to triage_decisions (items are never updated). Raises ValueError
+        `actor` needs DECIDE (reviewer); signed in, `reviewer` must be the actor's e-mail. The
+        verdict is appended to triage_decisions (items are never updated). Raises ValueError
         when the item does not exist or was already decided (by anyone).
         """
+        actor.require(Permission.DECIDE)
         check_non_empty_str("final_label", final_label)
         check_non_empty_str("reviewer", reviewer)
+        _check_reviewer(actor, reviewer)
         now = _utc_now()
         with self._transaction() as conn:
             predicted = _open_triage_label(conn, item_id)
@@ -277,6 +298,16 @@ class Store:
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
+
+
+def _check_reviewer(actor: Actor, reviewer: str) -> None:
+    """Signed in, the reviewer (and so the trail's actor) is the actor's e-mail: no typed name
+    stands in for it. Without sign-in the one local user is admin and types their name."""
+    if actor.signed_in and reviewer != actor.user:
+        raise ValueError(
+            f"you are signed in as {actor.user}, so decisions are saved under that address, "
+            f"not {reviewer!r}"
+        )
 
 
 def _writable(path: Path) -> bool:

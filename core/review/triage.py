@@ -9,6 +9,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from core.access import Actor, Permission
 from core.checks import check_non_empty_str
 from core.review.records import TriageItem
 
@@ -94,15 +95,18 @@ def _triage_item(
 
 
 def triage_training_rows(
-    items: Iterable[TriageItem], *, include_confirmed: bool = True
+    items: Iterable[TriageItem], *, actor: Actor, include_confirmed: bool = True
 ) -> pd.DataFrame:
-    """Reviewed triage items as labelled training rows, oldest first.
+    """Reviewed triage items as labelled training rows, oldest first: a relabelled export, so
+    `actor` needs DECIDE (reviewer).
 
     Columns `text` and `label` (the reviewer's final label), so the file loads on the Data page
     as it is, then `source` (e.g. "triage #12, corrected from Other"), `batch` and `row`.
     Open items are left out; confirmed ones too when `include_confirmed` is False.
     """
     import pandas as pd  # only here: the review modules load without pandas
+
+    actor.require(Permission.DECIDE)
 
     wanted = ("confirmed", "corrected") if include_confirmed else ("corrected",)
     chosen = [item for item in items if item.status in wanted]

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,6 +42,10 @@ class AppServer:
     """A server of its own on `data_dir` (its SQLite store) and `models_dir` (the saved models
     its Train page lists), started at construction.
 
+    It reads secrets only from `secrets_file` (Streamlit's --secrets.files; by default a file
+    that does not exist, so a developer's own .streamlit/secrets.toml or ~/.streamlit never
+    turns sign-in on for the tests); `env` adds environment variables (e.g. the roles file).
+
     With `warm_up`, the server runs app.py once (Streamlit's script health check) in a
     background thread, so its imports happen before the first page is asked for, while the test
     process does other work. `url` waits until the server is ready. `restart()` ends the process
@@ -48,9 +53,19 @@ class AppServer:
     `start_successor()` boots that new process ahead of time, while the test does its work.
     """
 
-    def __init__(self, data_dir: Path, *, models_dir: Path | None = None, warm_up: bool = False):
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        models_dir: Path | None = None,
+        warm_up: bool = False,
+        secrets_file: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ):
         data_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir, self.models_dir = data_dir, models_dir
+        self.secrets_file = secrets_file or data_dir / "no-secrets.toml"
+        self.env = dict(env or {})
         self._start(warm_up=warm_up)
 
     def _start(self, *, warm_up: bool) -> None:
@@ -58,7 +73,8 @@ class AppServer:
         self._successor = None
 
     def _launch(self, *, warm_up: bool):
-        env = {**os.environ, "GRIEVANCE_LENS_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, **self.env, "GRIEVANCE_LENS_DATA_DIR": str(self.data_dir)}
+        env["PYTHONUNBUFFERED"] = "1"
         # One OpenMP thread, as in the test process (tests/conftest.py, one_thread): the server's
         # tiny fits and 3000-row audits gain nothing from threads on the shared 2-core machine.
         env["OMP_NUM_THREADS"] = "1"
@@ -68,7 +84,8 @@ class AppServer:
         log = (self.data_dir / f"streamlit-{port}.log").open("w")
         process = subprocess.Popen(
             [sys.executable, "-m", "ui.launch", "--server.port", str(port),
-             "--server.scriptHealthCheckEnabled", "true"],
+             "--server.scriptHealthCheckEnabled", "true",
+             "--secrets.files", str(self.secrets_file)],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         url = f"http://127.0.0.1:{port}"

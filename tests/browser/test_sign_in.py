@@ -1,0 +1,198 @@
+"""Sign-in and roles in a real browser: a server of its own with [auth] in its secrets signs people
+in through a mock OpenID provider on loopback (oidc-provider-mock, the authorization-code flow
+Streamlit's own end-to-end tests use) and gives them the role the roles file lists.
+
+The provider's authorize page asks for a subject; whatever is typed becomes the user, with the
+same text as its e-mail claim. One app server and one provider serve the whole module.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from core.access import Actor, Role
+from core.models.classifier import Prediction
+from core.review.store import DB_NAME, Store
+from core.review.triage import enqueue_uncertain
+from core.roles import ROLES_ENV
+from tests.browser.server import AppServer
+from ui.safe import WORD_JOINER
+
+pytestmark = pytest.mark.browser
+
+ROLES = """
+admin = ["lead@bank.example"]
+reviewer = ["asha@bank.example"]
+viewer = ["*@bank.example"]
+"""
+WAIT_MS = 90_000  # a page that loads torch for the first time takes a while on 2 busy cores
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[str]:
+    """The mock OpenID provider on a free loopback port; yields its base URL."""
+    import oidc_provider_mock
+    import werkzeug.serving
+
+    server = werkzeug.serving.make_server("127.0.0.1", 0, oidc_provider_mock.app(), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def auth_server(provider: str, tmp_path_factory, tiny_model_dir: Path) -> Iterator[AppServer]:
+    """The app with sign-in on: its own secrets and roles files, the session's tiny model, and
+    one open triage item."""
+    folder = tmp_path_factory.mktemp("lens-auth")
+    secrets = folder / "secrets.toml"
+    secrets.write_text(
+        "[auth]\n"
+        'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'  # Streamlit fills in {port}
+        'cookie_secret = "a-test-cookie-secret-of-some-length"\n'
+        'client_id = "grievance-lens"\n'
+        'client_secret = "any: the mock accepts every client"\n'
+        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n'
+    )
+    roles = folder / "roles.toml"
+    roles.write_text(ROLES)
+    models = folder / "models"
+    shutil.copytree(tiny_model_dir, models / "tiny-test")
+    data = folder / "data"
+    data.mkdir()
+    with Store.open(data / DB_NAME) as store:
+        item = Prediction("UPI Dispute", {"UPI Dispute": 0.42, "Other": 0.58}, True)
+        enqueue_uncertain(store, ["UPI paisa gaya"], [item], threshold=0.5, batch="march.csv")
+    server = AppServer(
+        data, models_dir=models, warm_up=True, secrets_file=secrets, env={ROLES_ENV: str(roles)}
+    )
+    yield server
+    server.stop(kill=True)
+
+
+def shown(text: str) -> str:
+    """`text` as md_escape shows it: a word joiner after "@" keeps it from becoming a link."""
+    return text.replace("@", "@" + WORD_JOINER)
+
+
+def sign_in(browser: Browser, url: str, email: str) -> Page:
+    """A fresh browser (no cookies) signed in as `email` through the provider's form."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(url)
+    page.get_by_role("button", name="Sign in").click()
+    page.locator("input[name=sub]").fill(email)  # the provider's authorize form
+    page.get_by_role("button", name="Authorize", exact=True).click()
+    page.wait_for_url(f"{url}/**")
+    return page
+
+
+def open_page(page: Page, url: str, path: str, heading: str) -> None:
+    page.goto(f"{url}/{path}")
+    expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible(timeout=WAIT_MS)
+
+
+def expect_signed_in(page: Page, actor: Actor) -> None:
+    sidebar = page.get_by_test_id("stSidebar")
+    expect(
+        sidebar.get_by_text(f"Signed in as {shown(actor.user)} ({actor.role.label})")
+    ).to_be_visible(timeout=WAIT_MS)
+    expect(sidebar.get_by_role("button", name="Sign out")).to_be_visible()
+
+
+def test_a_visitor_sees_only_the_sign_in_page_and_a_stranger_is_refused(browser, auth_server):
+    url = auth_server.url
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(f"{url}/train")  # a deep link shows the sign-in page too
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible(timeout=WAIT_MS)
+    expect(page.get_by_test_id("stSidebar")).to_have_count(0)
+    expect(page.get_by_role("heading", name="Train", exact=True)).to_have_count(0)
+    expect(page.get_by_text("Saved models")).to_have_count(0)
+    context.close()
+
+    page = sign_in(browser, url, "stranger@elsewhere.example")
+    expect(page.get_by_text("is not on the list of people who may use")).to_be_visible()
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    expect(page.get_by_test_id("stSidebar")).to_have_count(0)
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_role("button", name="End session").click()  # the provider's sign-out page
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible(timeout=WAIT_MS)
+    page.context.close()
+
+
+def test_a_viewer_reads_but_cannot_decide_train_or_manage_models(browser, auth_server):
+    url = auth_server.url
+    page = sign_in(browser, url, "Vera@Bank.example")
+    expect_signed_in(page, Actor("vera@bank.example", Role.VIEWER, signed_in=True))
+
+    open_page(page, url, "triage", "Triage queue")
+    expect(
+        page.get_by_text("Confirming or correcting predictions needs the reviewer role")
+    ).to_be_visible()
+    expect(page.get_by_role("button", name="Confirm UPI Dispute")).to_have_count(0)
+    expect(page.get_by_label("Your name, saved with each verdict")).to_have_count(0)
+
+    open_page(page, url, "train", "Train")
+    expect(
+        page.get_by_text("Training a model needs the admin role; you are a viewer.")
+    ).to_be_visible()
+    expect(page.get_by_text("Renaming and deleting models needs the admin role")).to_be_visible()
+    expect(page.get_by_role("button", name="Use this model")).to_be_visible()  # reading is fine
+    expect(page.get_by_role("button", name="Rename", exact=True)).to_have_count(0)
+    expect(page.get_by_role("button", name="Delete", exact=True)).to_have_count(0)
+    page.context.close()
+
+
+def test_a_reviewer_decides_under_their_email_and_only_an_admin_trains(browser, auth_server):
+    url = auth_server.url
+    reviewer = Actor("asha@bank.example", Role.REVIEWER, signed_in=True)
+    page = sign_in(browser, url, reviewer.user)
+    expect_signed_in(page, reviewer)
+    open_page(page, url, "triage", "Triage queue")
+    expect(page.get_by_text(f"Reviewing as {shown(reviewer.user)} (signed in).")).to_be_visible()
+    expect(page.get_by_label("Your name, saved with each verdict")).to_have_count(0)
+    page.get_by_role("button", name="Confirm UPI Dispute").click()
+    expect(page.get_by_text("Saved: item #1 confirmed as UPI Dispute.")).to_be_visible()
+    with Store.open(auth_server.data_dir / DB_NAME, read_only=True) as store:
+        (item,) = store.triage_items()
+        assert (item.status, item.reviewer) == ("confirmed", reviewer.user)
+        assert [(e.action, e.actor) for e in store.trail(actor=reviewer)] == [
+            ("triage.decided", reviewer.user)
+        ]
+
+    open_page(page, url, "train", "Train")
+    expect(
+        page.get_by_text("Training a model needs the admin role; you are a reviewer.")
+    ).to_be_visible()
+    expect(page.get_by_role("button", name="Delete", exact=True)).to_have_count(0)
+    open_page(page, url, "label_audit", "Label audit")
+    page.get_by_role("button", name="Use the demo data").click()
+    expect(page.get_by_role("button", name="Run the audit")).to_be_visible()
+    page.get_by_role("tab", name="Audit trail").click()
+    expect(page.get_by_text("The latest 200 of your own events")).to_be_visible()
+    page.context.close()
+
+    admin = Actor("lead@bank.example", Role.ADMIN, signed_in=True)
+    page = sign_in(browser, url, admin.user)
+    expect_signed_in(page, admin)
+    open_page(page, url, "train", "Train")
+    expect(page.get_by_role("button", name="Rename", exact=True)).to_be_visible()
+    expect(page.get_by_role("button", name="Delete", exact=True)).to_be_visible()
+    page.get_by_role("button", name="Use the demo data").click()
+    expect(page.get_by_role("button", name="Start training")).to_be_visible()
+    open_page(page, url, "label_audit", "Label audit")
+    page.get_by_role("button", name="Use the demo data").click()
+    page.get_by_role("tab", name="Audit trail").click()
+    expect(page.get_by_text("The latest 200 of everyone's events")).to_be_visible()
+    page.context.close()
