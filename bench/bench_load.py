@@ -398,6 +398,7 @@ class Bench:
     pools: dict[str, TextSource]
     upload: tuple[str, bytes] | None
     steps: list[StepRecord] = field(default_factory=list)
+    ignored_finishes: dict[str, int] = field(default_factory=dict)  # per phase (diagnostics)
 
     def reviewer(self, recorder: Recorder, stop: asyncio.Event, index: int) -> Reviewer:
         """Reviewer `index`: its own seeded pauses and its own share of the triage queue (the
@@ -426,6 +427,7 @@ class Bench:
             stop.set()
         await asyncio.gather(*tasks)
         self.steps += recorder.steps
+        self.ignored_finishes[phase] = recorder.ignored_finishes
 
     async def analyst(self, phase: str, settings: TrainSettings) -> Training:
         """An analyst with the training data loaded and the Train page open (not started)."""
@@ -444,7 +446,7 @@ class Bench:
             started, timeout_s=self.config.train_timeout_s, models=self.folders.models,
             save_as=save_as, ended=ended,
         )  # fmt: skip
-        await analyst.session.close()
+        await analyst.close()
         self.steps += analyst.recorder.steps
         return outcome
 
@@ -455,7 +457,7 @@ class Bench:
         await reviewer.start()
         for flow in (reviewer.classify, reviewer.explain, reviewer.triage, reviewer.data):
             await flow()
-        await reviewer.session.close()
+        await reviewer.close()
         self.steps += recorder.steps
         outcome = await self.train(
             await self.analyst("warm-up", self.settings(max_steps=2)), "warmup"
@@ -622,7 +624,8 @@ def main() -> int:
         "triage_items_queued": queued, "phases": [asdict(p) | {"valid": p.valid} for p in phases],
         "trainings": {k: asdict(v) for k, v in trainings.items()},
         "interactions": {n: {k: asdict(s) for k, s in t.items()} for n, t in table.items()},
-        "goals": verdicts, "steps": [asdict(s) for s in bench.steps],
+        "goals": verdicts, "ignored_finishes": bench.ignored_finishes,
+        "steps": [asdict(s) for s in bench.steps],
     }  # fmt: skip
     if config.json_out is not None:
         config.json_out.write_text(json.dumps(document, indent=2), encoding="utf-8")

@@ -44,6 +44,9 @@ class Recorder:
     phase: str
     t0: float = field(default_factory=time.perf_counter)
     steps: list[StepRecord] = field(default_factory=list)
+    # Runs that finished with no client waiting for them (late ones after a timeout); anything
+    # else here would mean the client misread the protocol.
+    ignored_finishes: int = 0
 
     def add(self, session: int, name: str, started: float, ok: bool, error: str = "") -> None:
         seconds = time.perf_counter() - started
@@ -175,8 +178,12 @@ class User:
                                check)  # fmt: skip
 
     async def reconnect(self) -> None:
-        await self.session.close()
+        await self.close()
         self.session = StreamlitSession(self.base_url)
+
+    async def close(self) -> None:
+        await self.session.close()
+        self.recorder.ignored_finishes += self.session.ignored_finishes
 
 
 class Reviewer(User):
@@ -213,7 +220,7 @@ class Reviewer(User):
         except PhaseOver:
             pass
         finally:
-            await self.session.close()
+            await self.close()
 
     async def _next(self, flow: Callable[[], Awaitable[None]]) -> None:
         """Set up if needed, then one flow; a failure is recorded, a lost session reloaded."""
