@@ -4,7 +4,10 @@ then while one training runs in the same server; the training is also timed alon
 
     .venv/bin/python -m bench.bench_load [--sessions 8] [--idle-s 90] [--loaded-max-s 300]
         [--backbone minilm|tiny] [--train-rows 1500] [--epochs 2] [--max-steps 100]
-        [--model models/NAME] [--json-out FILE] [--force]
+        [--model models/NAME] [--phases idle alone loaded] [--json-out FILE] [--force]
+
+Size the training first (`--phases alone`: warm-up and the training alone, 60-120 s wanted);
+its duration scales with --max-steps.
 
 Everything lives in a temporary folder: a server (`python -m ui.launch` on a free loopback port
 with its own data and models folders), a model for the reviewers (trained with the project's CLI
@@ -88,6 +91,7 @@ class LoadConfig:
     json_out: Path | None
     work_dir: Path | None
     force: bool
+    phases: tuple[str, ...]  # of "idle", "alone", "loaded"; "alone" only: calibrate the training
 
 
 def parse_args() -> LoadConfig:
@@ -113,6 +117,11 @@ def parse_args() -> LoadConfig:
     p.add_argument("--json-out", type=Path)
     p.add_argument("--work-dir", type=Path, help="a new folder to work in, kept afterwards")
     p.add_argument("--force", action="store_true", help="report even on a busy machine")
+    p.add_argument(
+        "--phases", nargs="+", choices=("idle", "alone", "loaded"),
+        default=["idle", "alone", "loaded"],
+        help="run only these (e.g. 'alone' to size --max-steps for 60-120 s)",
+    )  # fmt: skip
     a = p.parse_args()
     if not 1 <= a.sessions <= 16:
         p.error("--sessions must lie in 1..16 (bounded: this is one machine's loopback)")
@@ -128,7 +137,7 @@ def parse_args() -> LoadConfig:
         a.sessions, a.idle_s, a.loaded_max_s, a.train_timeout_s, a.step_timeout_s,
         tuple(a.think_s), a.backbone, a.train_rows, a.epochs, a.max_steps, a.batch_size, a.model,
         a.model_rows, a.model_steps, a.triage_items, a.settle_s, a.settle_max_s, a.seed,
-        a.json_out, a.work_dir, a.force,
+        a.json_out, a.work_dir, a.force, tuple(a.phases),
     )  # fmt: skip
 
 
@@ -304,7 +313,7 @@ def cpu_share(start: CpuSnapshot, end: CpuSnapshot) -> CpuShare:
     ticks = os.sysconf("SC_CLK_TCK") * max(end.at - start.at, 1e-9)
     server, bench = (end.server - start.server) / ticks, (end.bench - start.bench) / ticks
     others = (end.busy - start.busy) / ticks - server - bench
-    return CpuShare(round(server, 2), round(bench, 2), round(max(others, 0.0), 2))
+    return CpuShare(round(server, 3), round(bench, 3), round(max(others, 0.0), 3))
 
 
 @dataclass
@@ -342,6 +351,7 @@ class Phase:
     seconds: float = 0.0
     load_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
     cpu: CpuShare | None = None
+    note: str = ""
 
     @property
     def valid(self) -> bool:
@@ -376,7 +386,7 @@ def name_line(phase: Phase) -> str:
     cpu = phase.cpu
     return (
         f"{phase.name}: {phase.seconds:.0f} s, load after {phase.load_after[0]:.2f}; cores used: "
-        f"server {cpu.server:.2f}, clients {cpu.bench:.2f}, others {cpu.others:.2f}"
+        f"server {cpu.server:.2f}, clients {cpu.bench:.3f}, others {cpu.others:.2f}"
     )
 
 
@@ -416,18 +426,21 @@ class Bench:
         steps = c.max_steps if max_steps is None else max_steps
         return TrainSettings(c.backbone, c.epochs, steps, c.batch_size)
 
-    async def reviewers_for(self, phase: str, stop: asyncio.Event, limit_s: float) -> None:
-        """`sessions` reviewers until `stop` is set or `limit_s` has passed."""
+    async def reviewers_for(self, phase: str, stop: asyncio.Event, limit_s: float) -> bool:
+        """`sessions` reviewers until `stop` is set or `limit_s` has passed (then True)."""
         recorder = Recorder(phase)
         users = [self.reviewer(recorder, stop, i) for i in range(self.config.sessions)]
         tasks = [asyncio.create_task(user.run()) for user in users]
+        cut = False
         try:
             await asyncio.wait_for(stop.wait(), limit_s)
         except TimeoutError:
+            cut = True
             stop.set()
         await asyncio.gather(*tasks)
         self.steps += recorder.steps
         self.ignored_finishes[phase] = recorder.ignored_finishes
+        return cut
 
     async def analyst(self, phase: str, settings: TrainSettings) -> Training:
         """An analyst with the training data loaded and the Train page open (not started)."""
@@ -469,32 +482,54 @@ class Bench:
 async def run_phases(
     bench: Bench, watch: LoadWatch
 ) -> tuple[list[Phase], dict[str, TrainingOutcome]]:
-    c, clock = bench.config, PhaseClock(watch, bench.server)
+    """Warm up, then the chosen phases in order: idle, training alone, loaded."""
+    clock = PhaseClock(watch, bench.server)
     print(f"[{time.strftime('%H:%M:%S')}] warming up (one reviewer round, one 2-step training)")
     await bench.warm_up()
     watch.note_own_work()
     phases, trainings = [], {}
+    if "idle" in bench.config.phases:
+        phases.append(await idle_phase(bench, clock))
+    if "alone" in bench.config.phases:
+        phase, trainings["alone"] = await alone_phase(bench, clock)
+        phases.append(phase)
+    if "loaded" in bench.config.phases:
+        phase, trainings["loaded"] = await loaded_phase(bench, clock)
+        phases.append(phase)
+    return phases, trainings
 
-    phase, start = await clock.begin("idle", c)
-    await bench.reviewers_for("idle", asyncio.Event(), c.idle_s)
-    phases.append(clock.end(phase, start))
 
+async def idle_phase(bench: Bench, clock: PhaseClock) -> Phase:
+    """The baseline: the reviewers for --idle-s, no training."""
+    phase, start = await clock.begin("idle", bench.config)
+    await bench.reviewers_for("idle", asyncio.Event(), bench.config.idle_s)
+    return clock.end(phase, start)
+
+
+async def alone_phase(bench: Bench, clock: PhaseClock) -> tuple[Phase, TrainingOutcome]:
+    """The training's baseline: one training, nobody else on the server."""
     training = await bench.analyst("training alone", bench.settings())
-    phase, start = await clock.begin("training alone", c)
-    trainings["alone"] = await bench.train(training, "alone")
-    phases.append(clock.end(phase, start))
+    phase, start = await clock.begin("training alone", bench.config)
+    outcome = await bench.train(training, "alone")
+    return clock.end(phase, start), outcome
 
+
+async def loaded_phase(bench: Bench, clock: PhaseClock) -> tuple[Phase, TrainingOutcome]:
+    """The same training again, with the reviewers until it ends (or --loaded-max-s)."""
     training = await bench.analyst("loaded", bench.settings())
-    phase, start = await clock.begin("loaded", c)
+    phase, start = await clock.begin("loaded", bench.config)
     stop = asyncio.Event()  # set when the training ends: the reviewers start nothing after it
-    reviewers = asyncio.create_task(bench.reviewers_for("loaded", stop, c.loaded_max_s))
+    limit = bench.config.loaded_max_s
+    reviewers = asyncio.create_task(bench.reviewers_for("loaded", stop, limit))
     try:
-        trainings["loaded"] = await bench.train(training, "loaded", ended=stop)
+        outcome = await bench.train(training, "loaded", ended=stop)
     finally:
         stop.set()
-        await reviewers
-    phases.append(clock.end(phase, start))
-    return phases, trainings
+        cut = await reviewers
+    phase = clock.end(phase, start)
+    if cut:
+        phase.note = "the reviewers stopped at --loaded-max-s, before the training ended"
+    return phase, outcome
 
 
 # ------------------------------------------------------------------------------- reporting
@@ -587,8 +622,9 @@ def print_report(table, trainings, verdicts, phases: list[Phase], valid: bool) -
         verdict = {True: "met", False: "MISSED", None: "not measured"}[verdicts[goal]]
         print(f"goal {goal.replace('_', ' ')}: {verdict}{mark}")
     for p in phases:
+        state = "valid" if p.valid else "NOT VALID"
         print(f"phase {p.name}: load before {p.load_before[0]:.2f} (limit {p.load_limit:.2f}), "
-              f"after {p.load_after[0]:.2f}; {'valid' if p.valid else 'NOT VALID'}")  # fmt: skip
+              f"after {p.load_after[0]:.2f}; {state} {p.note}")  # fmt: skip
 
 
 def main() -> int:
