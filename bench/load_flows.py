@@ -74,9 +74,10 @@ class TextSource:
     texts: list[str]
     _next: int = 0
 
+    def left(self) -> int:
+        return len(self.texts) - self._next
+
     def take(self) -> str:
-        if self._next >= len(self.texts):
-            raise StepFailed("the bench ran out of unused complaints; pass fewer sessions or time")
         self._next += 1
         return self.texts[self._next - 1]
 
@@ -173,6 +174,11 @@ class User:
         self.recorder.add(self.index, name, started, True)
         return result
 
+    def failed(self, name: str, message: str) -> StepFailed:
+        """Record step `name` as failed before it could be sent; the error to raise."""
+        self.recorder.add(self.index, name, time.perf_counter(), False, message)
+        return StepFailed(message)
+
     async def open(self, title: str, name: str, check: Check) -> RunResult:
         return await self.step(name, lambda: self.session.open_page(title, timeout=self.timeout),
                                check)  # fmt: skip
@@ -262,7 +268,7 @@ class Reviewer(User):
         await self.think()
         box = page.widget(key="classify.text")
         submit = page.widget(kind="button", form="classify.one")
-        text = self.texts.take()
+        text = self.take_text("classify: one complaint")
         await self.step(
             "classify: one complaint",
             lambda: self.session.click(submit, values={box.id: text}, timeout=self.timeout),
@@ -274,7 +280,7 @@ class Reviewer(User):
         await self.think()
         box = page.widget(key="explain.text")
         submit = page.widget(kind="button", form="explain.typed")
-        text = self.texts.take()
+        text = self.take_text("explain: one complaint")
         await self.step(
             "explain: one complaint",
             lambda: self.session.click(submit, values={box.id: text}, timeout=self.timeout),
@@ -307,16 +313,20 @@ class Reviewer(User):
         verdict = lambda: self.session.click(confirm, timeout=self.timeout)  # noqa: E731
         await self.step("triage: verdict", verdict, shows(f"Saved: item #{item}"))
 
+    def take_text(self, step: str) -> str:
+        if not self.texts.left():
+            raise self.failed(step, "the bench ran out of unused complaints; shorten the phase")
+        return self.texts.take()
+
     def my_item(self, page: RunResult) -> tuple[int, str]:
         """The first waiting item of this user's slot (so users never decide the same item)."""
         chooser = page.find(key="triage.item")
-        if chooser is None:
-            raise StepFailed("no item is waiting in the triage queue")
-        for option in chooser.options:
+        for option in chooser.options if chooser else ():
             found = ITEM_ID.match(option)
             if found and int(found.group(1)) % self.item_slots == self.index:
                 return int(found.group(1)), option
-        raise StepFailed("no waiting triage item left in this user's share; queue more items")
+        raise self.failed("triage: pick item", "no waiting item left in this user's share of the "
+                          "triage queue; queue more items (--triage-items)")  # fmt: skip
 
     async def data(self) -> None:
         await self.open("Data", "data: open page", shows("Validation report"))

@@ -66,6 +66,7 @@ class Widget:
     label: str
     form_id: str
     options: tuple[str, ...]
+    set_by_script: bool = False  # the run set its value (st.session_state[key] = ...)
 
     @property
     def key(self) -> str:
@@ -98,7 +99,7 @@ class RunResult:
                 found.append(
                     Widget(
                         proto.id, kind, getattr(proto, "label", ""), getattr(proto, "form_id", ""),
-                        tuple(getattr(proto, "options", ())),
+                        tuple(getattr(proto, "options", ())), bool(getattr(proto, "set_value", 0)),
                     )
                 )  # fmt: skip
         return found
@@ -315,11 +316,19 @@ class StreamlitSession:
         result = RunResult(
             status, tuple(self._run.elements.values()), time.perf_counter() - started
         )
-        if status != "fragment":
-            shown = {w.id for w in result.widgets()}
-            self._values = {i: s for i, s in self._values.items() if i in shown}
+        self._forget_values(result, full_run=status != "fragment")
         self.last = result
         return result
+
+    def _forget_values(self, result: RunResult, *, full_run: bool) -> None:
+        """Drop the values of widgets a full run no longer shows, and of widgets whose value the
+        script set (`set_value`): the frontend takes the server's value then."""
+        shown = {w.id for w in result.widgets()}
+        set_by_script = {w.id for w in result.widgets() if w.set_by_script}
+        self._values = {
+            i: state for i, state in self._values.items()
+            if (i in shown or not full_run) and i not in set_by_script
+        }  # fmt: skip
 
     def abandon(self) -> None:
         """Stop waiting for a run that timed out (its late messages may still arrive)."""
@@ -376,7 +385,7 @@ class StreamlitSession:
         try:
             async for raw in self._ws:
                 self._handle(ForwardMsg.FromString(raw))
-        except Exception as exc:  # the connection broke: fail the caller's run, not silently
+        except Exception as exc:  # whatever ends the reader fails the waiting run at once
             self._closed_reason = f"{type(exc).__name__}: {exc}"
         else:
             self._closed_reason = "closed by the server"
