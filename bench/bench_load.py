@@ -30,6 +30,7 @@ import os
 import random
 import shlex
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -271,8 +272,6 @@ class Server:
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -295,7 +294,8 @@ def _jiffies(pid: int | str) -> int:
 
 
 def cpu_snapshot(server_pid: int) -> CpuSnapshot:
-    values = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    line = Path("/proc/stat").read_text().split("\n", 1)[0]
+    values = [int(x) for x in line.split()[1:9]]  # user .. steal (guest time is in user)
     busy = sum(values) - values[3] - values[4]  # all but idle and iowait
     return CpuSnapshot(time.monotonic(), busy, _jiffies(server_pid), _jiffies("self"))
 
