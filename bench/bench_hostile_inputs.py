@@ -253,10 +253,14 @@ def _describe(status: int | None, lines: list[str]) -> str:
 
 
 def machine() -> dict[str, object]:
+    """The machine a benchmark ran on: CPU model, the flags that matter, cores, Python."""
     flags: list[str] = []
+    model = ""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
         for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name") and not model:
+                model = line.split(":", 1)[1].strip()
             if line.startswith("flags"):
                 wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "sse4_2")
                 flags = [f for f in line.split(":", 1)[1].split() if f in wanted]
@@ -264,6 +268,7 @@ def machine() -> dict[str, object]:
     return {
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "cpu_model": model or "unknown",
         "cores": os.cpu_count(),
         "cpu_flags": flags,
         "python": platform.python_version(),
