@@ -454,7 +454,7 @@ class Bench:
     ) -> TrainingOutcome:
         """Start the prepared training and watch it to its end (`ended` is set then)."""
         analyst = training.analyst
-        started = await analyst.start(training.page, training.settings)
+        started = await analyst.start(training.page, training.settings, save_as=save_as)
         outcome = await analyst.watch(
             started, timeout_s=self.config.train_timeout_s, models=self.folders.models,
             save_as=save_as, ended=ended,

@@ -387,9 +387,11 @@ class Analyst(User):
             has_widget("train.epochs"),
         )
 
-    async def start(self, page: RunResult, settings: TrainSettings) -> float:
-        """Press Start training; returns the perf_counter time of pressing it."""
+    async def start(self, page: RunResult, settings: TrainSettings, *, save_as: str) -> float:
+        """Press Start training (the model saves itself as `save_as`); returns the
+        perf_counter time of pressing it."""
         values = {
+            page.widget(key="train.model_name").id: save_as,
             page.widget(key="train.epochs").id: settings.epochs,
             page.widget(key="train.max_steps").id: settings.max_steps,
             page.widget(key="train.batch").id: settings.batch_size,
