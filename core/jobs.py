@@ -269,7 +269,7 @@ class QueueConfig:
     cpu_workers: int = 0
     gpu_workers: int = 0  # 0: one per visible CUDA GPU (none on a CPU-only machine)
     short_workers: int = 1  # explanations; they take a second and must not wait for a training
-    max_jobs_per_user: int = 3  # queued or running, per user
+    max_jobs_per_user: int = 3  # heavy jobs queued or running, per user
     max_job_seconds: float = 4 * 3600.0  # wall-clock cap of one job (a ticket may set less)
     # Batch size × max length of one forward pass: 64 × 512. Bounds a job's activation memory.
     max_tokens_per_batch: int = 64 * 512
@@ -417,10 +417,8 @@ class JobQueue:
         with self._cond:
             if self._closed:
                 raise ValueError("the job queue is shut down; restart the server")
-            mine = sum(
-                1 for j in self._active() if j.ticket is not None and j.ticket.owner == actor.user
-            )
-            if mine >= self.config.max_jobs_per_user:
+            mine = self._counted_jobs(actor.user)
+            if ticket.lane is not Lane.SHORT and mine >= self.config.max_jobs_per_user:
                 raise QueueFull(
                     f"{actor.user} already has {mine} jobs queued or running (the limit is "
                     f"{self.config.max_jobs_per_user}); wait for one or cancel it on the Jobs page"
@@ -531,6 +529,15 @@ class JobQueue:
     def _active(self) -> list[BackgroundJob]:
         """Running then queued jobs, lane by lane (call with the lock held)."""
         return [j for s in self._lanes.values() for j in (*s.running, *s.waiting)]
+
+    def _counted_jobs(self, user: str) -> int:
+        """`user`'s queued and running heavy jobs (call with the lock held). Short jobs do not
+        count: each is bounded by its timeout and waited for by the page that asked."""
+        return sum(
+            1
+            for j in self._active()
+            if j.ticket is not None and j.ticket.owner == user and j.ticket.lane is not Lane.SHORT
+        )
 
     def _info(self, job: BackgroundJob) -> JobInfo:
         snapshot = job.snapshot()

@@ -79,6 +79,7 @@ def test_caps_refuse_with_a_line_that_says_what_to_do():
         with pytest.raises(QueueFull, match="already has 2 jobs .* cancel it on the Jobs page"):
             submit(q, gated(gate, [], "c"))
         submit(q, gated(gate, [], "ravi's"), RAVI)  # the cap is per user
+        assert q.call(lambda: "quick", ticket(ANNA, lane=Lane.SHORT), actor=ANNA) == "quick"
         with pytest.raises(QueueFull, match="lower the batch size or max length"):
             q.submit(
                 gated(gate, [], "big"), ticket(RAVI), actor=RAVI,
