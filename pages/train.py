@@ -120,13 +120,14 @@ def render_train_form(active: ActiveDataset) -> TrainRequest | None:
         help="The name of a saved transformers model, or the id of a model already in the "
         "Hugging Face cache. Nothing is downloaded.",
     )  # fmt: skip
+    # The learning rate follows the backbone (_reset_lr); a widget given both a default and a
+    # session-state value makes Streamlit warn, so its first value comes from here alone.
+    st.session_state.setdefault("train.lr", DEFAULT_LR[MINILM])
     with st.form("train.form"):
         c = st.columns(4)
         pooling = c[0].selectbox("Pooling", ["mean", "cls"], key="train.pooling")
         epochs = c[1].number_input("Epochs", 1, 50, 4, key="train.epochs")
-        lr = c[2].number_input(
-            "Learning rate", 1e-6, 1e-1, DEFAULT_LR[MINILM], format="%.0e", key="train.lr"
-        )
+        lr = c[2].number_input("Learning rate", 1e-6, 1e-1, format="%.0e", key="train.lr")
         batch_size = c[3].number_input("Batch size", 1, 256, 16, key="train.batch")
         c = st.columns(4)
         max_length = c[0].number_input("Max length (tokens)", 8, 512, 128, key="train.maxlen")
