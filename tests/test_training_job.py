@@ -42,22 +42,7 @@ def test_only_admins_train(job_queue, tmp_path):
 
 def test_a_name_taken_while_training_gets_a_suffix(tmp_path):
     data = make_dataset(*separable_rows(4))
-    first = train_and_save(
-        data,
-        data,
-        TINY,
-        models_root=tmp_path,
-        model_name="desk",
-        data_fingerprint="f",
-        actor=OPERATOR,
-    )
-    second = train_and_save(
-        data,
-        data,
-        TINY,
-        models_root=tmp_path,
-        model_name="desk",
-        data_fingerprint="f",
-        actor=OPERATOR,
-    )
+    where = {"models_root": tmp_path, "data_fingerprint": "f", "actor": OPERATOR}
+    first = train_and_save(data, data, TINY, model_name="desk", **where)
+    second = train_and_save(data, data, TINY, model_name="desk", **where)
     assert (first.folder.name, second.folder.name) == ("desk", "desk-2")
