@@ -187,9 +187,7 @@ class BackgroundJob(Generic[P, R]):
     def timings(self) -> tuple[float, float]:
         """(seconds waited in the queue, seconds running so far or in all)."""
         with self._lock:
-            waited_until = self._started if self._started is not None else time.monotonic()
-            if self._status is JobStatus.CANCELLED and self._started is None:
-                waited_until = self._finished or waited_until
+            waited_until = self._started or self._finished or time.monotonic()
             return waited_until - self._queued, self._running_s()
 
     def remaining_s(self) -> float | None:
@@ -238,12 +236,6 @@ class BackgroundJob(Generic[P, R]):
             self._status, self._result, self._error = status, result, error
             self._finished = time.monotonic()
         self._done.set()
-
-
-def start_job(work: Callable[..., R], /, *args: Any, name: str, **kwargs: Any) -> BackgroundJob:
-    """Run `work(*args, **kwargs, on_progress=..., cancel=...)` in a started `BackgroundJob`
-    with a thread of its own (command line and tests; a server submits to its JobQueue)."""
-    return bind_job(name, work, *args, **kwargs).start()
 
 
 def bind_job(name: str, work: Callable[..., R], /, *args: Any, **kwargs: Any) -> BackgroundJob:
@@ -442,8 +434,7 @@ class JobQueue:
         tokens_per_batch: int | None = None,
         **kwargs: Any,
     ) -> BackgroundJob:
-        """Queue `work(*args, **kwargs, on_progress=..., cancel=...)` for `requester`; the
-        queue's counterpart of `start_job`."""
+        """Queue `work(*args, **kwargs, on_progress=..., cancel=...)` for `requester`."""
         ticket = requester.ticket(title, kind, lane=lane, keep_after_session=keep_after_session)
         job = bind_job(kind, work, *args, **kwargs)
         return self.submit(

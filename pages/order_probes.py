@@ -165,7 +165,11 @@ def render_one_complaint(model: LoadedModel) -> None:
 
 def render_demo(model: LoadedModel) -> None:
     st.subheader("Paid by card, not by UPI")
-    result = demonstrated(model, model.key)
+    try:
+        result = demonstrated(model, model.key)
+    except ValueError as exc:  # e.g. the short lane timed out on a very busy server
+        st.error(md_escape(exc))
+        return
     rows = [(result.text, result.transformer, result.bow)]
     rows += [(o.perturbation.text, o.transformer, o.bow) for o in result.outcomes]
     frame = pd.DataFrame(
