@@ -197,3 +197,18 @@ def _wait_until(condition, timeout: float = 10.0) -> None:
             return
         done.wait(0.01)  # polling a worker thread's state, not pacing the test
     raise AssertionError("condition not met in time")
+
+
+def test_heavy_work_takes_the_gpu_lane_when_there_is_one():
+    with_gpu = JobQueue(QueueConfig(), cpus=2, gpus=1)
+    without = JobQueue(QueueConfig(), cpus=2)
+    try:
+        assert [with_gpu.heavy_lane(d) for d in ("auto", "cuda", "cpu")] == [
+            Lane.GPU, Lane.GPU, Lane.CPU
+        ]  # fmt: skip
+        assert without.heavy_lane("auto") is Lane.CPU and without.workers(Lane.GPU) == 0
+        with pytest.raises(ValueError, match="no gpu lane"):
+            submit(without, gated(threading.Event(), [], "x"), lane=Lane.GPU)
+    finally:
+        with_gpu.shutdown()
+        without.shutdown()
