@@ -88,10 +88,11 @@ def error_text(exc: ValueError | OSError) -> str:
     return str(exc)
 
 
-def _reset_lr() -> None:
-    """A new backbone gets its own good learning rate."""
+def _follow_backbone() -> None:
+    """A new backbone gets its own good learning rate and a model name of its own."""
     backbone = st.session_state["train.backbone"]
     st.session_state["train.lr"] = DEFAULT_LR.get(backbone, TrainConfig.lr)
+    st.session_state["train.model_name"] = default_model_name(backbone)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ class TrainRequest:
 
 
 def default_model_name(backbone: str) -> str:
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return f"{'custom' if backbone not in DEFAULT_LR else backbone}-{stamp}"
 
 
@@ -111,7 +112,7 @@ def render_train_form(active: ActiveDataset) -> TrainRequest | None:
     """The TrainConfig form and the model's name; returns them when submitted."""
     left, right = st.columns([1, 2])
     choice = left.selectbox(
-        "Backbone", [MINILM, TINY, "other"], key="train.backbone", on_change=_reset_lr,
+        "Backbone", [MINILM, TINY, "other"], key="train.backbone", on_change=_follow_backbone,
         format_func={MINILM: "MiniLM-L6 (bundled, pretrained)", TINY: "Tiny transformer (from "
                      "scratch, seconds)", "other": "A saved model or a Hugging Face id"}.get,
     )  # fmt: skip
@@ -120,9 +121,14 @@ def render_train_form(active: ActiveDataset) -> TrainRequest | None:
         help="The name of a saved transformers model, or the id of a model already in the "
         "Hugging Face cache. Nothing is downloaded.",
     )  # fmt: skip
-    # The learning rate follows the backbone (_reset_lr); a widget given both a default and a
-    # session-state value makes Streamlit warn, so its first value comes from here alone.
+    # The learning rate and the model name follow the backbone (_follow_backbone); a widget
+    # given both a default and a session-state value makes Streamlit warn, so their first
+    # values come from here alone.
     st.session_state.setdefault("train.lr", DEFAULT_LR[MINILM])
+    last: TrainingRun | None = st.session_state.get(TRAIN_JOB)
+    if last is not None and st.session_state.get("train.model_name") == last.model_name:
+        st.session_state["train.model_name"] = default_model_name(choice)  # that name is taken
+    st.session_state.setdefault("train.model_name", default_model_name(choice))
     with st.form("train.form"):
         c = st.columns(4)
         pooling = c[0].selectbox("Pooling", ["mean", "cls"], key="train.pooling")
@@ -145,7 +151,7 @@ def render_train_form(active: ActiveDataset) -> TrainRequest | None:
             help="Tiny transformer only. Off, it sees a bag of words: word order is invisible.",
         )  # fmt: skip
         model_name = st.text_input(
-            "Save as", default_model_name(choice), key="train.model_name",
+            "Save as", key="train.model_name",
             help="The model is saved under this name when training ends, even if you close "
             "this tab, and becomes your active model.",
         )  # fmt: skip
@@ -261,7 +267,7 @@ def render_job(run: TrainingRun) -> None:
 def start(active: ActiveDataset, request: TrainRequest) -> TrainingRun | None:
     """Queue the training; None (with the reason shown) when the queue or the role refuses."""
     try:
-        return start_training(
+        run = start_training(
             active.dataset, request.config, dataset_name=active.name,
             models_root=models_dir(), model_name=request.model_name,
             queue=get_job_queue(), requester=job_requester(),
@@ -269,6 +275,7 @@ def start(active: ActiveDataset, request: TrainRequest) -> TrainingRun | None:
     except (ValueError, AccessDenied) as exc:
         st.error(md_escape(exc))
         return None
+    return run
 
 
 st.title("Train")

@@ -73,6 +73,8 @@ def test_a_training_saves_itself_under_the_name_given_and_becomes_active(
     assert app.session_state["active_model"].endswith("tiny-demo")
     app.run()
     assert app.dataframe[0].value["name"].tolist() == ["tiny-demo"]
+    offered = app.text_input(key="train.model_name").value
+    assert offered.startswith("tiny-") and offered != "tiny-demo"  # a fresh name for the next
 
 
 def test_a_name_already_taken_is_refused_before_training(app: AppTest, tmp_path: Path):
