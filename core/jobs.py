@@ -181,6 +181,11 @@ class BackgroundJob(Generic[P, R]):
             return self._status
 
     @property
+    def error(self) -> str | None:
+        with self._lock:
+            return self._error
+
+    @property
     def cancel_requested(self) -> bool:
         return self._cancel.is_set()
 
@@ -531,12 +536,13 @@ class JobQueue:
         )
 
     def _info(self, job: BackgroundJob) -> JobInfo:
-        snapshot = job.snapshot()
+        """The job's row, without copying its progress history (`snapshot` would)."""
+        status, error = job.status, job.error
         waited, ran = job.timings()
         ticket = job.ticket
         assert ticket is not None  # every listed job was submitted
-        eta = snapshot.start_eta_s if snapshot.status is JobStatus.QUEUED else None
-        if snapshot.status is JobStatus.RUNNING:
+        position, eta = self.place(job) if status is JobStatus.QUEUED else (None, None)
+        if status is JobStatus.RUNNING:
             eta = job.remaining_s()
         return JobInfo(
             id=job.id,
@@ -544,13 +550,13 @@ class JobQueue:
             kind=ticket.kind,
             owner=ticket.owner,
             lane=ticket.lane,
-            status=snapshot.status,
-            position=snapshot.position,
+            status=status,
+            position=position,
             submitted_at=job.submitted_at,
             waited_s=waited,
             run_s=ran,
             eta_s=eta,
-            error=snapshot.error,
+            error=error,
             cancel_requested=job.cancel_requested,
         )
 
