@@ -264,27 +264,35 @@ class Reviewer(User):
         await self.think()
 
     async def classify(self) -> None:
-        page = await self.open("Classify", "classify: open page", has_widget("classify.text"))
-        await self.think()
-        box = page.widget(key="classify.text")
-        submit = page.widget(kind="button", form="classify.one")
-        text = self.take_text("classify: one complaint")
-        await self.step(
-            "classify: one complaint",
-            lambda: self.session.click(submit, values={box.id: text}, timeout=self.timeout),
-            has_metric("Transformer"),
-        )
+        await self.submit_new_text(
+            "Classify", "classify", shown_first=has_widget("classify.text"),
+            form="classify.one", box_key="classify.text",
+            shown_after=lambda _: has_metric("Transformer"),
+        )  # fmt: skip
 
     async def explain(self) -> None:
-        page = await self.open("Explain", "explain: open page", shows("Word by word"))
+        await self.submit_new_text(
+            "Explain", "explain", shown_first=shows("Word by word"), form="explain.typed",
+            box_key="explain.text",
+            shown_after=lambda text: all_of(shows("Word by word"), shows(mask_personal_data(text))),
+        )  # fmt: skip
+
+    async def submit_new_text(
+        self, page_name: str, prefix: str, *, shown_first: Check, form: str, box_key: str,
+        shown_after: Callable[[str], Check],
+    ) -> None:  # fmt: skip
+        """Open `page_name`, think, then type a complaint never sent before into `box_key` and
+        submit `form` (steps "<prefix>: open page" and "<prefix>: one complaint")."""
+        page = await self.open(page_name, f"{prefix}: open page", shown_first)
         await self.think()
-        box = page.widget(key="explain.text")
-        submit = page.widget(kind="button", form="explain.typed")
-        text = self.take_text("explain: one complaint")
+        box = page.widget(key=box_key)
+        submit = page.widget(kind="button", form=form)
+        step = f"{prefix}: one complaint"
+        text = self.take_text(step)
         await self.step(
-            "explain: one complaint",
+            step,
             lambda: self.session.click(submit, values={box.id: text}, timeout=self.timeout),
-            all_of(shows("Word by word"), shows(mask_personal_data(text))),
+            shown_after(text),
         )
 
     async def triage(self) -> None:
