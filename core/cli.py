@@ -449,7 +449,11 @@ def _complaint(text: str) -> str:
 def _cmd_explain(args: argparse.Namespace) -> None:
     from core.analysis.explain import ExplainConfig, explain_text
 
-    config = ExplainConfig(target=args.target, n_steps=args.steps)  # bad options fail first
+    options = {"n_steps": args.steps, "max_steps": args.max_steps}
+    options = {name: value for name, value in options.items() if value is not None}
+    if args.max_delta is not None:
+        options["max_relative_delta"] = args.max_delta or None  # 0: one pass
+    config = ExplainConfig(target=args.target, **options)  # bad options fail first
     model = _load_model(args.model)
     expl = explain_text(model.transformer, model.baseline, _complaint(args.text), config)
     if args.json:
@@ -492,7 +496,13 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
     _add_model_option(p)
     p.add_argument("text", help='the complaint text ("-" reads it from standard input)')
     p.add_argument("--target", help="desk to explain (default: the transformer's prediction)")
-    p.add_argument("--steps", type=int, default=16, help="integration steps (default 16)")
+    # Defaults live in core.analysis.explain.ExplainConfig (not imported here: it brings torch).
+    p.add_argument("--steps", type=int, help="integration steps of the first pass (default 8)")
+    p.add_argument("--max-steps", type=int, help="integration steps at most (default 64)")
+    p.add_argument(
+        "--max-delta", type=float,
+        help="add steps until |delta| <= this share of the logit gap (default 0.02; 0: one pass)",
+    )  # fmt: skip
     _add_json_option(p, "print the explanation as JSON")
     p.set_defaults(handler=_cmd_explain)
 

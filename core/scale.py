@@ -40,6 +40,7 @@ from core.data.limits import DataError
 from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 
 ENGINES = ("local", "ray")
+LOCAL_WINDOW = 8192  # rows the local engine sorts by length and scores at once (a few MB)
 PART_SUFFIXES = (".csv", ".parquet")
 FILE_OUTPUTS = (".csv", ".xlsx")
 PART_COL, ROW_COL = "__part", "__row"  # where each row came from; dropped before writing
@@ -133,9 +134,10 @@ def score_archive(
     text_col, columns = _first_part_columns(first, config.text_col)
     if config.engine == "ray":
         frames = _score_with_ray(config, parts, text_col, columns)
-    else:
-        frames = _score_locally(config, parts, text_col, columns, first)
-    rows = _write(frames, parts, columns, config.out, on_rows)
+        rows = _write(frames, parts, columns, config.out, on_rows)
+    else:  # reports rows as they are scored: a window takes minutes on a CPU
+        frames = _score_locally(config, parts, text_col, columns, first, on_rows)
+        rows = _write(frames, parts, columns, config.out, None)
     return ScaleResult(rows, len(parts), config.out, text_col, time.perf_counter() - started)
 
 
@@ -180,17 +182,39 @@ def _score_locally(
     text_col: str,
     columns: list[str],
     first: pd.DataFrame,
+    on_rows: Callable[[int], None] | None,
 ) -> Iterator[pd.DataFrame]:
-    """Score part after part in this process; `first` is part 0's table, already read."""
+    """Score part after part in this process; `first` is part 0's table, already read.
+
+    Each part is scored in windows of LOCAL_WINDOW rows: the model sorts a window by length
+    before batching it (`chunked_proba`), and a wider window pads less. `config.batch_size`
+    (a Ray batch) would sort only 256 rows at a time.
+    """
+    from core.models.classify import classify_table
     from core.models.registry import load_model
 
     loaded = load_model(config.model_dir, precision=config.precision)
     for number, path in enumerate(parts):
         frame = first if number == 0 else load_table(path)
         frame = numbered(frame, path.name, number, columns)
-        for start in range(0, len(frame), config.batch_size):
-            batch = frame.iloc[start : start + config.batch_size]
-            yield score_frame(loaded, batch, text_col, config.review_threshold)
+        for start in range(0, len(frame), LOCAL_WINDOW):
+            yield classify_table(
+                loaded, frame.iloc[start : start + LOCAL_WINDOW], text_col=text_col,
+                review_threshold=config.review_threshold, on_progress=_new_rows(on_rows),
+            )  # fmt: skip
+
+
+def _new_rows(on_rows: Callable[[int], None] | None) -> Callable[[Any], None]:
+    """An `on_progress` callback of one `classify_table` call that passes each chunk's rows on."""
+    scored = 0
+
+    def on_progress(progress: Any) -> None:
+        nonlocal scored
+        if on_rows is not None:
+            on_rows(progress.done - scored)
+        scored = progress.done
+
+    return on_progress
 
 
 # -------------------------------------------------------------------------------------- Ray

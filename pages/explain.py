@@ -39,15 +39,15 @@ from ui.widgets import require_model, shown_frame, shown_text
 TYPED, PICKED = "Type a complaint", "Pick one from the data set"
 PREDICTED = "the transformer's prediction"
 REVIEW_SIZES = (30, 60, 120, 240)  # rows both models classify for the picker (a background job)
-DELTA_WARNING = 0.05  # a convergence delta above 5% of the logit gap deserves more steps
+CONVERGED = ExplainConfig.max_relative_delta  # the integration adds steps until |delta| fits
 
 
 @st.cache_data(max_entries=64, show_spinner="Explaining…")
 def explained(
-    _model: LoadedModel, key: str, text: str, target: str | None, n_steps: int
+    _model: LoadedModel, key: str, text: str, target: str | None, max_steps: int
 ) -> Explanation:
-    """Cached per (model, text, target, steps)."""
-    config = ExplainConfig(target=target, n_steps=n_steps)
+    """Cached per (model, text, target, step limit)."""
+    config = ExplainConfig(target=target, max_steps=max_steps)
     return run_short(
         lambda: explain_text(_model.transformer, _model.baseline, text, config),
         title="Explain one complaint", kind="explain",
@@ -174,13 +174,17 @@ def render_words(expl: Explanation) -> None:
     share = "n/a" if relative is None else f"{relative:.1%}"
     st.caption(
         f"Transformer: Integrated Gradients on the word embeddings ({expl.tokens.n_steps} steps, "
-        f"PAD baseline keeping [CLS]/[SEP]); convergence delta {expl.delta:+.4f}, {share} of the "
-        f"logit gap {expl.logit_gap:+.3f}. Bag of words: each word's share of the baseline's "
+        f"added where the path needed them until the delta was at most {CONVERGED:.0%} of the "
+        f"gap; PAD baseline keeping [CLS]/[SEP]); convergence delta {expl.delta:+.4f}, {share} of "
+        f"the logit gap {expl.logit_gap:+.3f}. Bag of words: each word's share of the baseline's "
         "centred logit. Both rows are in log-odds against the average desk, each row scaled to "
         "its own largest value. Grey dashed words were cut off by the transformer's length limit."
     )
-    if relative is not None and relative > DELTA_WARNING:
-        st.warning("The attributions have not converged well; raise the integration steps.")
+    if relative is not None and relative > CONVERGED:
+        st.warning(
+            f"The attributions did not converge within {expl.tokens.n_steps} steps "
+            f"(delta {relative:.1%} of the logit gap); raise the step limit."
+        )
     with st.expander("Scores as bars"):
         st.altair_chart(word_scores_chart(expl), width="stretch")
     st.download_button(
@@ -214,10 +218,10 @@ def render_attention(expl: Explanation) -> None:
         rollout.altair_chart(rollout_chart(maps))
 
 
-def render_explanation(model: LoadedModel, text: str, target: str | None, n_steps: int) -> None:
+def render_explanation(model: LoadedModel, text: str, target: str | None, max_steps: int) -> None:
     st.text(shown_text(text))  # as given (or masked), never interpreted
     try:
-        expl = explained(model, model.key, text, target, n_steps)
+        expl = explained(model, model.key, text, target, max_steps)
     except ValueError as exc:
         st.error(md_escape(exc))
         return
@@ -240,8 +244,9 @@ if text is None:
 left, right = st.columns([2, 1])
 with left:
     target = render_target(model)
-n_steps = right.slider(
-    "Integration steps", 4, 64, ExplainConfig.n_steps, 4, key="explain.steps",
-    help="More steps: a smaller convergence delta, proportionally slower.",
+max_steps = right.slider(
+    "Step limit", 16, 256, ExplainConfig.max_steps, 8, key="explain.steps",
+    help=f"Integration steps spent at most; steps are added until the convergence delta is at "
+    f"most {CONVERGED:.0%} of the logit gap. A higher limit is slower only where it is needed.",
 )  # fmt: skip
-render_explanation(model, text, target, n_steps)
+render_explanation(model, text, target, max_steps)

@@ -132,6 +132,35 @@ def test_fewer_steps_report_a_larger_delta_not_a_wrong_sum(bert_cls, baseline):
     assert abs(fine.delta) <= abs(coarse.delta) + 1e-6
 
 
+def test_steps_are_added_until_the_delta_fits_and_never_past_the_limit(transformer, baseline):
+    one_pass = explain_text(
+        transformer, baseline, TEXT, ExplainConfig(n_steps=2, max_relative_delta=None)
+    )
+    assert one_pass.tokens.n_steps == 2
+    adaptive = explain_text(
+        transformer,
+        baseline,
+        TEXT,
+        ExplainConfig(n_steps=2, max_relative_delta=0.001, max_steps=256),
+    )
+    assert adaptive.relative_delta <= 0.001 < one_pass.relative_delta
+    assert 2 < adaptive.tokens.n_steps <= 256 and adaptive.tokens.n_steps % 2 == 0
+    assert adaptive.logit_gap == pytest.approx(one_pass.logit_gap, abs=1e-5)
+    total = float(np.sum(adaptive.tokens.scores))
+    assert total - adaptive.logit_gap == pytest.approx(adaptive.delta, abs=1e-6)
+    capped = explain_text(
+        transformer, baseline, TEXT, ExplainConfig(n_steps=2, max_relative_delta=1e-9, max_steps=10)
+    )
+    assert capped.tokens.n_steps <= 10
+
+
+def test_adaptive_settings_are_checked():
+    with pytest.raises(ValueError, match="max_steps"):
+        ExplainConfig(n_steps=16, max_steps=8)
+    with pytest.raises(ValueError, match="max_relative_delta"):
+        ExplainConfig(max_relative_delta=0.0)
+
+
 def test_words_follow_the_shared_word_grid_on_tricky_text(transformer, baseline):
     expl = explain_text(transformer, baseline, TRICKY, ExplainConfig(n_steps=4))
     spans = word_spans(TRICKY)

@@ -8,24 +8,34 @@ it attributes the choice of each word: positions and token types are identical i
 the baseline, so they need no share. The attributed quantity is the target's centred logit
 (logit minus the mean logit), the quantity the baseline's word contributions add up to, so both
 rows speak in log-odds against the average desk.
+
+Decision: the integration adapts to each complaint. The straight path from the PAD baseline to
+the text is cut into segments, each integrated by Captum's IntegratedGradients (Gauss-Legendre)
+on the word embeddings, and each segment's error is known exactly: its attributions must add up
+to the change of the logit between its two ends, which one forward pass measures. Segments whose
+error is too large are halved until the summed errors are at most `max_relative_delta` of the
+logit gap or `max_steps` is spent. A fine-tuned model's logit changes fast on part of the path
+only, so the steps go there (bench/bench_explain.py measures the latency and deltas). The
+integration runs on a private SDPA view of the model (no attention maps needed there); the
+attention maps come from one separate eager forward pass.
 """
 
 from __future__ import annotations
 
 import bisect
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
-from captum.attr import LayerIntegratedGradients
+from captum.attr import IntegratedGradients
 from torch import nn
 
 from core.checks import check_complaint, check_int
 from core.data.privacy import mask_personal_data
 from core.models.classifier import Prediction, shared_classes
+from core.models.transformer.inference import inference_view
 from core.text import WordSpan, cut_for_tokens, word_spans
 
 
@@ -34,11 +44,13 @@ class ExplainConfig:
     """What to explain and how finely to integrate."""
 
     target: str | None = None  # the desk to explain; None: the transformer's predicted desk
-    # Integration steps (Gauss-Legendre). bench/bench_explain.py, MiniLM, 40-word complaints:
-    # |delta| / logit gap median (worst) 7% (38%) at 8 steps, 1.4% (7.5%) at 16, 0.1% (1.4%) at
-    # 32, for 1.0, 1.6 and 2.8 s of one core. 16 is the cheapest that converges on most texts.
-    n_steps: int = 16
-    # Interpolated inputs per forward pass; None sends all n_steps at once, fastest for one
+    # Gauss-Legendre nodes of the first pass over the whole path, and of each half segment
+    # added later. Chosen with bench/bench_explain.py (BENCHMARKS.md, "Explanation latency").
+    n_steps: int = 8
+    # Halve segments until |delta| <= this share of the logit gap; None: one pass of n_steps.
+    max_relative_delta: float | None = 0.02
+    max_steps: int = 64  # integration steps spent at most on one complaint (each a fwd + bwd)
+    # Interpolated inputs per forward pass; None sends all of a round at once, fastest for one
     # complaint on CPU. Set it (e.g. 8) to cap memory for long texts on a small GPU.
     internal_batch_size: int | None = None
 
@@ -46,6 +58,11 @@ class ExplainConfig:
         if self.target is not None and (not isinstance(self.target, str) or not self.target):
             raise ValueError(f"target must be a desk name or None, got {self.target!r}")
         check_int("n_steps", self.n_steps, minimum=2)
+        check_int("max_steps", self.max_steps, minimum=self.n_steps)
+        if self.max_relative_delta is not None and not 0 < self.max_relative_delta < 1:
+            raise ValueError(
+                f"max_relative_delta must lie in (0, 1) or be None, got {self.max_relative_delta!r}"
+            )
         if self.internal_batch_size is not None:
             check_int("internal_batch_size", self.internal_batch_size, minimum=1)
 
@@ -294,16 +311,89 @@ def pad_baseline(encoded: EncodedText, pad_token_id: int) -> torch.Tensor:
     return torch.where(special, encoded.input_ids, torch.full_like(encoded.input_ids, pad_token_id))
 
 
-def _private_view(model: nn.Module) -> nn.Module:
-    """A copy of the module tree that shares every weight and buffer with `model`.
+@dataclass(frozen=True, eq=False)  # compared by identity
+class _Segment:
+    """One piece [start, end] of the path from the baseline (0) to the text (1), integrated."""
 
-    Captum attaches forward hooks to the embedding layer while it integrates; on the shared,
-    cached model those hooks would also rewrite the embeddings of any prediction another
-    session runs meanwhile. Hooks on a private copy of the (cheap) module objects touch no one.
+    start: float
+    end: float
+    scores: np.ndarray  # (seq,) attributions of this piece
+    error: float  # sum(scores) - (F(end) - F(start)): exact, both ends are measured
+
+
+class _PathFunction:
+    """The target's centred logit at points of the straight path between the baseline's and
+    the text's word embeddings, with those embeddings swapped in by a hook on a private view.
+
+    The view (core.models.transformer.inference.inference_view) shares the weights but not the
+    modules, so the hook never touches the shared model another session may be running.
     """
-    shared = [*model.parameters(), *model.buffers()]
-    shared += [m.config for m in model.modules() if hasattr(m, "config")]  # read-only, slow to copy
-    return copy.deepcopy(model, {id(obj): obj for obj in shared})
+
+    def __init__(self, model: nn.Module, encoded: EncodedText, target: int, pad_id: int) -> None:
+        self.view = inference_view(model)
+        self.layer = embedding_layer(self.view)
+        device = _device(model)
+        self.input_ids = encoded.input_ids.to(device)
+        self.attention_mask = encoded.attention_mask.to(device)
+        self.target = target
+        with torch.no_grad():
+            self.text = self.layer(self.input_ids).float()  # (1, seq, hidden)
+            self.base = self.layer(pad_baseline(encoded, pad_id).to(device)).float()
+        self._swap: torch.Tensor | None = None
+
+    def point(self, alphas: Sequence[float]) -> torch.Tensor:
+        """Word embeddings at path positions `alphas`: (len(alphas), seq, hidden)."""
+        alpha = torch.tensor(list(alphas), dtype=self.text.dtype, device=self.text.device)
+        return self.base + alpha.view(-1, 1, 1) * (self.text - self.base)
+
+    def __call__(self, embeddings: torch.Tensor) -> torch.Tensor:
+        """Centred target logits (batch,) of word embeddings (batch, seq, hidden)."""
+        batch = embeddings.shape[0]
+        self._swap = embeddings
+        handle = self.layer.register_forward_hook(lambda _m, _i, _o: self._swap)
+        try:
+            logits = self.view(
+                input_ids=self.input_ids.expand(batch, -1),
+                attention_mask=self.attention_mask.expand(batch, -1),
+            ).logits.float()  # (batch, n_classes)
+        finally:
+            handle.remove()
+            self._swap = None
+        return logits[:, self.target] - logits.mean(dim=1)
+
+    def values(self, alphas: Sequence[float]) -> list[float]:
+        with torch.no_grad():
+            return self(self.point(alphas)).double().tolist()
+
+
+def _integrate(
+    path: _PathFunction,
+    pieces: list[tuple[float, float]],
+    value: dict[float, float],
+    n_steps: int,
+    internal_batch_size: int | None,
+) -> list[_Segment]:
+    """Integrated Gradients over each piece (one batched Captum call), with its exact error."""
+    starts, ends = zip(*pieces, strict=True)
+    attributions = IntegratedGradients(path).attribute(
+        path.point(ends), baselines=path.point(starts), n_steps=n_steps,
+        method="gausslegendre", internal_batch_size=internal_batch_size,
+    )  # fmt: skip
+    scores = attributions.sum(dim=-1).detach().double().cpu().numpy()  # (pieces, seq)
+    return [
+        _Segment(a, b, row, float(row.sum()) - (value[b] - value[a]))
+        for (a, b), row in zip(pieces, scores, strict=True)
+    ]
+
+
+def _to_refine(segments: list[_Segment], tolerance: float, affordable: int) -> list[_Segment]:
+    """The segments to halve next: those whose error exceeds an even share of the tolerance,
+    largest first, as many as the step budget affords; none once the summed errors fit."""
+    if sum(abs(s.error) for s in segments) <= tolerance:
+        return []
+    share = tolerance / len(segments)  # one is over it whenever the sum is over the tolerance
+    worst = sorted((s for s in segments if abs(s.error) > share), key=lambda s: -abs(s.error))
+    return worst[:affordable]
 
 
 def integrated_gradients(
@@ -313,40 +403,43 @@ def integrated_gradients(
     *,
     pad_token_id: int,
     n_steps: int = ExplainConfig.n_steps,
+    max_relative_delta: float | None = ExplainConfig.max_relative_delta,
+    max_steps: int = ExplainConfig.max_steps,
     internal_batch_size: int | None = None,
     logits: np.ndarray | None = None,
 ) -> TokenAttribution:
-    """Layer Integrated Gradients of the target's centred logit on the word embeddings.
+    """Integrated Gradients of the target's centred logit on the word embeddings, adaptive.
 
-    Returns one score per token (seq,), the logit gap F(text) - F(baseline) and the convergence
-    delta sum(scores) - gap. `logits` (n_classes,), the text's logits when the caller already
-    has them, saves one forward pass.
+    One pass of `n_steps` Gauss-Legendre nodes over the whole path; then, while the summed
+    segment errors exceed `max_relative_delta` of the logit gap and `max_steps` allows, the worst
+    segments are halved and each half integrated with `n_steps` nodes (see the module
+    docstring). Returns one score per token (seq,), the logit gap F(text) - F(baseline) and the
+    convergence delta sum(scores) - gap. `logits` (n_classes,), the text's logits when the
+    caller already has them, saves one forward pass.
     """
-    view = _private_view(model)
-    device = _device(model)
-    input_ids = encoded.input_ids.to(device)
-    attention_mask = encoded.attention_mask.to(device)
-    baseline_ids = pad_baseline(encoded, pad_token_id).to(device)
-
-    def centred_logit(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        out = view(input_ids=ids, attention_mask=mask).logits.float()  # (batch, n_classes)
-        return out[:, target_index] - out.mean(dim=1)
-
-    explainer = LayerIntegratedGradients(centred_logit, embedding_layer(view))
-    attributions = explainer.attribute(
-        input_ids,
-        baselines=baseline_ids,
-        additional_forward_args=(attention_mask,),
-        n_steps=n_steps,
-        internal_batch_size=internal_batch_size,
-    )
-    scores = attributions[0].sum(dim=-1).detach().double().cpu().numpy()  # (seq,)
-    with torch.no_grad():  # Captum's own delta would run both end points again
-        start = float(centred_logit(baseline_ids, attention_mask)[0])
-        end = _centred(logits, target_index) if logits is not None else None
-        end = float(centred_logit(input_ids, attention_mask)[0]) if end is None else end
-    gap = end - start
-    return TokenAttribution(encoded.tokens, scores, gap, float(scores.sum()) - gap, n_steps)
+    path = _PathFunction(model, encoded, target_index, pad_token_id)
+    ends = [0.0] if logits is not None else [0.0, 1.0]
+    value = dict(zip(ends, path.values(ends), strict=True))
+    if logits is not None:
+        value[1.0] = _centred(logits, target_index)
+    gap = value[1.0] - value[0.0]
+    segments = _integrate(path, [(0.0, 1.0)], value, n_steps, internal_batch_size)
+    steps = n_steps
+    while max_relative_delta is not None:
+        affordable = (max_steps - steps) // (2 * n_steps)
+        chosen = _to_refine(segments, max_relative_delta * abs(gap), affordable)
+        if not chosen:
+            break
+        middles = [(s.start + s.end) / 2 for s in chosen]
+        value.update(zip(middles, path.values(middles), strict=True))
+        halves = [
+            p for s, m in zip(chosen, middles, strict=True) for p in ((s.start, m), (m, s.end))
+        ]
+        segments = [s for s in segments if s not in chosen]
+        segments += _integrate(path, halves, value, n_steps, internal_batch_size)
+        steps += len(halves) * n_steps
+    scores = np.sum([s.scores for s in segments], axis=0)
+    return TokenAttribution(encoded.tokens, scores, gap, float(scores.sum()) - gap, steps)
 
 
 def _centred(logits: np.ndarray, index: int) -> float:
@@ -435,8 +528,9 @@ def explain_text(
     target_index = _target_index(classes, config.target, logits)
     tokens = integrated_gradients(
         model, encoded, target_index,
-        pad_token_id=_pad_token_id(transformer.tokenizer),
-        n_steps=config.n_steps, internal_batch_size=config.internal_batch_size, logits=logits,
+        pad_token_id=_pad_token_id(transformer.tokenizer), n_steps=config.n_steps,
+        max_relative_delta=config.max_relative_delta, max_steps=config.max_steps,
+        internal_batch_size=config.internal_batch_size, logits=logits,
     )  # fmt: skip
     word_scores, seen, unassigned = merge_to_words(text, encoded.offsets, tokens.scores)
     bow = baseline.word_contributions(text, target=classes[target_index])

@@ -35,15 +35,26 @@ def chunked_proba(
     on_progress: Callable[[ClassifyProgress], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> np.ndarray | None:
-    """`model.predict_proba` in chunks with progress; (n, k), or None when cancelled."""
-    parts = []
+    """`model.predict_proba` in chunks with progress; (n, k) in input order, or None when
+    cancelled.
+
+    The chunks are cut from all of `texts` sorted by length, so each of the model's batches
+    holds texts of about one length and pads little: chunks of the input order would mix short
+    and long texts in every batch.
+    """
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    pred_probs: np.ndarray | None = None
     for start in range(0, len(texts), CHUNK):
         if cancel is not None and cancel.is_set():
             return None
-        parts.append(model.predict_proba(list(texts[start : start + CHUNK])))
+        rows = order[start : start + CHUNK]
+        chunk = model.predict_proba([texts[i] for i in rows])
+        if pred_probs is None:
+            pred_probs = np.empty((len(texts), chunk.shape[1]), dtype=chunk.dtype)
+        pred_probs[rows] = chunk
         if on_progress is not None:
-            on_progress(ClassifyProgress(start + len(parts[-1]), len(texts)))
-    return np.vstack(parts) if parts else model.predict_proba([])
+            on_progress(ClassifyProgress(start + len(rows), len(texts)))
+    return model.predict_proba([]) if pred_probs is None else pred_probs
 
 
 def classification_columns(

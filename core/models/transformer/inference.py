@@ -1,9 +1,18 @@
 """Batched inference: `TransformerClassifier` masks personal data as training did, sorts texts by
 length, pads per batch and returns probabilities in the caller's order; `predict_labels` routes
-texts with any classifier."""
+texts with any classifier.
+
+Decision: predictions run on an *inference view* of the model: a copy of its module tree that
+shares every weight, kept in eval mode and, for Hugging Face models that support it, running
+PyTorch's fused attention (SDPA) instead of the eager attention the model was loaded with. Eager
+attention materialises every head's weights, which Explain needs and batch routing does not;
+SDPA gives the same probabilities (within 1e-6) for less work. Because the view never leaves eval
+mode, a prediction made while the model trains (validation) never sees dropout.
+"""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +27,23 @@ from core.models.device import autocast, resolve_precision
 from core.text import cut_for_tokens
 
 DEFAULT_BATCH_SIZE = 64  # texts per forward pass of predict_proba
+FUSED_ATTENTION = "sdpa"
+
+
+def inference_view(model: nn.Module) -> nn.Module:
+    """A copy of `model`'s module tree that shares every parameter and buffer, in eval mode, with
+    fused attention (SDPA) wherever a Hugging Face model supports it.
+
+    The copy's modules are its own, so `model.train()` or a swapped dropout (training) does not
+    reach it, and the eager attention of `model` (for attention maps) is left as it is. Weights
+    are shared: an optimiser step or `.to(device)` on `model` is seen by the view.
+    """
+    shared = {id(t): t for t in (*model.parameters(), *model.buffers())}
+    view = copy.deepcopy(model, shared).eval()
+    for module in view.modules():
+        if getattr(module, "_supports_sdpa", False) and hasattr(module, "config"):
+            module.config._attn_implementation = FUSED_ATTENTION
+    return view
 
 
 def encode_batch(tokenizer: Any, texts: Sequence[str], max_length: int, device: torch.device):
@@ -75,6 +101,7 @@ class TransformerClassifier:
         self.device = torch.device(device)
         self.precision = resolve_precision(precision, self.device)
         self.model = model.to(self.device).eval()
+        self._predictor = inference_view(self.model)  # eval mode, fused attention; see above
         self.tokenizer = tokenizer
         self.classes_ = np.asarray(list(classes), dtype=str)
         self.max_length = max_length
@@ -106,7 +133,7 @@ class TransformerClassifier:
             self.tokenizer, texts, self.max_length, self.device
         )
         with autocast(self.device, self.precision):
-            logits = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+            logits = self._predictor(input_ids=input_ids, attention_mask=attention_mask).logits
         return torch.softmax(logits.float(), dim=-1).cpu().numpy()
 
     def predict(self, texts: Sequence[str], *, batch_size: int = 64) -> list[str]:
