@@ -12,11 +12,14 @@ go quiet, records the load before and after, and says in the report whether the 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shlex
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -206,6 +209,16 @@ def print_load(load: MachineLoad, *, file=None) -> None:
     else:
         warning = "figures withheld: the machine was busy (rerun when quiet, or pass --force)"
     print(f"warning: {warning}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def held_output() -> Iterator[io.StringIO]:
+    """What a bench prints on stdout while it measures, held back: shown afterwards only if the
+    run counts (`shows_figures`), so figures of a busy run never appear as results. Warnings
+    and progress on stderr still go out as they happen."""
+    held = io.StringIO()
+    with contextlib.redirect_stdout(held):
+        yield held
 
 
 def matmul_peak_gflops(size: int = 1024, seconds: float = 1.0) -> float:
