@@ -41,18 +41,19 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+from tokenizers.trainers import WordPieceTrainer
 from torch import nn
 
-from bench.machine import (
-    LoadGuard,
-    command_line,
-    matmul_peak_gflops,
-    print_load,
-    refuse_busy_start,
-    shows_figures,
-)
-
 try:  # core's own requirements (scikit-learn, openpyxl, ...) may be missing on a bare machine
+    from bench.machine import (
+        LoadGuard,
+        command_line,
+        matmul_peak_gflops,
+        print_load,
+        refuse_busy_start,
+        shows_figures,
+    )
     from core.data.dataset import Dataset
     from core.data.demo import DemoConfig, generate_demo_data
     from core.data.privacy import mask_texts
@@ -64,6 +65,10 @@ try:  # core's own requirements (scikit-learn, openpyxl, ...) may be missing on 
     from core.models.transformer.training import fine_tune
     from core.text import cut_for_tokens
 except ModuleNotFoundError as exc:
+    if exc.name in ("bench", "core"):
+        raise SystemExit(
+            "error: run it from the repository root: python -m bench.gpu_bench"
+        ) from exc
     raise SystemExit(
         f"error: core needs the module {exc.name!r}, which is not installed here; "
         "install the project's requirements (pip install -r requirements.txt)"
@@ -92,6 +97,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: all allowed)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
     parser.add_argument("--force", action="store_true", help="report even on a busy machine")
+    parser.add_argument(
+        "--wait-s", type=float, default=300, help="longest wait for a quiet machine first"
+    )
     args = parser.parse_args()
     if args.quick:
         args.train_rows, args.val_rows, args.infer_rows = 32, 16, 64
@@ -112,9 +120,6 @@ def short_text(text: str, words: int) -> str:
 
 def build_tokenizer(texts: Sequence[str], vocab_size: int) -> transformers.PreTrainedTokenizerFast:
     """A lower-casing BERT-style WordPiece tokenizer trained on `texts`: [CLS] text [SEP]."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-    from tokenizers.trainers import WordPieceTrainer
-
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
@@ -274,7 +279,7 @@ def main() -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     threads = configure_cpu_threads()
-    guard = LoadGuard.start(force=args.force)
+    guard = LoadGuard.start(force=args.force, max_wait_s=args.wait_s)
     if refuse_busy_start(guard):
         return 1
     device = torch.device(args.device)
