@@ -6,8 +6,16 @@ alone and 7 s beside another process on 2 cores). `LoadGuard` waits a while for 
 go quiet, records the load before and after, and says in the report whether the run counts.
 
     guard = LoadGuard.start(force=args.force)   # waits for quiet; warns when it never came
-    ...                                          # the measurements
-    print(guard.finish().line())                 # load before/after and whether it counts
+    if refuse_busy_start(guard):                 # still busy and no --force: measure nothing
+        return 1
+    ...                                          # the measurements (held_output() holds prints)
+    load = guard.finish()
+    if shows_figures(load):                      # a quiet run, or a busy one under --force
+        ...                                      # print the figures, machine_load in any JSON
+    print_load(load)                             # load before/after, whether it counts, warning
+
+A bench that starts processes it does not wait for while measuring (a server, Ray) passes
+`descendants=True`, so their CPU time is its own rather than "other processes'".
 """
 
 from __future__ import annotations
