@@ -5,22 +5,34 @@ recall of the flagged rows against the flips, overall and on the regular and twi
 two named baselines: flag rows at random, and flag every row whose out-of-fold prediction differs
 from its label ("argmax != given"). Run from the repo root:
 
-    python -m bench.bench_audit [--rows 3000] [--share 0.05] [--folds 5]
+    python -m bench.bench_audit [--rows 3000] [--share 0.05] [--folds 5] [--force]
 
 With `--transformer tiny` (or minilm, or a model folder) it also runs the transformer-based audit
 (fine-tuned afresh on each fold with `--epochs`, `--lr`, ...) on the same flipped data and prints
 it beside the bag-of-words audit, slice by slice.
+
+The load is recorded around the run (bench.machine); the figures of a busy run are withheld
+unless --force, which prints them marked busy.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from bench.machine import (
+    LoadGuard,
+    command_line,
+    held_output,
+    print_load,
+    refuse_busy_start,
+    shows_figures,
+)
 from core.analysis.audit import (
     MODEL,
     AuditConfig,
@@ -78,8 +90,23 @@ def print_row(name: str, s: Score, *, reference: Score | None = None) -> None:
     print(f"  {name:<44} flagged {s.flagged:5d}  P {s.precision:.3f}  R {s.recall:.3f}{ratio}")
 
 
-def main() -> None:
+def main() -> int:
     args = parse_args()
+    print(f"command: {command_line('bench.bench_audit')}")
+    guard = LoadGuard.start(force=args.force)
+    if refuse_busy_start(guard):
+        return 1
+    with held_output() as held:
+        run(args)
+    load = guard.finish()
+    if shows_figures(load):
+        print(held.getvalue(), end="")
+    print_load(load)
+    return 0
+
+
+def run(args: argparse.Namespace) -> None:
+    """The audit on flipped demo data and every comparison, printed."""
     clean = demo_data(args.rows, seed=args.data_seed)
     data, planted = with_flips(clean, share=args.share, seed=args.flip_seed)
     twins = set(np.flatnonzero(data.extra["slice"].to_numpy() == "twin").tolist())
@@ -198,8 +225,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=3e-3, help="transformer learning rate")
     parser.add_argument("--batch-size", type=int, default=32, help="transformer batch size")
     parser.add_argument("--max-length", type=int, default=128, help="transformer max tokens")
+    parser.add_argument("--force", action="store_true", help="report even on a busy machine")
     return parser.parse_args()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -8,8 +8,10 @@ keeps a peak across exec), under an address-space cap and a time limit. Run from
 
     python -m bench.bench_hostile_inputs [--big-mb 150] [--json] [--force]
 
-It refuses to report on a busy machine (1-minute load above a quarter of the cores) unless
-`--force` is given; then every figure is marked as taken on a busy machine.
+The load is recorded around the run (bench.machine; the child processes count as the bench's
+own work). A busy start is refused and a busy run's figures withheld unless `--force` is given;
+then every figure is marked as taken on a busy machine. `--json` puts `machine_load` in the
+document (and the outcomes only when they count or were forced).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import argparse
 import json
 import os
 import platform
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.machine import LoadGuard, command_line, print_load, refuse_busy_start, shows_figures
 from core.data.demo import DemoConfig, generate_demo_data
 
 MB = 1024**2
@@ -295,36 +297,31 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def main() -> None:
+def main() -> int:
     args = parse_args()
-    before = os.getloadavg()
-    busy = before[0] > 0.25 * (os.cpu_count() or 1)
-    command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "bench.bench_hostile_inputs",
-                                                 *sys.argv[1:]])  # fmt: skip
-    if busy and not args.force:
-        print(f"warning: load average {before[0]:.2f} on {os.cpu_count()} cores; not reporting "
-              "(wait for an idle machine, or pass --force)", file=sys.stderr)  # fmt: skip
-        raise SystemExit(1)
+    command = command_line("bench.bench_hostile_inputs")
+    guard = LoadGuard.start(force=args.force)
+    if refuse_busy_start(guard):
+        return 1
     with tempfile.TemporaryDirectory(prefix="hostile-") as folder:
         cases = build_cases(Path(folder), args.big_mb)
         outcomes = [run_case(c, timeout_s=args.timeout, max_gb=args.max_gb) for c in cases]
-    after = os.getloadavg()
+    load = guard.finish()
     if args.json:
-        document = {
-            "command": command, "machine": machine(), "load_before": before, "load_after": after,
-            "busy": busy, "outcomes": [asdict(o) for o in outcomes],
-        }  # fmt: skip
+        document = {"command": command, "machine": machine(), "machine_load": load.to_json()}
+        if shows_figures(load):
+            document["outcomes"] = [asdict(o) for o in outcomes]
         json.dump(document, sys.stdout, indent=2)
         print()
-        return
+        print_load(load, file=sys.stderr)
+        return 0
     print(f"command: {command}")
     print(f"machine: {machine()}")
-    print(f"load average before: {before[0]:.2f} {before[1]:.2f} {before[2]:.2f}")
-    print_table(outcomes, busy)
-    print(f"load average after:  {after[0]:.2f} {after[1]:.2f} {after[2]:.2f}")
-    if busy:
-        print("warning: the machine was busy; rerun on an idle machine before quoting figures")
+    if shows_figures(load):
+        print_table(outcomes, busy=not load.quiet)
+    print_load(load)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -18,6 +18,9 @@ with the expected element on screen. Goals (the issue's): p95 at most 2x idle, n
 over 5 s, the training at most 10% longer than alone. Refuses to report when the machine was
 busy (load before a phase above cores/4 plus the bench's own decaying load, or other processes
 using more than cores/4 during a phase) unless --force, which marks every figure as busy.
+The whole run is also recorded by bench.machine's load guard, the server, the CLI training and
+their children counted as the bench's own work (`machine_load` in the JSON, the load line at
+the end); a busy start is refused, and a run that was busy overall does not count either.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ import json
 import math
 import os
 import random
-import shlex
 import shutil
 import socket
 import statistics
@@ -53,6 +55,7 @@ from bench.load_flows import (
     TrainingOutcome,
     TrainSettings,
 )
+from bench.machine import LoadGuard, command_line, print_load, refuse_busy_start
 from bench.streamlit_client import RunResult
 from core.data.demo import DemoConfig, generate_demo_data
 from core.paths import DATA_DIR_ENV, MODELS_DIR_ENV
@@ -629,15 +632,13 @@ def print_report(table, trainings, verdicts, phases: list[Phase], valid: bool) -
 
 def main() -> int:
     config = parse_args()
-    command = shlex.join([sys.executable, "-m", "bench.bench_load", *sys.argv[1:]])
+    command = command_line("bench.bench_load")
     watch = LoadWatch()
-    before = os.getloadavg()
     print(f"command: {command}")
     print(f"machine: {machine()}")
-    print(f"load average before: {before[0]:.2f} {before[1]:.2f} {before[2]:.2f}")
-    if before[0] > watch.cores / 4 and not config.force:
-        print(f"warning: load average {before[0]:.2f} on {watch.cores} cores; not starting "
-              "(wait for an idle machine, or pass --force)", file=sys.stderr)  # fmt: skip
+    # The server, the CLI training and their children are this bench's work, not others'.
+    guard = LoadGuard.start(force=config.force, max_wait_s=config.settle_max_s, descendants=True)
+    if refuse_busy_start(guard):
         return 1
     with _work_dir(config) as root:
         folders = Folders.under(root)
@@ -652,11 +653,12 @@ def main() -> int:
         finally:
             server.stop()
         table = interaction_table(bench.steps)
+    load = guard.finish()
     verdicts = goals(table, trainings)
-    valid = all(p.valid for p in phases)
+    valid = all(p.valid for p in phases) and load.quiet
     document = {
         "command": command, "machine": machine(), "config": _jsonable(asdict(config)),
-        "load_before": before, "load_after": os.getloadavg(), "valid": valid,
+        "machine_load": load.to_json(), "valid": valid,
         "triage_items_queued": queued, "phases": [asdict(p) | {"valid": p.valid} for p in phases],
         "trainings": {k: asdict(v) for k, v in trainings.items()},
         "interactions": {n: {k: asdict(s) for k, s in t.items()} for n, t in table.items()},
@@ -668,13 +670,16 @@ def main() -> int:
         print(f"wrote {config.json_out}")
     if not valid and not config.force:
         print(
-            "warning: the machine was busy during the bench (see the phases above); figures not "
-            "reported. Rerun on an idle machine, or pass --force.",
+            "warning: the machine was busy during the bench (see the phases above and the load "
+            "line below); figures not reported. Rerun on an idle machine, or pass --force.",
             file=sys.stderr,
         )
+        print_load(load)
         return 1
     print_report(table, trainings, verdicts, phases, valid)
-    print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print_load(load)
+    if not valid and load.quiet:
+        print("warning: a phase was busy (see above): the figures do not count", file=sys.stderr)
     return 0
 
 

@@ -7,7 +7,13 @@ measured on a 64-row archive and reported apart from the per-text rate; `ray.ini
         [--backbone minilm|tiny] [--json] [--force]
 
 Without --model, a model is trained for one step on 200 demo rows (the rate does not depend on
-the weights) and saved to a temporary folder. Refuses to report on a busy machine unless --force.
+the weights) and saved to a temporary folder.
+
+The load is recorded around the run (bench.machine). Ray's daemons and workers are processes
+this bench starts (children of this process, workers children of the raylet), so their CPU
+time counts as the bench's own, not as other processes'; a Ray process orphaned to init would
+count as someone else's (never the other way round). A busy start is refused and a busy run's
+figures withheld unless --force, which prints them marked busy.
 """
 
 from __future__ import annotations
@@ -23,6 +29,14 @@ from pathlib import Path
 
 import torch
 
+from bench.machine import (
+    LoadGuard,
+    MachineLoad,
+    command_line,
+    print_load,
+    refuse_busy_start,
+    shows_figures,
+)
 from core.access import OPERATOR
 from core.data.dataset import Dataset, split_dataset
 from core.data.demo import DemoConfig, generate_demo_data
@@ -78,9 +92,8 @@ def main() -> int:
     parser.add_argument("--force", action="store_true", help="report even on a busy machine")
     args = parser.parse_args()
     cores = os.cpu_count() or 1
-    before = os.getloadavg()
-    if before[0] > cores / 4 and not args.force:
-        print(f"warning: load average {before[0]:.2f} on {cores} cores; not reporting")
+    guard = LoadGuard.start(force=args.force, descendants=True)  # Ray's processes are ours
+    if refuse_busy_start(guard):
         return 1
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -109,12 +122,17 @@ def main() -> int:
             fixed = timed(config(small, f"s-ray{workers}.csv", **options))
             seconds = timed(config(big, f"ray{workers}.csv", **options))
             runs.append(Run(f"ray, {workers} worker(s) x 1 CPU", args.texts, seconds, fixed))
-    after = os.getloadavg()
-    report(runs, args, before, after, ray_init, model)
+    load = guard.finish()
+    if shows_figures(load):
+        report(runs, args, load, ray_init, model)
+    elif args.json:
+        print(json.dumps({"command": command_line("bench.bench_scale"),
+                          "machine_load": load.to_json()}, indent=2))  # fmt: skip
+    print_load(load, file=sys.stderr if args.json else None)
     return 0
 
 
-def report(runs, args, before, after, ray_init, model) -> None:
+def report(runs, args, load: MachineLoad, ray_init, model) -> None:
     by_name = {r.name: r for r in runs}
     one = by_name["ray, 1 worker(s) x 1 CPU"].per_text_rate
     two = by_name["ray, 2 worker(s) x 1 CPU"].per_text_rate
@@ -122,7 +140,8 @@ def report(runs, args, before, after, ray_init, model) -> None:
     summary = {
         "texts": args.texts, "parts": args.parts, "backbone": args.backbone,
         "precision": args.precision, "model": str(args.model or "one-step " + args.backbone),
-        "load_before": before, "load_after": after, "ray_init_seconds": round(ray_init, 2),
+        "command": command_line("bench.bench_scale"), "machine_load": load.to_json(),
+        "ray_init_seconds": round(ray_init, 2),
         "runs": [
             {"name": r.name, "seconds": round(r.seconds, 2),
              "fixed_seconds": round(r.fixed_seconds, 2),
@@ -135,7 +154,7 @@ def report(runs, args, before, after, ray_init, model) -> None:
     if args.json:
         print(json.dumps(summary, indent=2))
         return
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in before)}")
+    print(f"command: {summary['command']}")
     print(f"{args.texts:,} demo texts in {args.parts} Parquet parts, {summary['model']}, "
           f"{args.precision}; ray.init {ray_init:.1f} s")  # fmt: skip
     print(f"{'run':<28} {'total':>8} {'fixed':>8} {'texts/s':>9}")
@@ -144,7 +163,6 @@ def report(runs, args, before, after, ray_init, model) -> None:
     print(
         f"2 workers / 1 worker: {two / one:.2f}x; 1 worker / local 1 thread: {one / local_one:.2f}x"
     )
-    print(f"load average after:  {' '.join(f'{x:.2f}' for x in after)}")
 
 
 if __name__ == "__main__":

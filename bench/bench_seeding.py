@@ -3,16 +3,16 @@ dropout drawing from the job's generator (core.models.seeding.seeded_dropout: Se
 the seeded eager attention) against torch's own nn.Dropout and eager attention (the baseline).
 
 Same model, same batches, the two modes alternated step by step after a warm-up; the median
-step of each. Refuses to report on a busy machine unless --force.
+step of each. The load is recorded around the run (bench.machine); a busy start is refused and
+a busy run's figures withheld unless --force, which prints them marked busy.
 
-    python -m bench.bench_seeding [--steps 20] [--batch-size 16] [--max-length 128]
+    python -m bench.bench_seeding [--steps 20] [--batch-size 16] [--max-length 128] [--force]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import statistics
 import sys
 import time
@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from bench.bench_hostile_inputs import machine
+from bench.machine import LoadGuard, command_line, print_load, refuse_busy_start, shows_figures
 from core.data.demo import DemoConfig, generate_demo_data
 from core.models.device import configure_cpu_threads
 from core.models.seeding import job_generator, seeded_dropout
@@ -52,13 +53,12 @@ def step_seconds(model, batch, targets, optimizer) -> float:
 def main() -> int:
     args = parse_args()
     threads = configure_cpu_threads()
-    before = os.getloadavg()
-    print(f"command: python -m bench.bench_seeding {' '.join(sys.argv[1:])}")
-    print(f"machine: {machine()}; torch threads {threads}; load average before {before}")
-    if before[0] > 0.5 and not args.force:
-        print("warning: the machine is busy (1-minute load above 0.5); not reporting")
+    print(f"command: {command_line('bench.bench_seeding')}")
+    print(f"machine: {machine()}; torch threads {threads}")
+    guard = LoadGuard.start(force=args.force)
+    if refuse_busy_start(guard):
         return 1
-    frame = generate_demo_data(DemoConfig(rows=args.batch_size * 4, seed=1))
+    frame = generate_demo_data(DemoConfig(rows=max(50, args.batch_size * 4), seed=1))
     classes = sorted(set(frame["desk"]))
     config = TrainConfig(max_length=args.max_length, device="cpu")
     model, tokenizer = load_backbone(config, classes)
@@ -78,14 +78,19 @@ def main() -> int:
                 seconds = step_seconds(model, batch, targets, optimizer)
             if i >= 3:  # the first steps warm up allocators and kernels
                 times[name].append(seconds)
-    after = os.getloadavg()
+    load = guard.finish()
+    if shows_figures(load):
+        report(times, args)
+    print_load(load)
+    return 0
+
+
+def report(times: dict[str, list[float]], args: argparse.Namespace) -> None:
     medians = {name: statistics.median(t) for name, t in times.items()}
     base = medians["torch dropout (baseline)"]
     print(f"{args.steps} steps per mode, batch {args.batch_size} x {args.max_length} tokens")
     for name, median in medians.items():
         print(f"  {name:26s} median {median:6.3f} s/step  {median / base:5.2f}x the baseline")
-    print(f"load average after: {after}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -6,16 +6,30 @@ alone and 7 s beside another process on 2 cores). `LoadGuard` waits a while for 
 go quiet, records the load before and after, and says in the report whether the run counts.
 
     guard = LoadGuard.start(force=args.force)   # waits for quiet; warns when it never came
-    ...                                          # the measurements
-    print(guard.finish().line())                 # load before/after and whether it counts
+    if refuse_busy_start(guard):                 # still busy and no --force: measure nothing
+        return 1
+    ...                                          # the measurements (held_output() holds prints)
+    load = guard.finish()
+    if shows_figures(load):                      # a quiet run, or a busy one under --force
+        ...                                      # print the figures, machine_load in any JSON
+    print_load(load)                             # load before/after, whether it counts, warning
+
+A bench that starts processes it does not wait for while measuring (a server, Ray) passes
+`descendants=True`, so their CPU time is its own rather than "other processes'".
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import shlex
 import sys
 import time
+from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 # A 1-minute load above a quarter of the cores means someone else is computing: on 2 cores 0.5.
 QUIET_SHARE = 0.25
@@ -51,6 +65,44 @@ def own_seconds() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+def _proc_stat(pid: str) -> tuple[int, int] | None:
+    """(parent pid, CPU ticks of the process and its reaped children) from /proc/PID/stat."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # it ended while we looked: its time went to whoever reaped it
+        return None
+    fields = text.rsplit(")", 1)[1].split()  # after "pid (comm)": state, ppid, ...
+    return int(fields[1]), sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+
+
+def descendant_seconds() -> float:
+    """CPU seconds of the live processes this one started, at any depth (a server, Ray's
+    daemons and the workers they start), each with its own reaped children.
+
+    Together with `own_seconds` this counts every process of a bench's tree: one that ends is
+    reaped by this process (children times) or by another of the tree (its cutime). A process
+    orphaned to init leaves the tree and its time counts as someone else's (conservative).
+    """
+    children: dict[int, list[int]] = defaultdict(list)
+    ticks: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        stat = _proc_stat(entry.name) if entry.name.isdigit() else None
+        if stat is not None:
+            children[stat[0]].append(int(entry.name))
+            ticks[int(entry.name)] = stat[1]
+    total, queue = 0, list(children[os.getpid()])
+    while queue:
+        pid = queue.pop()
+        total += ticks[pid]
+        queue.extend(children[pid])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def command_line(module: str) -> str:
+    """The exact command that ran this bench, ready to paste."""
+    return shlex.join([sys.executable, "-m", module, *sys.argv[1:]])
+
+
 @dataclass(frozen=True)
 class MachineLoad:
     """Load averages (1, 5, 15 min) around a measurement, the cores other processes used during
@@ -62,6 +114,9 @@ class MachineLoad:
     other_cores: float  # average cores busy with work not of this process during the run
     seconds: float
     forced: bool = False
+    # True: the processes this one started (a server, Ray's workers) count as its own work,
+    # not as other processes'.
+    descendants: bool = False
 
     @property
     def quiet(self) -> bool:
@@ -69,9 +124,14 @@ class MachineLoad:
 
     def line(self) -> str:
         verdict = "quiet" if self.quiet else "BUSY: these figures do not count"
+        others = (
+            "processes other than the bench and those it started"
+            if self.descendants
+            else "other processes"
+        )
         return (
             f"load average before {self.before[0]:.2f} {self.before[1]:.2f} {self.before[2]:.2f}, "
-            f"after {self.after[0]:.2f} {self.after[1]:.2f} {self.after[2]:.2f}; other processes "
+            f"after {self.after[0]:.2f} {self.after[1]:.2f} {self.after[2]:.2f}; {others} "
             f"used {self.other_cores:.2f} of {cores()} cores over {self.seconds:.0f} s: {verdict}"
         )
 
@@ -86,10 +146,17 @@ class LoadGuard:
     before: tuple[float, float, float]
     forced: bool
     started: tuple[float, float, float]  # (monotonic, busy_seconds, own_seconds)
+    descendants: bool = False  # count the processes this one starts as its own work
 
     @classmethod
-    def start(cls, *, force: bool = False, max_wait_s: float = 300.0) -> LoadGuard:
-        """Wait for a quiet machine (unless `force`), then record the load before."""
+    def start(
+        cls, *, force: bool = False, max_wait_s: float = 300.0, descendants: bool = False
+    ) -> LoadGuard:
+        """Wait for a quiet machine (unless `force`), then record the load before.
+
+        `descendants`: the bench starts processes that it does not wait for while it measures
+        (a server, Ray's daemons and workers); their CPU time is the bench's, not others'.
+        """
         load = os.getloadavg()[0] if force else wait_for_quiet(max_wait_s)
         if load > quiet_limit():
             print(
@@ -97,18 +164,69 @@ class LoadGuard:
                 f"{quiet_limit():.2f}): other work is running, so these figures will not count",
                 file=sys.stderr,
             )
-        return cls(os.getloadavg(), force, (time.monotonic(), busy_seconds(), own_seconds()))
+        own = own_seconds() + (descendant_seconds() if descendants else 0.0)
+        return cls(os.getloadavg(), force, (time.monotonic(), busy_seconds(), own), descendants)
+
+    @property
+    def busy_before(self) -> bool:
+        """Whether the machine was still busy when the bench started."""
+        return self.before[0] > quiet_limit()
 
     def finish(self) -> MachineLoad:
         at, busy, own = self.started
         seconds = max(time.monotonic() - at, 1e-9)
-        others = max((busy_seconds() - busy) - (own_seconds() - own), 0.0) / seconds
+        now = own_seconds() + (descendant_seconds() if self.descendants else 0.0)
+        others = max((busy_seconds() - busy) - (now - own), 0.0) / seconds
         load = MachineLoad(
-            self.before, os.getloadavg(), quiet_limit(), round(others, 3), seconds, self.forced
-        )
+            self.before, os.getloadavg(), quiet_limit(), round(others, 3), seconds, self.forced,
+            self.descendants,
+        )  # fmt: skip
         if not load.quiet:
             print(f"warning: {load.line()}", file=sys.stderr)
         return load
+
+
+def refuse_busy_start(guard: LoadGuard) -> bool:
+    """True, after saying why on stderr, when the machine stayed busy through the wait and
+    --force was not given: the bench then measures nothing (exit 1)."""
+    if guard.forced or not guard.busy_before:
+        return False
+    print(
+        f"error: load average {guard.before[0]:.2f} on {cores()} cores stayed above "
+        f"{quiet_limit():.2f}; not measuring. Rerun on a quiet machine, or pass --force to "
+        "measure anyway (the figures are then marked busy and do not count).",
+        file=sys.stderr,
+    )
+    return True
+
+
+def shows_figures(load: MachineLoad) -> bool:
+    """Whether a bench prints its figures: after a quiet run, or a busy one under --force
+    (then marked as not counting by `print_load`). A busy run without --force withholds them."""
+    return load.quiet or load.forced
+
+
+def print_load(load: MachineLoad, *, file=None) -> None:
+    """The load line (stdout unless `file`); after a busy run, the warning that says the figures
+    were withheld, or, under --force, that those printed do not count."""
+    print(load.line(), file=file)
+    if load.quiet:
+        return
+    if load.forced:
+        warning = "the figures above were measured on a busy machine and do not count"
+    else:
+        warning = "figures withheld: the machine was busy (rerun when quiet, or pass --force)"
+    print(f"warning: {warning}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def held_output() -> Iterator[io.StringIO]:
+    """What a bench prints on stdout while it measures, held back: shown afterwards only if the
+    run counts (`shows_figures`), so figures of a busy run never appear as results. Warnings
+    and progress on stderr still go out as they happen."""
+    held = io.StringIO()
+    with contextlib.redirect_stdout(held):
+        yield held
 
 
 def matmul_peak_gflops(size: int = 1024, seconds: float = 1.0) -> float:
