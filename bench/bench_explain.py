@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bench.machine import LoadGuard
+from bench.machine import LoadGuard, print_load, refuse_busy_start, shows_figures
 from core.analysis.explain import (
     ExplainConfig,
     attention_maps,
@@ -171,9 +172,11 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(ranks(a), ranks(b))[0, 1])
 
 
-def main() -> None:
+def main() -> int:
     args = parse_args()
     guard = LoadGuard.start(force=args.force)
+    if refuse_busy_start(guard):
+        return 1
     loaded = load_model(args.model, precision="fp32")
     texts = complaints(loaded, args.texts)
     pieces = [len(encode_text(loaded.transformer, t).tokens) for t in texts]
@@ -195,7 +198,10 @@ def main() -> None:
     example = run_setting("page example", ExplainConfig(), loaded, [DEMO_TEXT], args.repeats)
     comparison = baseline_comparison(loaded, texts) if args.mask_baseline else None
     load = guard.finish()
-    report(rows, example, comparison, load)
+    if shows_figures(load):
+        report(rows, example, comparison, load)
+    print_load(load)
+    return 0
 
 
 def describe(config: ExplainConfig) -> str:
@@ -220,10 +226,9 @@ def report(rows: list[Row], example: Row, comparison: dict | None, load) -> None
           f"{fmt(page['delta_median'], '.2%')}, {page['steps_median']} steps")  # fmt: skip
     if comparison:
         print("PAD vs [MASK] baseline (adaptive default): " + json.dumps(comparison))
-    print(load.line())
     print(json.dumps({"rows": summaries, "page_example": page, "pad_vs_mask": comparison,
                       "machine_load": load.to_json()}))  # fmt: skip
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

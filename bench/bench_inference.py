@@ -39,7 +39,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from bench.machine import LoadGuard, matmul_peak_gflops
+from bench.machine import (
+    LoadGuard,
+    matmul_peak_gflops,
+    print_load,
+    refuse_busy_start,
+    shows_figures,
+)
 from core.data.demo import DemoConfig, generate_demo_data
 from core.models.registry import load_model
 from core.models.transformer.inference import TransformerClassifier, inference_view
@@ -170,9 +176,11 @@ def process_rows(folder: Path, texts: list[str], scratch: Path) -> dict:
     }
 
 
-def main() -> None:
+def main() -> int:
     args = parse_args()
     guard = LoadGuard.start(force=args.force)
+    if refuse_busy_start(guard):
+        return 1
     peak = matmul_peak_gflops()
     loaded = load_model(args.model, precision="fp32")
     long = long_texts(max(args.long, args.short))
@@ -194,7 +202,11 @@ def main() -> None:
         "short": useful_gflop(loaded.transformer, short) / len(short),
         "long": useful_gflop(loaded.transformer, long) / len(long),
     }
-    report(rows, processes, flops, peak, guard.finish())
+    load = guard.finish()
+    if shows_figures(load):
+        report(rows, processes, flops, peak, load)
+    print_load(load)
+    return 0
 
 
 def report(rows: list[Timing], processes, flops: dict, peak: float, load) -> None:
@@ -228,10 +240,9 @@ def report(rows: list[Timing], processes, flops: dict, peak: float, load) -> Non
             f"whole process, {processes['texts']} short queries: {processes['seconds']} -> "
             f"{processes['ratio']:.2f}x, labels identical {processes['labels_identical']:.4f}"
         )
-    print(load.line())
     summary["machine_load"] = load.to_json()
     print(json.dumps(summary))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
