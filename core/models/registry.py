@@ -17,7 +17,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sklearn
@@ -45,8 +45,10 @@ from core.models.card import (
 from core.models.tiny.model import TinyTransformerForSequenceClassification
 from core.models.tiny.tokenizer import TinyTokenizer
 from core.models.transformer.inference import TransformerClassifier
-from core.models.transformer.training import TrainResult
 from core.models.weights import check_config_fits_weights
+
+if TYPE_CHECKING:  # training brings sklearn's metrics and splitting: loading needs neither
+    from core.models.transformer.training import TrainResult
 
 ARCH_TRANSFORMERS = "transformers"  # loads with AutoModelForSequenceClassification
 
