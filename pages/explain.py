@@ -204,7 +204,8 @@ def render_attention(expl: Explanation) -> None:
         "shows where each token looks, not why the model decided: read it beside the attributions."
     )
     grid, zoom, cls, rollout = st.tabs(["Every head", "One head", "[CLS] row", "Rollout"])
-    grid.altair_chart(attention_grid_chart(maps))
+    chart = attention_grid_chart(maps)
+    grid.altair_chart(chart, width=chart.width)  # its natural width, or the column's if narrower
     with zoom:
         left, right = st.columns(2)
         layer = left.selectbox("Layer", range(1, maps.n_layers + 1), key="explain.layer")

@@ -149,18 +149,17 @@ def separable_rows(n_per_desk: int) -> tuple[list[str], list[str]]:
     return texts, labels
 
 
-@pytest.fixture(scope="session")
-def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder holding a random 2-layer BERT (hidden 32, 2 heads) and its word-piece tokenizer,
-    saved with save_pretrained (safetensors), usable as `TrainConfig.backbone`."""
-    folder = tmp_path_factory.mktemp("tiny-bert")
+def save_random_bert(folder: Path, *, layers: int = 2, heads: int = 2, hidden: int = 32) -> Path:
+    """A random BERT (`layers` × `heads`, hidden size `hidden`) and its word-piece tokenizer over
+    the tiny data sets' words, saved in `folder` with save_pretrained (safetensors); usable as
+    `TrainConfig.backbone`."""
     tokens = SPECIAL_TOKENS + sorted(set(WORDS))
     tokenizer = BertTokenizer(vocab={token: i for i, token in enumerate(tokens)})
     config = BertConfig(
-        vocab_size=len(SPECIAL_TOKENS) + len(set(WORDS)),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
+        vocab_size=len(tokens),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
         intermediate_size=64,
         max_position_embeddings=64,
     )
@@ -168,6 +167,13 @@ def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     BertModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding a random 2-layer BERT (hidden 32, 2 heads) and its word-piece tokenizer,
+    saved with save_pretrained (safetensors), usable as `TrainConfig.backbone`."""
+    return save_random_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
 @pytest.fixture(scope="session")

@@ -5,12 +5,14 @@ model."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
 from core.analysis.explain import (
+    AttentionMaps,
     ExplainConfig,
     attention_rollout,
     embedding_layer,
@@ -20,6 +22,8 @@ from core.analysis.explain import (
     pad_baseline,
 )
 from core.charts.explain import (
+    GRID_MARGIN_PX,
+    GRID_WIDTH,
     attention_grid_chart,
     attention_head_chart,
     cls_attention_chart,
@@ -294,6 +298,39 @@ def test_charts_build_and_carry_position_prefixed_labels(bert_cls, baseline):
         assert isinstance(chart.to_dict(), dict)
     with pytest.raises(ValueError, match="out of range"):
         attention_head_chart(maps, 5, 0)
+
+
+def _random_maps(layers: int, heads: int, seq: int) -> AttentionMaps:
+    weights = np.random.default_rng(0).dirichlet(np.ones(seq), size=(layers, heads, seq))
+    return AttentionMaps(tuple(f"t{i}" for i in range(seq)), weights, has_cls=True)
+
+
+def _evaluate(expression: str, datum: SimpleNamespace):
+    """A Vega expression of this chart's simple kind (arithmetic, round) in Python."""
+    return eval(expression, {"__builtins__": {}, "round": round}, {"datum": datum})
+
+
+@pytest.mark.parametrize(("layers", "heads"), [(6, 12), (1, 4)])  # MiniLM, the tiny model
+def test_grid_is_one_view_that_fits_the_column_with_every_head(layers, heads):
+    n = 8  # 6 × 12 heads of 8 × 8 cells: under Altair's 5,000 rows
+    chart = attention_grid_chart(_random_maps(layers, heads, n))
+    spec = chart.to_dict()
+    assert "facet" not in spec and spec["autosize"]["type"] == "fit-x"  # can follow the column
+    assert chart.width <= GRID_WIDTH  # the main column of a 1,400-px window: all heads fit
+    cells = SimpleNamespace(**{c: chart.data[c] for c in chart.data.columns})
+    for transform in spec["transform"]:
+        setattr(cells, transform["as"], _evaluate(transform["calculate"], cells))
+    extents = {}
+    for channel, count in (("x", heads), ("y", layers)):
+        encoding = spec["encoding"][channel]
+        axis, (low, high) = encoding["axis"], encoding["scale"]["domain"]
+        labels = [_evaluate(axis["labelExpr"], SimpleNamespace(value=v)) for v in axis["values"]]
+        assert labels == list(range(1, count + 1))
+        start, end = getattr(cells, channel), getattr(cells, f"{channel}2")
+        assert start.min() == low and end.max() == high  # the last head ends at the edge
+        extents[channel] = high - low
+    per_token = (chart.width - GRID_MARGIN_PX) / extents["x"], chart.height / extents["y"]
+    assert per_token[0] == pytest.approx(per_token[1], rel=0.02)  # square cells
 
 
 def test_cli_explain_prints_the_contract_json(tiny_model_dir, capsys):

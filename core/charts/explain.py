@@ -20,6 +20,13 @@ POSITIVE = (33, 102, 172)  # blue: the word pushes towards the target desk
 NEGATIVE = (178, 24, 43)  # red: the word pushes away from it
 DIVERGING = "redblue"  # the same two poles for Altair's colour scales
 GRID_TOKENS = 24  # tokens per axis in the layer × head grid; the zoom shows them all
+GRID_GAP = 0.25  # space between two heads (or layers) of the grid, as a share of one head's side
+GRID_HEAD_PX = 72  # side of one head in the grid when there is room (few heads)
+# The main column beside the sidebar in a 1,400-px window (wide layout, Streamlit's default
+# padding): MiniLM's 12 heads are sized so that its cells are square there.
+GRID_WIDTH = 940
+GRID_MARGIN_PX = 40  # the layer axis's title and labels, left of the cells
+GRID_TOOLTIP = ["layer:O", "head:O", "query:O", "key:O", alt.Tooltip("weight:Q", format=".3f")]
 
 
 def _colour(score: float, scale: float) -> str:
@@ -167,14 +174,14 @@ def attention_head_chart(maps: AttentionMaps, layer: int, head: int) -> alt.Char
     return _heatmap(frame, labels, f"Layer {layer + 1}, head {head + 1}")
 
 
-def attention_grid_chart(maps: AttentionMaps, *, max_tokens: int = GRID_TOKENS) -> alt.Chart:
-    """Small multiples: one heatmap per layer (rows) and head (columns), first `max_tokens`."""
-    n = min(max_tokens, len(maps.tokens))
+def _grid_frame(maps: AttentionMaps, n: int) -> pd.DataFrame:
+    """Tidy rows (layer, head, query, key, weight) of every head's first `n` tokens, 1-based
+    layers and heads."""
     layers, heads, q, k = np.meshgrid(
         np.arange(maps.n_layers), np.arange(maps.n_heads), np.arange(n), np.arange(n),
         indexing="ij",
     )  # fmt: skip
-    frame = pd.DataFrame(
+    return pd.DataFrame(
         {
             "layer": layers.ravel() + 1,
             "head": heads.ravel() + 1,
@@ -183,25 +190,72 @@ def attention_grid_chart(maps: AttentionMaps, *, max_tokens: int = GRID_TOKENS) 
             "weight": maps.weights[:, :, :n, :n].ravel(),
         }
     )
-    side = max(2, 72 // n)
-    return (
-        alt.Chart(frame)
-        .mark_rect()
+
+
+def _grid_extent(count: int, n: int) -> float:
+    """Tokens that `count` blocks of `n` tokens and the gaps between them span."""
+    return count * n + (count - 1) * n * GRID_GAP
+
+
+def _grid_position(channel: str, field: str, count: int, n: int) -> dict:
+    """The encoding of one axis of the grid: block i (head or layer, 1-based `field`) covers
+    tokens [(i - 1) * step, (i - 1) * step + n), blocks a gap apart, labelled 1..count."""
+    step = n * (1 + GRID_GAP)
+    axis = alt.Axis(
+        title=field, orient="top" if channel == "x" else "left",
+        values=[i * step + n / 2 for i in range(count)],
+        labelExpr=f"round((datum.value - {n / 2}) / {step}) + 1",
+        grid=False, ticks=False, domain=False, labelFlush=False, labelAngle=0,
+    )  # fmt: skip
+    reverse = channel == "y"  # layer 1 on top
+    scale = alt.Scale(domain=[0, _grid_extent(count, n)], nice=False, reverse=reverse)
+    encode = alt.X if channel == "x" else alt.Y
+    return {channel: encode(f"{channel}:Q", scale=scale, axis=axis), f"{channel}2": f"{channel}2:Q"}
+
+
+def _grid_head_px(n_heads: int) -> float:
+    """Side of one head's square in pixels: GRID_HEAD_PX, or less where the heads, their gaps
+    and the layer axis would not fit GRID_WIDTH."""
+    room = GRID_WIDTH - GRID_MARGIN_PX
+    return min(GRID_HEAD_PX, room / _grid_extent(n_heads, 1))
+
+
+def attention_grid_chart(maps: AttentionMaps, *, max_tokens: int = GRID_TOKENS) -> alt.Chart:
+    """Small multiples: one heatmap per layer (rows) and head (columns), first `max_tokens`.
+
+    One view, not a facet, so that its width can follow the page's column: each head is a block
+    of (n, n) cells placed by its layer and head, a quarter of a block apart. `chart.width` is
+    its natural width in pixels (GRID_HEAD_PX per head, GRID_WIDTH at most); show it at that
+    width or its column's, whichever is smaller: `st.altair_chart(chart, width=chart.width)`.
+    The height is fixed (the cells' squares at the natural width); fit-x narrows the cells only.
+    """
+    n = min(max_tokens, len(maps.tokens))
+    step = n * (1 + GRID_GAP)  # tokens from one head (or layer) to the next
+    per_token = _grid_head_px(maps.n_heads) / n  # pixels
+    x = _grid_position("x", "head", maps.n_heads, n)
+    y = _grid_position("y", "layer", maps.n_layers, n)
+    blues = alt.Scale(scheme="blues")
+    chart = (
+        alt.Chart(_grid_frame(maps, n))
+        .transform_calculate(x=f"(datum.head - 1) * {step} + datum.key", x2="datum.x + 1")
+        .transform_calculate(y=f"(datum.layer - 1) * {step} + datum.query", y2="datum.y + 1")
+        .mark_rect(strokeWidth=0.5)  # outlined in its own colour: no seams between cells
         .encode(
-            x=alt.X("key:O", axis=None),
-            y=alt.Y("query:O", axis=None),
-            color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues"), legend=None),
-            tooltip=[
-                "layer:O",
-                "head:O",
-                "query:O",
-                "key:O",
-                alt.Tooltip("weight:Q", format=".3f"),
-            ],
+            **x,
+            **y,
+            color=alt.Color("weight:Q", scale=blues, legend=None),
+            stroke=alt.Stroke("weight:Q", scale=blues, legend=None),
+            tooltip=GRID_TOOLTIP,
         )
-        .properties(width=side * n, height=side * n)
-        .facet(row=alt.Row("layer:O", title="layer"), column=alt.Column("head:O", title="head"))
-        .properties(title=f"Every head (first {n} tokens; rows: token, columns: attended token)")
+    )
+    return chart.properties(
+        width=round(_grid_extent(maps.n_heads, n) * per_token) + GRID_MARGIN_PX,
+        height=round(_grid_extent(maps.n_layers, n) * per_token),
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),  # width is the whole chart
+        # Short lines: Streamlit cuts a title at the chart's width, and a tiny model's is narrow.
+        title=alt.Title(
+            f"Every head (first {n} tokens)", subtitle="rows: token, columns: attended token"
+        ),
     )
 
 

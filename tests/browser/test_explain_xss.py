@@ -4,23 +4,12 @@ nothing and opens no dialog."""
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.steps import FIRST_LOAD_MS, use_saved_model
+
 pytestmark = pytest.mark.browser
 
 HOSTILE = "<img src=x onerror=alert(1)> ![x](http://127.0.0.1:9/x.png) paid by card, not by UPI"
 TRAP = "127.0.0.1:9"
-# A cold server imports torch and transformers on the first run, on a shared, busy machine.
-FIRST_LOAD_MS = 180_000
-
-
-def _use_saved_model(page, name: str) -> None:
-    """Make `name` the active model through the Train page's picker (same browser session)."""
-    nav = page.get_by_test_id("stSidebarNav")
-    expect(nav).to_be_visible(timeout=FIRST_LOAD_MS)
-    nav.get_by_role("link", name="Train", exact=True).click()
-    page.get_by_test_id("stSelectbox").filter(has_text="Model").click()
-    page.get_by_role("option", name=name, exact=True).click()
-    page.get_by_role("button", name="Use this model").click()
-    expect(page.get_by_test_id("stSidebar")).to_contain_text(f"Model: {name}")
 
 
 def _submit(page, button: str) -> None:
@@ -37,7 +26,7 @@ def test_hostile_complaint_is_plain_text_on_both_pages(page, saved_tiny_model):
     dialogs: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    _use_saved_model(page, saved_tiny_model.name)
+    use_saved_model(page, saved_tiny_model.name)
 
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Explain", exact=True).click()
     expect(page.get_by_text("Word by word")).to_be_visible(timeout=FIRST_LOAD_MS)  # page idle
