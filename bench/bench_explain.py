@@ -53,8 +53,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per complaint")
     parser.add_argument("--fixed", type=int, nargs="*", default=[8, 16, 32], help="one-pass steps")
     parser.add_argument(
-        "--adaptive", nargs="*", default=["8:64", "4:64", "12:64", "8:32"],
-        help="adaptive variants FIRST:LIMIT (the default ExplainConfig() always runs)",
+        "--adaptive", nargs="*", default=["3:64", "6:64", "4:48", "4:32"],
+        help="adaptive variants NODES:LIMIT (nodes per segment; ExplainConfig() always runs)",
     )  # fmt: skip
     parser.add_argument("--mask-baseline", action="store_true", help="also compare [MASK]")
     parser.add_argument("--force", action="store_true", help="report even on a busy machine")
@@ -205,7 +205,7 @@ def main() -> int:
 
 
 def describe(config: ExplainConfig) -> str:
-    return f"(first {config.n_steps}, limit {config.max_steps}, delta {config.max_relative_delta})"
+    return f"({config.n_steps} per segment, limit {config.max_steps}, {config.max_relative_delta})"
 
 
 def report(rows: list[Row], example: Row, comparison: dict | None, load) -> None:

@@ -497,7 +497,7 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
     p.add_argument("text", help='the complaint text ("-" reads it from standard input)')
     p.add_argument("--target", help="desk to explain (default: the transformer's prediction)")
     # Defaults live in core.analysis.explain.ExplainConfig (not imported here: it brings torch).
-    p.add_argument("--steps", type=int, help="integration steps of the first pass (default 8)")
+    p.add_argument("--steps", type=int, help="integration steps per path segment (default 4)")
     p.add_argument("--max-steps", type=int, help="integration steps at most (default 64)")
     p.add_argument(
         "--max-delta", type=float,

@@ -9,20 +9,24 @@ the baseline, so they need no share. The attributed quantity is the target's cen
 (logit minus the mean logit), the quantity the baseline's word contributions add up to, so both
 rows speak in log-odds against the average desk.
 
-Decision: the integration adapts to each complaint. The straight path from the PAD baseline to
-the text is cut into segments, each integrated by Captum's IntegratedGradients (Gauss-Legendre)
-on the word embeddings, and each segment's error is known exactly: its attributions must add up
-to the change of the logit between its two ends, which one forward pass measures. Segments whose
-error is too large are halved until the summed errors are at most `max_relative_delta` of the
-logit gap or `max_steps` is spent. A fine-tuned model's logit changes fast on part of the path
-only, so the steps go there (bench/bench_explain.py measures the latency and deltas). The
-integration runs on a private SDPA view of the model (no attention maps needed there); the
-attention maps come from one separate eager forward pass.
+Decision: the integration adapts to each complaint. A fine-tuned model's logit along the straight
+path from the PAD baseline to the text is nearly flat, then rises like a step over a tenth of the
+path (bench/bench_explain.py): one even pass of Gauss-Legendre nodes misses the step (16 nodes:
+median delta 9% of the logit gap on demo complaints). So the path is first scanned with forward
+passes only (`SCAN_POINTS` points, the price of about two integration steps), cut into
+segments (each stretch where the logit moves, and the flat stretches between them, merged), and
+each segment is integrated by Captum's IntegratedGradients on the word embeddings with
+`n_steps` nodes, all segments in one batched call. Each segment's error is known exactly: its
+attributions must add up to the change of the logit between its ends, which the scan measured.
+While the summed errors exceed `max_relative_delta` of the logit gap, the worst segments are
+halved, until `max_steps` is spent. The integration runs on a private SDPA view of the model (no
+attention maps needed there); the attention maps come from one separate eager forward pass.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,9 +48,9 @@ class ExplainConfig:
     """What to explain and how finely to integrate."""
 
     target: str | None = None  # the desk to explain; None: the transformer's predicted desk
-    # Gauss-Legendre nodes of the first pass over the whole path, and of each half segment
-    # added later. Chosen with bench/bench_explain.py (BENCHMARKS.md, "Explanation latency").
-    n_steps: int = 8
+    # Gauss-Legendre nodes per path segment (with max_relative_delta=None: of the one pass over
+    # the whole path). Chosen with bench/bench_explain.py (BENCHMARKS.md, "Explanation latency").
+    n_steps: int = 4
     # Halve segments until |delta| <= this share of the logit gap; None: one pass of n_steps.
     max_relative_delta: float | None = 0.02
     max_steps: int = 64  # integration steps spent at most on one complaint (each a fwd + bwd)
@@ -386,6 +390,29 @@ def _integrate(
     ]
 
 
+SCAN_POINTS = 6  # forward passes that locate where the logit moves along the path
+MOVING_SHARE = 0.05  # a scan interval holding this share of the logit's movement is a segment
+
+
+def _pieces_by_change(value: dict[float, float]) -> list[tuple[float, float]]:
+    """Path segments from the scanned logits: every interval where the logit moves by at least
+    MOVING_SHARE of its total movement on its own, the flat stretches between them merged."""
+    points = sorted(value)
+    intervals = list(itertools.pairwise(points))
+    moves = [abs(value[b] - value[a]) for a, b in intervals]
+    total = sum(moves) or 1.0
+    pieces, flat_from = [], 0.0
+    for (a, b), move in zip(intervals, moves, strict=True):
+        if move >= MOVING_SHARE * total:
+            if flat_from < a:
+                pieces.append((flat_from, a))
+            pieces.append((a, b))
+            flat_from = b
+    if flat_from < 1.0:
+        pieces.append((flat_from, 1.0))
+    return pieces
+
+
 def _to_refine(segments: list[_Segment], tolerance: float, affordable: int) -> list[_Segment]:
     """The segments to halve next: those whose error exceeds an even share of the tolerance,
     largest first, as many as the step budget affords; none once the summed errors fit."""
@@ -410,22 +437,28 @@ def integrated_gradients(
 ) -> TokenAttribution:
     """Integrated Gradients of the target's centred logit on the word embeddings, adaptive.
 
-    One pass of `n_steps` Gauss-Legendre nodes over the whole path; then, while the summed
-    segment errors exceed `max_relative_delta` of the logit gap and `max_steps` allows, the worst
-    segments are halved and each half integrated with `n_steps` nodes (see the module
-    docstring). Returns one score per token (seq,), the logit gap F(text) - F(baseline) and the
-    convergence delta sum(scores) - gap. `logits` (n_classes,), the text's logits when the
-    caller already has them, saves one forward pass.
+    With `max_relative_delta` None: one pass of `n_steps` Gauss-Legendre nodes over the whole
+    path. Otherwise the path is scanned, cut into segments of `n_steps` nodes each, and the
+    worst segments halved while the summed segment errors exceed `max_relative_delta` of the
+    logit gap and `max_steps` allows (see the module docstring). Returns one score per token
+    (seq,), the logit gap F(text) - F(baseline) and the convergence delta sum(scores) - gap.
+    `logits` (n_classes,), the text's logits when the caller already has them, saves one
+    forward pass.
     """
     path = _PathFunction(model, encoded, target_index, pad_token_id)
-    ends = [0.0] if logits is not None else [0.0, 1.0]
-    value = dict(zip(ends, path.values(ends), strict=True))
+    adaptive = max_relative_delta is not None
+    scanned = [i / SCAN_POINTS for i in range(SCAN_POINTS)] if adaptive else [0.0]
+    scanned += [] if logits is not None else [1.0]
+    value = dict(zip(scanned, path.values(scanned), strict=True))
     if logits is not None:
         value[1.0] = _centred(logits, target_index)
     gap = value[1.0] - value[0.0]
-    segments = _integrate(path, [(0.0, 1.0)], value, n_steps, internal_batch_size)
-    steps = n_steps
-    while max_relative_delta is not None:
+    pieces = _pieces_by_change(value) if adaptive else [(0.0, 1.0)]
+    if len(pieces) * n_steps > max_steps:
+        pieces = [(0.0, 1.0)]
+    segments = _integrate(path, pieces, value, n_steps, internal_batch_size)
+    steps = len(pieces) * n_steps
+    while adaptive:
         affordable = (max_steps - steps) // (2 * n_steps)
         chosen = _to_refine(segments, max_relative_delta * abs(gap), affordable)
         if not chosen:

@@ -44,6 +44,7 @@ from core.models.card import (
 )
 from core.models.tiny.model import TinyTransformerForSequenceClassification
 from core.models.tiny.tokenizer import TinyTokenizer
+from core.models.transformer import head as _registers_mean_pool  # noqa: F401  (Auto classes)
 from core.models.transformer.inference import TransformerClassifier
 from core.models.weights import check_config_fits_weights
 
