@@ -61,6 +61,7 @@ def parse_args() -> argparse.Namespace:
     for name, kind in (("epochs", int), ("lr", float), ("batch-size", int), ("max-length", int)):
         parser.add_argument(f"--{name}", type=kind, help="TrainConfig override")
     parser.add_argument("--backbone", help="TrainConfig override (default minilm)")
+    parser.add_argument("--pooling", choices=("mean", "cls"), help="TrainConfig override")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--force", action="store_true", help="report even on a busy machine")
     return parser.parse_args()
@@ -89,7 +90,7 @@ def splits(args: argparse.Namespace, scratch: Path) -> Splits:
 def train_config(args: argparse.Namespace) -> TrainConfig:
     options = {
         field: getattr(args, field)
-        for field in ("epochs", "lr", "batch_size", "max_length", "backbone")
+        for field in ("epochs", "lr", "batch_size", "max_length", "backbone", "pooling")
         if getattr(args, field) is not None
     }
     return replace(TrainConfig(seed=args.seed), **options)
@@ -143,7 +144,7 @@ def quick_predictions(config: TrainConfig, data: Splits) -> tuple[list[str], dic
 
 
 def long_rows(tokenizer, texts: list[str], max_length: int) -> list[int]:
-    lengths = [len(ids) for ids in tokenizer(texts, truncation=False)["input_ids"]]
+    lengths = [len(ids) for ids in tokenizer(texts, truncation=False, verbose=False)["input_ids"]]
     return [i for i, n in enumerate(lengths) if n > max_length]
 
 
