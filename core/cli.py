@@ -335,7 +335,7 @@ def _add_classify(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.add_argument("--address", help="Ray cluster address (default: start Ray on this machine)")
     p.add_argument("--workers", type=int, default=1, help="Ray actors, one model copy each")
-    p.add_argument("--batch-size", type=int, default=256, help="texts per model call")
+    p.add_argument("--batch-size", type=int, default=256, help="Ray: texts per actor call")
     p.add_argument(
         "--gpus-per-worker", type=float, default=0.0, help="GPUs each Ray actor asks for"
     )

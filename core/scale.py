@@ -66,7 +66,7 @@ class ScaleConfig:
     engine: str = "local"
     address: str | None = None  # Ray: a cluster's address; None starts a local instance
     workers: int = 1  # Ray: actors, each holding one copy of the model
-    batch_size: int = 256  # texts per model call
+    batch_size: int = 256  # Ray: texts per actor call (local: windows of LOCAL_WINDOW rows)
     gpus_per_worker: float = 0.0  # Ray: GPUs each actor asks for (bf16 autocast on CUDA)
     cpus_per_worker: int | None = None  # Ray: CPUs (torch threads) per actor; None: an even share
     precision: str = "auto"  # "auto", "fp32" or "bf16" (see core.models.device)

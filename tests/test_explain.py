@@ -355,3 +355,13 @@ def test_cli_explain_text_output_and_one_line_errors(tiny_model_dir, tmp_path, c
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_the_explain_command_states_the_config_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["explain", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    config = ExplainConfig()
+    assert f"(default {config.n_steps})" in shown
+    assert f"(default {config.max_steps})" in shown
+    assert f"(default {config.max_relative_delta}; 0: one pass)" in shown
