@@ -36,7 +36,9 @@ def inference_view(model: nn.Module) -> nn.Module:
 
     The copy's modules are its own, so `model.train()` or a swapped dropout (training) does not
     reach it, and the eager attention of `model` (for attention maps) is left as it is. Weights
-    are shared: an optimiser step or `.to(device)` on `model` is seen by the view.
+    are shared: an optimiser step or a loaded state dict on `model` is seen by the view. Move
+    `model` to its device first: `.to()` replaces buffers, so a view made before keeps the old
+    ones (TransformerClassifier moves the model, then makes its view).
     """
     shared = {id(t): t for t in (*model.parameters(), *model.buffers())}
     view = copy.deepcopy(model, shared).eval()
