@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -33,7 +31,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.machine import LoadGuard, command_line, print_load, refuse_busy_start, shows_figures
+from bench.machine import (
+    LoadGuard,
+    command_line,
+    machine,
+    print_load,
+    refuse_busy_start,
+    shows_figures,
+)
 from core.data.demo import DemoConfig, generate_demo_data
 
 MB = 1024**2
@@ -252,29 +257,6 @@ def _describe(status: int | None, lines: list[str]) -> str:
 
 
 # ---------------------------------------------------------------------------------- reporting
-
-
-def machine() -> dict[str, object]:
-    """The machine a benchmark ran on: CPU model, the flags that matter, cores, Python."""
-    flags: list[str] = []
-    model = ""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name") and not model:
-                model = line.split(":", 1)[1].strip()
-            if line.startswith("flags"):
-                wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "sse4_2")
-                flags = [f for f in line.split(":", 1)[1].split() if f in wanted]
-                break
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_model": model or "unknown",
-        "cores": os.cpu_count(),
-        "cpu_flags": flags,
-        "python": platform.python_version(),
-    }
 
 
 def print_table(outcomes: list[Outcome], busy: bool) -> None:

@@ -44,7 +44,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.bench_hostile_inputs import machine
 from bench.load_flows import (
     SETUP,
     Analyst,
@@ -55,7 +54,7 @@ from bench.load_flows import (
     TrainingOutcome,
     TrainSettings,
 )
-from bench.machine import LoadGuard, command_line, print_load, refuse_busy_start
+from bench.machine import LoadGuard, command_line, machine, print_load, refuse_busy_start
 from bench.streamlit_client import RunResult
 from core.data.demo import DemoConfig, generate_demo_data
 from core.paths import DATA_DIR_ENV, MODELS_DIR_ENV

@@ -11,29 +11,21 @@ run's timings withheld unless --force (alias --even-if-busy), which prints them 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from collections.abc import Callable
 
-from bench.machine import LoadGuard, command_line, print_load, refuse_busy_start, shows_figures
+from bench.machine import (
+    LoadGuard,
+    command_line,
+    machine,
+    print_load,
+    refuse_busy_start,
+    shows_figures,
+)
 from core.data.demo import DemoConfig, generate_demo_data
 from core.data.privacy import mask_texts
 from core.text import words
-
-FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
-
-
-def cpu_flags() -> str:
-    """The CPU flags that matter for the project's benchmarks, from /proc/cpuinfo."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            line = next((x for x in handle if x.startswith("flags")), "")
-    except OSError:
-        return "unknown"
-    present = set(line.split())
-    return " ".join(f for f in FLAGS if f in present) or "none of " + ", ".join(FLAGS)
 
 
 def best_seconds(fn: Callable[[], object], repeats: int) -> float:
@@ -54,8 +46,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     print(f"command: {command_line('bench.bench_privacy')}")
-    cores = os.cpu_count() or 1
-    print(f"machine: {platform.processor() or platform.machine()}, {cores} cores, {cpu_flags()}")
+    print(f"machine: {machine()}")
     guard = LoadGuard.start(force=args.force)
     if refuse_busy_start(guard):
         return 1

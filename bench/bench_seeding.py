@@ -20,8 +20,14 @@ import time
 import torch
 from torch import nn
 
-from bench.bench_hostile_inputs import machine
-from bench.machine import LoadGuard, command_line, print_load, refuse_busy_start, shows_figures
+from bench.machine import (
+    LoadGuard,
+    command_line,
+    machine,
+    print_load,
+    refuse_busy_start,
+    shows_figures,
+)
 from core.data.demo import DemoConfig, generate_demo_data
 from core.models.device import configure_cpu_threads
 from core.models.seeding import job_generator, seeded_dropout

@@ -28,11 +28,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from bench.bench_hostile_inputs import machine
 from bench.machine import (
     LoadGuard,
     MachineLoad,
     command_line,
+    machine,
     print_load,
     refuse_busy_start,
     shows_figures,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import platform
 import shlex
 import sys
 import time
@@ -101,6 +102,30 @@ def descendant_seconds() -> float:
 def command_line(module: str) -> str:
     """The exact command that ran this bench, ready to paste."""
     return shlex.join([sys.executable, "-m", module, *sys.argv[1:]])
+
+
+def machine() -> dict[str, object]:
+    """The machine a benchmark ran on: CPU model, the flags that matter (AVX2 or AVX-512 fp32;
+    bf16 only with AMX or AVX512-BF16), cores, Python."""
+    flags: list[str] = []
+    model = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name") and not model:
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags"):
+                wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "sse4_2")
+                flags = [f for f in line.split(":", 1)[1].split() if f in wanted]
+                break
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_model": model or "unknown",
+        "cores": os.cpu_count(),
+        "cpu_flags": flags,
+        "python": platform.python_version(),
+    }
 
 
 @dataclass(frozen=True)
