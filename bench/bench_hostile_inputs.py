@@ -57,7 +57,8 @@ TOKENISE_MINILM = (
     "from core.models.transformer.inference import encode_batch; "
     "text = open(sys.argv[1], encoding='utf-8').read(); "
     "tokenizer = AutoTokenizer.from_pretrained(resolve_backbone('minilm'), local_files_only=True); "
-    "ids, _ = encode_batch(tokenizer, [text], 256, torch.device('cpu')); print(tuple(ids.shape))"
+    "batch = encode_batch(tokenizer, [text], 256, torch.device('cpu')); "
+    "print(tuple(batch['input_ids'].shape))"
 )
 
 

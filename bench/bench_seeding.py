@@ -70,8 +70,7 @@ def main() -> int:
     model, tokenizer = load_backbone(config, classes)
     model.train()
     texts = frame["text"].tolist()[: args.batch_size]
-    input_ids, attention_mask = encode_batch(tokenizer, texts, args.max_length, torch.device("cpu"))
-    batch = {"input_ids": input_ids, "attention_mask": attention_mask}
+    batch = encode_batch(tokenizer, texts, args.max_length, torch.device("cpu"))
     targets = torch.tensor([classes.index(d) for d in frame["desk"][: args.batch_size]])
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)  # tiny: the model barely moves
     generator = job_generator(0, torch.device("cpu"))

@@ -27,6 +27,7 @@ import time
 import numpy as np
 import torch
 from torch import nn
+from transformers import get_linear_schedule_with_warmup, set_seed
 
 from bench.machine import (
     LoadGuard,
@@ -39,14 +40,13 @@ from bench.machine import (
 )
 from core.data.dataset import Dataset
 from core.data.demo import DemoConfig, generate_demo_data
-from core.models.device import configure_cpu_threads, set_seed
+from core.models.device import configure_cpu_threads
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.loop import (
     GRAD_CLIP_NORM,
     fit_classifier,
     make_optimizer,
-    make_scheduler,
 )
 
 
@@ -66,7 +66,9 @@ def naive_epoch(model, tokenizer, data: Dataset, config: TrainConfig, classes) -
     label2id = {label: i for i, label in enumerate(classes)}
     optimizer = make_optimizer(model, lr=config.lr, weight_decay=config.weight_decay)
     steps = -(-len(data) // 8)
-    scheduler = make_scheduler(optimizer, total_steps=steps, warmup_ratio=config.warmup_ratio)
+    scheduler = get_linear_schedule_with_warmup(
+        optimizer, num_warmup_steps=int(steps * config.warmup_ratio), num_training_steps=steps
+    )
     order = np.random.default_rng(config.seed).permutation(len(data))
     model.train()
     started = time.perf_counter()

@@ -46,6 +46,8 @@ from tokenizers.trainers import WordPieceTrainer
 from torch import nn
 
 try:  # core's own requirements (scikit-learn, openpyxl, ...) may be missing on a bare machine
+    from transformers import set_seed
+
     from bench.machine import (
         LoadGuard,
         command_line,
@@ -58,7 +60,7 @@ try:  # core's own requirements (scikit-learn, openpyxl, ...) may be missing on 
     from core.data.demo import DemoConfig, generate_demo_data
     from core.data.privacy import mask_texts
     from core.models.classify import chunked_proba
-    from core.models.device import configure_cpu_threads, set_seed
+    from core.models.device import configure_cpu_threads
     from core.models.transformer.config import TrainConfig
     from core.models.transformer.inference import DEFAULT_BATCH_SIZE, TransformerClassifier
     from core.models.transformer.loop import TrainProgress

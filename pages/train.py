@@ -20,7 +20,7 @@ from core.models.card import model_folder
 from core.models.registry import delete_model, list_models, rename_model
 from core.models.training_job import SavedTraining, TrainingRun, start_training
 from core.models.transformer.backbone import find_backbone
-from core.models.transformer.config import MINILM, TINY, TrainConfig, backbone_label
+from core.models.transformer.config import MINILM, TINY, backbone_defaults, backbone_label
 from core.models.transformer.loop import TrainProgress
 from core.models.transformer.training import TrainResult
 from core.paths import models_dir
@@ -31,9 +31,6 @@ from ui.safe import md_escape
 from ui.state import TRAIN_JOB, ActiveDataset, get_active_model, set_active_model
 
 ACTIVATED_KEY = "train.activated"  # int: id of the finished training made the active model
-
-# Learning rates that train well without tuning (see BENCHMARKS.md, "Transformer engine").
-DEFAULT_LR = {MINILM: TrainConfig.lr, TINY: 1e-3}
 
 
 def render_saved_models(actor: Actor) -> None:
@@ -89,9 +86,11 @@ def error_text(exc: ValueError | OSError) -> str:
 
 
 def _follow_backbone() -> None:
-    """A new backbone gets its own good learning rate and a model name of its own."""
+    """A new backbone gets its own learning rate and epochs (core's defaults) and a model name
+    of its own."""
     backbone = st.session_state["train.backbone"]
-    st.session_state["train.lr"] = DEFAULT_LR.get(backbone, TrainConfig.lr)
+    defaults = backbone_defaults(backbone)
+    st.session_state["train.lr"], st.session_state["train.epochs"] = defaults.lr, defaults.epochs
     st.session_state["train.model_name"] = default_model_name(backbone)
 
 
@@ -105,7 +104,7 @@ class TrainRequest:
 
 def default_model_name(backbone: str) -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    return f"{'custom' if backbone not in DEFAULT_LR else backbone}-{stamp}"
+    return f"{backbone if backbone in (MINILM, TINY) else 'custom'}-{stamp}"
 
 
 def render_train_form(active: ActiveDataset) -> TrainRequest | None:
@@ -124,7 +123,8 @@ def render_train_form(active: ActiveDataset) -> TrainRequest | None:
     # The learning rate and the model name follow the backbone (_follow_backbone); a widget
     # given both a default and a session-state value makes Streamlit warn, so their first
     # values come from here alone.
-    st.session_state.setdefault("train.lr", DEFAULT_LR[MINILM])
+    st.session_state.setdefault("train.lr", backbone_defaults(MINILM).lr)
+    st.session_state.setdefault("train.epochs", backbone_defaults(MINILM).epochs)
     last: TrainingRun | None = st.session_state.get(TRAIN_JOB)
     if last is not None and st.session_state.get("train.model_name") == last.model_name:
         st.session_state["train.model_name"] = default_model_name(choice)  # that name is taken
@@ -132,7 +132,7 @@ def render_train_form(active: ActiveDataset) -> TrainRequest | None:
     with st.form("train.form"):
         c = st.columns(4)
         pooling = c[0].selectbox("Pooling", ["mean", "cls"], key="train.pooling")
-        epochs = c[1].number_input("Epochs", 1, 50, 4, key="train.epochs")
+        epochs = c[1].number_input("Epochs", 1, 50, key="train.epochs")
         lr = c[2].number_input("Learning rate", 1e-6, 1e-1, format="%.0e", key="train.lr")
         batch_size = c[3].number_input("Batch size", 1, 256, 16, key="train.batch")
         c = st.columns(4)

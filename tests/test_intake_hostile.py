@@ -245,7 +245,8 @@ def test_encode_batch_gives_the_tokenizer_only_the_cut_text():
         return tokenizer(texts, **options)
 
     ordinary, huge = "refund pending for my card", "card " * 400_000
-    ids, mask = encode_batch(recording, [ordinary, huge], 8, torch.device("cpu"))
+    batch = encode_batch(recording, [ordinary, huge], 8, torch.device("cpu"))
+    ids, mask = batch["input_ids"], batch["attention_mask"]
     assert received == [ordinary, huge[: token_char_cap(8)]]
     plain = tokenizer([ordinary, huge[:256]], truncation=True, max_length=8)
     assert torch.equal(ids, plain["input_ids"]) and torch.equal(mask, plain["attention_mask"])

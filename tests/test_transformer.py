@@ -4,6 +4,7 @@ predictor."""
 from __future__ import annotations
 
 import threading
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -11,17 +12,25 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, pipeline
 
-from core.models.transformer.config import TrainConfig
+from core.analysis.metrics import evaluate_predictions
+from core.models.transformer.backbone import load_backbone
+from core.models.transformer.config import (
+    BACKBONE_DEFAULTS,
+    MINILM,
+    OTHER_BACKBONE_DEFAULTS,
+    TINY,
+    TrainConfig,
+)
 from core.models.transformer.head import MeanPoolForSequenceClassification
 from core.models.transformer.inference import TransformerClassifier, predict_labels
 from core.models.transformer.loop import (
     TrainProgress,
     class_weight_tensor,
+    fit_classifier,
     length_grouped_batches,
     make_optimizer,
-    make_scheduler,
 )
-from core.models.transformer.training import train_models
+from core.models.transformer.training import fine_tune, train_models
 from tests.conftest import make_dataset, separable_rows
 
 MIXED_TEXTS = [
@@ -181,17 +190,70 @@ def test_optimizer_exempts_biases_and_layernorm_from_decay():
     assert [g["weight_decay"] for g in groups] == [0.01, 0.0]
 
 
-def test_scheduler_warms_up_then_decays_to_zero():
-    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
-    scheduler = make_scheduler(optimizer, total_steps=10, warmup_ratio=0.2)
-    rates = []
-    for _ in range(10):
-        rates.append(optimizer.param_groups[0]["lr"])
-        optimizer.step()
-        scheduler.step()
-    assert rates[0] < rates[1] < rates[2] == 1.0
-    assert rates[2:] == sorted(rates[2:], reverse=True)
-    assert optimizer.param_groups[0]["lr"] == 0.0
+def test_the_loop_warms_up_then_decays_the_learning_rate_to_zero(split):
+    train, val = split
+    seen: list[float] = []
+    config = TrainConfig(backbone="tiny", epochs=2, batch_size=8, warmup_ratio=0.25)
+    real_step = torch.optim.AdamW.step
+
+    def recording_step(self, *args, **kwargs):
+        seen.append(self.param_groups[0]["lr"])
+        return real_step(self, *args, **kwargs)
+
+    with mock.patch.object(torch.optim.AdamW, "step", recording_step):
+        fine_tune(train, val, config)
+    peak = seen.index(max(seen))
+    assert seen[0] < seen[peak] and 0 < peak < len(seen) - 1
+    assert max(seen) == pytest.approx(config.lr)
+    assert seen[: peak + 1] == sorted(seen[: peak + 1])
+    assert seen[peak:] == sorted(seen[peak:], reverse=True) and seen[-1] < seen[peak] / 2
+
+
+def test_validation_runs_in_eval_mode_and_training_goes_on_in_train_mode(tiny_bert_dir, split):
+    """Dropout of 0.9 before the head: validation in train mode would score noise. Every forward
+    pass without gradients (validation) must see dropout off, every training step dropout on,
+    and the recorded validation figure must be what the kept weights score in eval mode."""
+    train, val = split
+    config = quick_config(tiny_bert_dir, classifier_dropout=0.9, epochs=2, patience=1)
+    classes = sorted(set(train.labels))
+    model, tokenizer = load_backbone(config, classes)
+    seen: list[tuple[bool, bool]] = []  # (grad enabled, dropout in training mode)
+    model.dropout.register_forward_pre_hook(
+        lambda module, _: seen.append((torch.is_grad_enabled(), module.training))
+    )
+    outcome = fit_classifier(
+        model, tokenizer, train, val, config, classes=classes, device=torch.device("cpu")
+    )
+    validation = [training for grad, training in seen if not grad]
+    steps = [training for grad, training in seen if grad]
+    assert len(validation) >= 2 and not any(validation)  # one pass or more per epoch
+    assert len(steps) == outcome.steps and all(steps)  # back in train mode after validating
+    kept = TransformerClassifier(model, tokenizer, classes, max_length=config.max_length)
+    best = outcome.history[outcome.best_epoch - 1]
+    again = evaluate_predictions(list(val.labels), kept.predict(val.texts), labels=classes)
+    assert (again.accuracy, again.macro_f1) == (best.val_accuracy, best.val_macro_f1)
+
+
+def test_each_backbone_resolves_its_own_learning_rate_and_epochs():
+    for backbone in (MINILM, TINY):
+        config = TrainConfig(backbone=backbone)
+        assert (config.lr, config.epochs) == (
+            BACKBONE_DEFAULTS[backbone].lr,
+            BACKBONE_DEFAULTS[backbone].epochs,
+        )
+    assert TrainConfig(backbone="tiny").lr != TrainConfig(backbone="minilm").lr
+    assert TrainConfig(backbone="some/bert-base").lr == OTHER_BACKBONE_DEFAULTS.lr
+    assert TrainConfig(backbone="tiny", lr=3e-3, epochs=9).lr == 3e-3  # a choice wins
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [({"recipe": "fast"}, "recipe"), ({"recipe": "quick", "backbone": "tiny"}, "pretrained"),
+     ({"recipe": "quick", "pooling": "cls"}, "mean")],
+)  # fmt: skip
+def test_train_config_refuses_a_quick_recipe_it_cannot_run(options, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**options)
 
 
 @pytest.mark.parametrize(
@@ -267,9 +329,10 @@ def test_classifier_moves_model_to_device_and_resolves_precision(trained):
 
 @pytest.mark.slow
 def test_bundled_minilm_learns_and_round_trips(minilm_path, tmp_path):
+    from transformers import set_seed
+
     from core.access import OPERATOR
     from core.data.demo import DemoConfig, generate_demo_data
-    from core.models.device import set_seed
     from core.models.registry import load_model, save_model
     from core.models.transformer.backbone import load_backbone
 

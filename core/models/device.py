@@ -1,14 +1,12 @@
-"""Where and how precisely torch runs: device and precision choice, CPU threads, one `set_seed`."""
+"""Where and how precisely torch runs: device and precision choice, CPU threads."""
 
 from __future__ import annotations
 
 import os
-import random
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 import torch
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -83,12 +81,3 @@ def configure_cpu_threads() -> int:
     if threads != torch.get_num_threads():
         torch.set_num_threads(threads)
     return threads
-
-
-def set_seed(seed: int) -> None:
-    """Seed Python's, numpy's and torch's generators (all devices) with `seed`."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)

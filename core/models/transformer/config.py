@@ -12,6 +12,32 @@ from core.checks import check_fraction, check_int, check_non_empty_str
 MINILM = "minilm"
 TINY = "tiny"
 POOLINGS = ("mean", "cls")
+FULL, QUICK = "full", "quick"
+RECIPES = (FULL, QUICK)
+
+
+@dataclass(frozen=True)
+class BackboneDefaults:
+    """The settings a backbone trains well with when the caller does not choose them."""
+
+    lr: float
+    epochs: int
+
+
+# MiniLM-L6 is small (22M parameters, 384 wide): BERT-base's usual 2e-5 under-trains it; 2e-4
+# beat 1e-4 at equal budgets on the demo data and on the CFPB sample (BENCHMARKS.md). The tiny
+# transformer learns from scratch and needs a larger step. Any other backbone (a saved model, a
+# BERT-base-sized id) gets the usual fine-tuning rate of full-size BERTs.
+BACKBONE_DEFAULTS = {
+    MINILM: BackboneDefaults(lr=2e-4, epochs=4),
+    TINY: BackboneDefaults(lr=1e-3, epochs=4),
+}
+OTHER_BACKBONE_DEFAULTS = BackboneDefaults(lr=5e-5, epochs=4)
+
+
+def backbone_defaults(backbone: str) -> BackboneDefaults:
+    """The defaults of `backbone`: its own for "minilm" and "tiny", BERT's usual otherwise."""
+    return BACKBONE_DEFAULTS.get(backbone, OTHER_BACKBONE_DEFAULTS)
 
 
 @dataclass(frozen=True)
@@ -31,13 +57,14 @@ class TrainConfig:
     # (0.783 vs 0.780; cls did better on the small twin slice). "cls" folders load with plain
     # transformers; "mean" folders need `import core.models.transformer.head` first.
     pooling: Literal["mean", "cls"] = "mean"
-    # Validation macro-F1 still rose at the last epoch of every 2-3 epoch run we measured;
-    # early stopping (patience) ends runs that stop improving.
-    epochs: int = 4
-    # MiniLM-L6 is small (22M parameters, 384 wide): BERT-base's usual 2e-5 under-trains it.
-    # 2e-4 beat 1e-4 at equal budgets on the demo data and on the CFPB sample (BENCHMARKS.md).
-    # For a BERT-base-sized backbone pass 2e-5..5e-5; for "tiny" (from scratch) ~1e-3.
-    lr: float = 2e-4
+    # "full" fine-tunes every weight; "quick" keeps the pretrained encoder frozen, embeds the
+    # data once and fits a linear head on the embeddings (core.models.transformer.quick).
+    recipe: Literal["full", "quick"] = FULL
+    # None: the backbone's own (BACKBONE_DEFAULTS), resolved on creation, so `config.epochs` and
+    # `config.lr` always hold numbers. Early stopping (patience) ends runs that stop improving.
+    # dataclasses.replace() keeps resolved numbers: build a new TrainConfig to change backbone.
+    epochs: int | None = None
+    lr: float | None = None
     batch_size: int = 16
     # 128 word pieces hold the whole of 96% of demo complaints (median 43, p95 122) and the head
     # of CFPB narratives (median 69; 24% longer), where the product is usually named early;
@@ -58,6 +85,21 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_non_empty_str("backbone", self.backbone)
+        defaults = backbone_defaults(self.backbone)
+        if self.epochs is None:
+            object.__setattr__(self, "epochs", defaults.epochs)
+        if self.lr is None:
+            object.__setattr__(self, "lr", defaults.lr)
+        if self.recipe not in RECIPES:
+            raise ValueError(f"recipe must be one of {RECIPES}, got {self.recipe!r}")
+        if self.recipe == QUICK and self.backbone == TINY:
+            raise ValueError(
+                "the quick recipe needs a pretrained encoder; the tiny transformer starts from "
+                "random weights, so train it with the full recipe"
+            )
+        if self.recipe == QUICK and self.pooling != "mean":
+            raise ValueError("the quick recipe fits its head on mean-pooled embeddings; use "
+                             "pooling 'mean'")  # fmt: skip
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         for name in ("epochs", "batch_size", "max_length"):

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from transformers import BatchEncoding
 
 from core.checks import check_fraction, check_int, check_texts
 from core.data.privacy import mask_texts
@@ -48,8 +49,11 @@ def inference_view(model: nn.Module) -> nn.Module:
     return view
 
 
-def encode_batch(tokenizer: Any, texts: Sequence[str], max_length: int, device: torch.device):
-    """Tokenise a batch with dynamic padding; input_ids and attention_mask (batch, seq).
+def encode_batch(
+    tokenizer: Any, texts: Sequence[str], max_length: int, device: torch.device
+) -> BatchEncoding:
+    """Tokenise a batch with dynamic padding: a BatchEncoding of input_ids and attention_mask
+    (batch, seq) on `device`, ready for `model(**batch)`.
 
     Each text is first cut to `token_char_cap(max_length)` characters: the tokenizer would drop
     the rest anyway, after spending time and memory on all of it.
@@ -61,7 +65,10 @@ def encode_batch(tokenizer: Any, texts: Sequence[str], max_length: int, device: 
         max_length=max_length,
         return_tensors="pt",
     )
-    return batch["input_ids"].to(device), batch["attention_mask"].to(device)
+    # Only these two: token_type_ids are all zeros for one-segment texts, and the tiny
+    # transformer takes no such argument.
+    wanted = {key: batch[key] for key in ("input_ids", "attention_mask")}
+    return BatchEncoding(wanted).to(device)
 
 
 class TransformerClassifier:
@@ -131,11 +138,9 @@ class TransformerClassifier:
         return pred_probs
 
     def _batch_proba(self, texts: list[str]) -> np.ndarray:
-        input_ids, attention_mask = encode_batch(
-            self.tokenizer, texts, self.max_length, self.device
-        )
+        batch = encode_batch(self.tokenizer, texts, self.max_length, self.device)
         with autocast(self.device, self.precision):
-            logits = self._predictor(input_ids=input_ids, attention_mask=attention_mask).logits
+            logits = self._predictor(**batch).logits
         return torch.softmax(logits.float(), dim=-1).cpu().numpy()
 
     def predict(self, texts: Sequence[str], *, batch_size: int = 64) -> list[str]:

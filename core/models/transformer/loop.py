@@ -1,5 +1,6 @@
-"""The fine-tuning loop: AdamW with warmup and linear decay, length-grouped dynamic batches,
-gradient clipping, class weights, early stopping on validation macro-F1, progress and cancel."""
+"""The fine-tuning loop: AdamW with warmup and linear decay (transformers' schedule),
+length-grouped dynamic batches, gradient clipping, class weights, early stopping on validation
+macro-F1 (scored in eval mode), progress and cancel."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from transformers import get_linear_schedule_with_warmup
 
 from core.analysis.metrics import evaluate_predictions
 from core.data.dataset import Dataset
@@ -88,20 +90,6 @@ def make_optimizer(model: nn.Module, *, lr: float, weight_decay: float) -> torch
     return torch.optim.AdamW(groups, lr=lr)
 
 
-def make_scheduler(
-    optimizer: torch.optim.Optimizer, *, total_steps: int, warmup_ratio: float
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warmup over `warmup_ratio` of the steps, then linear decay to zero."""
-    warmup = int(total_steps * warmup_ratio)
-
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / (warmup + 1)
-        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-
-
 def class_weight_tensor(labels: Sequence[int], n_classes: int) -> torch.Tensor:
     """Inverse-frequency weights n / (k * count_c), shape (n_classes,); mean weight per row 1."""
     counts = np.bincount(np.asarray(labels), minlength=n_classes).astype(np.float64)
@@ -150,12 +138,15 @@ def fit_classifier(
     total = steps_per_epoch * config.epochs
     total = min(total, config.max_steps) if config.max_steps else total
     optimizer = make_optimizer(model, lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = make_scheduler(optimizer, total_steps=total, warmup_ratio=config.warmup_ratio)
+    scheduler = get_linear_schedule_with_warmup(
+        optimizer, num_warmup_steps=int(total * config.warmup_ratio), num_training_steps=total
+    )
     state = _LoopState(started=time.perf_counter(), total_steps=total)
     predictor = TransformerClassifier(
         model, tokenizer, classes, max_length=config.max_length, device=device
     )
     history: list[EpochRecord] = []
+    model.train()
     lengths = [len(t) for t in train.texts]  # characters: a free, close proxy of word pieces
     for epoch in range(1, config.epochs + 1):
         rng = np.random.default_rng([config.seed, epoch])
@@ -165,7 +156,6 @@ def fit_classifier(
         for i, rows in enumerate(batches):
             if cancel is not None and cancel.is_set():
                 return FitOutcome(tuple(history), state.best_epoch, state.step, True)
-            model.train()
             texts = [train.texts[r] for r in rows]
             targets = torch.as_tensor(y[rows], device=device)
             losses.append(
@@ -195,10 +185,10 @@ def _train_step(
     device: torch.device,
 ) -> float:
     """One optimiser step on one batch; returns the batch loss."""
-    input_ids, attention_mask = encode_batch(tokenizer, texts, config.max_length, device)
+    batch = encode_batch(tokenizer, texts, config.max_length, device)
     # bf16 autocast on CUDA only: on CPU without bf16 units it is slower than fp32.
     with autocast(device, "bf16" if device.type == "cuda" else "fp32"):
-        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+        logits = model(**batch).logits
     loss = nn.functional.cross_entropy(logits.float(), targets, weight=weights)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -216,10 +206,15 @@ def _end_epoch(
     config: TrainConfig,
     model: nn.Module,
 ) -> EpochRecord:
-    """Score the validation split; keep a CPU copy of the weights when macro-F1 improved."""
-    report = evaluate_predictions(
-        list(val.labels), predictor.predict(val.texts), labels=list(predictor.classes_)
-    )
+    """Score the validation split in eval mode (dropout off: the best epoch, early stopping
+    and the curves must not depend on noise); keep a CPU copy of the weights when macro-F1
+    improved."""
+    model.eval()
+    try:
+        predicted = predictor.predict(val.texts)
+    finally:
+        model.train()
+    report = evaluate_predictions(list(val.labels), predicted, labels=list(predictor.classes_))
     state.val_accuracy, state.val_macro_f1 = report.accuracy, report.macro_f1
     if report.macro_f1 > state.best_f1:
         state.best_f1, state.best_epoch, state.stale_epochs = report.macro_f1, epoch, 0
