@@ -20,7 +20,13 @@ from core.models.card import model_folder
 from core.models.registry import delete_model, list_models, rename_model
 from core.models.training_job import SavedTraining, TrainingRun, start_training
 from core.models.transformer.backbone import find_backbone
-from core.models.transformer.config import MINILM, TINY, backbone_defaults, backbone_label
+from core.models.transformer.config import (
+    MINILM,
+    TINY,
+    TrainConfig,
+    backbone_defaults,
+    backbone_label,
+)
 from core.models.transformer.loop import TrainProgress
 from core.models.transformer.training import TrainResult
 from core.paths import models_dir
