@@ -110,11 +110,13 @@ _TRAIN_OPTIONS = {  # CLI flag dest -> TrainConfig field
     "backbone": "backbone", "epochs": "epochs", "batch_size": "batch_size", "lr": "lr",
     "max_length": "max_length", "val_fraction": "val_fraction", "seed": "seed",
     "device": "device", "pooling": "pooling", "max_steps": "max_steps",
-    "positional_encoding": "positional_encoding",
+    "positional_encoding": "positional_encoding", "recipe": "recipe",
 }  # fmt: skip
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
+    from transformers import set_seed
+
     from core.access import OPERATOR
     from core.data.dataset import split_dataset
     from core.data.validation import load_dataset
@@ -141,6 +143,9 @@ def _cmd_train(args: argparse.Namespace) -> None:
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
     train, val = split_dataset(dataset, val_fraction=config.val_fraction, seed=config.seed)
     configure_cpu_threads()  # once, in the main thread: core's jobs never change thread counts
+    # Process-wide generators too (Python, numpy, torch), for anything outside the run's own
+    # seeded generators; only here, in the command's main thread, never inside a server job.
+    set_seed(config.seed)
     with _progress_bar("train", unit="step") as bar:
         result = train_models(train, val, config, on_progress=_train_progress(bar))
     folder = save_model(
@@ -177,6 +182,8 @@ def _train_progress(bar):
         bar.total = progress.total_steps
         bar.update(progress.step - bar.n)
         postfix = {"epoch": progress.epoch, "loss": f"{progress.loss:.3f}"}
+        if progress.phase != "train":  # the quick recipe: rows embedded, then the head
+            postfix = {"phase": progress.phase}
         if progress.val_accuracy is not None:
             postfix["val_acc"] = f"{progress.val_accuracy:.3f}"
         bar.set_postfix(postfix, refresh=False)
@@ -289,9 +296,14 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         help="model folder to create, e.g. models/NAME; NAME: letters, digits, '_', '-', '.'",
     )  # fmt: skip
     p.add_argument("--backbone", help="minilm (default), tiny, or a local folder / HF model id")
-    p.add_argument("--epochs", type=int)
+    p.add_argument(
+        "--recipe", choices=("full", "quick"),
+        help="full (default): fine-tune every weight; quick: frozen pretrained encoder, "
+        "embeddings once, a fitted linear head (about a minute on a CPU)",
+    )  # fmt: skip
+    p.add_argument("--epochs", type=int, help="default: the backbone's own (TrainConfig)")
     p.add_argument("--batch-size", type=int)
-    p.add_argument("--lr", type=float, help="peak learning rate")
+    p.add_argument("--lr", type=float, help="peak learning rate; default: the backbone's own")
     p.add_argument("--max-length", type=int, help="word pieces kept per text")
     p.add_argument("--val-fraction", type=float, help="share held out for validation")
     p.add_argument("--seed", type=int)

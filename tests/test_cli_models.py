@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import separable_rows
 from tests.helpers import CliRun, add_remote_code, run_cli, run_cli_process
+from tests.test_cli import assert_one_line_error
 
 DESKS = ["Card Fraud", "Loan Query", "UPI Dispute"]
 CONTRACT_COLUMNS = ["predicted_label", "confidence", "needs_review", "bow_label", "bow_confidence"]
@@ -62,6 +63,35 @@ def test_train_refuses_an_existing_folder_and_bad_names(trained, labelled):
     assert "already exists" in result.stderr and "Traceback" not in result.stderr
     bad = run_cli("train", str(labelled), "--out", str(labelled.parent / "bad name"))
     assert bad.returncode == 2 and "model name" in bad.stderr
+
+
+def test_train_quick_recipe_saves_a_quick_model(labelled, tiny_bert_dir):
+    out = labelled.parent / "models" / "cli-quick"
+    result = run_cli(
+        "train", str(labelled), "--out", str(out), "--backbone", str(tiny_bert_dir),
+        "--recipe", "quick", "--max-length", "32", "--val-fraction", "0.25", "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["best_epoch"] == 1 and document["transformer"]["accuracy"] > 0.5
+    card = json.loads((out / "card.json").read_text(encoding="utf-8"))
+    assert card["recipe"] == "quick" and card["train_config"]["recipe"] == "quick"
+    refused = run_cli("train", str(labelled), "--out", str(out) + "-2", "--backbone", "tiny",
+                      "--recipe", "quick")  # fmt: skip
+    assert_one_line_error(refused, "pretrained")
+    assert not Path(str(out) + "-2").exists()
+
+
+def test_train_tiny_without_flags_uses_the_tiny_backbones_own_defaults(labelled):
+    from core.models.transformer.config import BACKBONE_DEFAULTS, TINY
+
+    out = labelled.parent / "models" / "cli-tiny"
+    result = run_cli("train", str(labelled), "--out", str(out), "--backbone", "tiny",
+                     "--max-steps", "2", "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    saved = json.loads((out / "card.json").read_text(encoding="utf-8"))["train_config"]
+    assert (saved["lr"], saved["epochs"]) == (BACKBONE_DEFAULTS[TINY].lr,
+                                              BACKBONE_DEFAULTS[TINY].epochs)  # fmt: skip
 
 
 def test_evaluate_json(trained, labelled):

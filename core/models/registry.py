@@ -45,6 +45,7 @@ from core.models.card import (
 from core.models.tiny.model import TinyTransformerForSequenceClassification
 from core.models.tiny.tokenizer import TinyTokenizer
 from core.models.transformer import head as _registers_mean_pool  # noqa: F401  (Auto classes)
+from core.models.transformer.config import FULL, QUICK
 from core.models.transformer.inference import TransformerClassifier
 from core.models.weights import check_config_fits_weights
 
@@ -70,6 +71,7 @@ class ModelSummary:
     transformer_macro_f1: float | None
     bow_accuracy: float | None
     bow_macro_f1: float | None
+    recipe: str = FULL  # "quick": frozen encoder and a fitted head (cards before it: "full")
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,8 @@ def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> d
         "labels": [str(c) for c in transformer.classes_],
         "architecture": _architecture(transformer.model),
         "backbone": result.config.backbone,
+        "recipe": result.config.recipe,
+        "head_strength": result.head_strength,
         "pooling": result.config.pooling,
         "max_length": transformer.max_length,
         # Both models read texts with personal data masked (core.data.privacy), when fitted and
@@ -321,7 +325,13 @@ def _summary(folder: Path, card: dict[str, Any]) -> ModelSummary:
         transformer_macro_f1=_metric(metrics, "transformer", "macro_f1"),
         bow_accuracy=_metric(metrics, "bow", "accuracy"),
         bow_macro_f1=_metric(metrics, "bow", "macro_f1"),
+        recipe=card_recipe(card),
     )
+
+
+def card_recipe(card: dict[str, Any]) -> str:
+    """How a saved model was trained: "quick" or "full" (cards from before recipes: "full")."""
+    return QUICK if card.get("recipe") == QUICK else FULL
 
 
 def _metric(metrics: dict, model: str, key: str) -> float | None:

@@ -18,6 +18,12 @@ from transformers.configuration_utils import SubConfigSpec
 from transformers.modeling_outputs import SequenceClassifierOutput
 
 
+def mean_pool(states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The mean of real-token states (batch, seq, hidden) over the mask: (batch, hidden)."""
+    mask = attention_mask.unsqueeze(-1).to(states.dtype)  # (batch, seq, 1)
+    return (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+
+
 class MeanPoolConfig(PreTrainedConfig):
     """Config of `MeanPoolForSequenceClassification`: the encoder's config plus head settings."""
 
@@ -69,8 +75,7 @@ class MeanPoolForSequenceClassification(PreTrainedModel):
             position_ids=position_ids,
             output_attentions=output_attentions,
         )
-        mask = attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)  # (batch, seq, 1)
-        pooled = (out.last_hidden_state * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        pooled = mean_pool(out.last_hidden_state, attention_mask)
         logits = self.classifier(self.dropout(pooled))  # (batch, num_labels)
         loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
         return SequenceClassifierOutput(loss=loss, logits=logits, attentions=out.attentions)

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -39,6 +39,9 @@ class TrainProgress:
     val_macro_f1: float | None
     elapsed_s: float
     eta_s: float
+    # "train": optimiser steps; the quick recipe reports "embed" (step = rows embedded, loss
+    # NaN) and then "head" (the linear head fitted; loss and validation figures set).
+    phase: Literal["train", "embed", "head"] = "train"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class FitOutcome:
     best_epoch: int  # 0 when no epoch finished
     steps: int
     cancelled: bool
+    head_strength: float | None = None  # quick recipe: the logistic regression's chosen C
 
 
 def length_grouped_batches(

@@ -18,7 +18,7 @@ from core.models.baseline import BagOfWordsClassifier, BaselineConfig
 from core.models.device import resolve_device
 from core.models.seeding import job_generator, seeded_dropout
 from core.models.transformer.backbone import load_backbone
-from core.models.transformer.config import TrainConfig
+from core.models.transformer.config import QUICK, TrainConfig
 from core.models.transformer.inference import TransformerClassifier
 from core.models.transformer.loop import (
     EpochRecord,
@@ -26,6 +26,7 @@ from core.models.transformer.loop import (
     ProgressCallback,
     fit_classifier,
 )
+from core.models.transformer.quick import quick_fit
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class TrainResult:
     baseline_report: EvalReport | None = None
     transformer_twin_report: EvalReport | None = None  # val rows whose "slice" is "twin"
     baseline_twin_report: EvalReport | None = None
+    head_strength: float | None = None  # quick recipe: the logistic regression's chosen C
 
 
 def check_split(train: Dataset, val: Dataset) -> tuple[str, ...]:
@@ -73,9 +75,11 @@ def fine_tune(
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> tuple[TransformerClassifier, FitOutcome]:
-    """Load `config.backbone` with a fresh head for the labels of `train` and run the loop,
-    seeded, on the chosen device; the transformer half of `train_models` (and of each fold of
-    the transformer label audit). After a cancel the classifier holds a half-trained model.
+    """Load `config.backbone` with a fresh head for the labels of `train` and train it by
+    `config.recipe`: the fine-tuning loop, seeded, or the quick recipe's frozen encoder and
+    fitted head; the transformer half of `train_models` (and of
+    each fold of the transformer label audit). After a cancel the classifier holds a
+    half-trained model.
 
     All randomness (the new weights, every dropout mask, the batch order) comes from
     `config.seed` through generators of this run's own: nothing process-wide is seeded or
@@ -88,11 +92,12 @@ def fine_tune(
     device = resolve_device(config.device)
     model, tokenizer = load_backbone(config, classes, texts=train.texts)
     model.to(device)
-    with seeded_dropout(model, job_generator(config.seed, device)):
-        outcome = fit_classifier(
-            model, tokenizer, train, val, config,
-            classes=classes, device=device, on_progress=on_progress, cancel=cancel,
-        )  # fmt: skip
+    options = {"classes": classes, "device": device, "on_progress": on_progress, "cancel": cancel}
+    if config.recipe == QUICK:
+        outcome = quick_fit(model, tokenizer, train, val, config, **options)
+    else:
+        with seeded_dropout(model, job_generator(config.seed, device)):
+            outcome = fit_classifier(model, tokenizer, train, val, config, **options)
     if isinstance(tokenizer, PreTrainedTokenizerBase):  # so pipeline(truncation=True) cuts alike
         tokenizer.model_max_length = config.max_length
     transformer = TransformerClassifier(
@@ -126,6 +131,7 @@ def train_models(
         "baseline_config": baseline_config,
         "train_fingerprint": train.fingerprint,
         "val_fingerprint": val.fingerprint,
+        "head_strength": outcome.head_strength,
     }
     if outcome.cancelled:
         return TrainResult(**common, cancelled=True, train_seconds=time.perf_counter() - started)

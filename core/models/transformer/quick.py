@@ -1,0 +1,227 @@
+"""The quick recipe: a first transformer model in about a minute on a CPU.
+
+The pretrained encoder stays frozen. Every text is embedded once (mean-pooled over real tokens,
+length-sorted batches, inference mode), and a multinomial logistic regression fitted on those
+embeddings becomes the linear head of the same mean-pooled model that full fine-tuning builds,
+so the saved folder works on every page and command unchanged. The regression's strength C is
+chosen on the validation split.
+
+What it cannot do: the encoder never learns the desks, so word order counts only as far as the
+pretrained sentence embedding already reflects it (held-out word-order twins: far below full
+fine-tuning; BENCHMARKS.md, "Accuracy of both models and both recipes").
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from torch import nn
+
+from core.analysis.metrics import evaluate_predictions
+from core.data.dataset import Dataset
+from core.models.device import autocast
+from core.models.transformer.config import TrainConfig
+from core.models.transformer.head import MeanPoolForSequenceClassification, mean_pool
+from core.models.transformer.inference import encode_batch, inference_view
+from core.models.transformer.loop import (
+    EpochRecord,
+    FitOutcome,
+    ProgressCallback,
+    TrainProgress,
+)
+
+EMBED_BATCH = 64  # texts per forward pass while embedding (inference: no activations kept)
+# Logistic-regression strengths tried, weakest first; the validation split picks one. Frozen
+# MiniLM embeddings have small norms, so the useful C sits above sklearn's default 1.
+HEAD_STRENGTHS = (0.3, 1.0, 3.0, 10.0, 30.0)
+HEAD_MAX_ITER = 1000
+BatchCallback = Callable[[int], None]  # rows embedded so far
+
+
+@dataclass(frozen=True)
+class LinearHead:
+    """A fitted linear head: logits = features @ weight.T + bias, for `classes` in order."""
+
+    weight: np.ndarray  # (n_classes, hidden)
+    bias: np.ndarray  # (n_classes,)
+    strength: float  # the chosen C
+    train_loss: float  # mean cross-entropy on the training rows
+    val_accuracy: float
+    val_macro_f1: float
+
+    def logits(self, features: np.ndarray) -> np.ndarray:
+        return features @ self.weight.T + self.bias
+
+
+def embed_texts(
+    model: MeanPoolForSequenceClassification,
+    tokenizer,
+    texts: Sequence[str],
+    *,
+    max_length: int,
+    device: torch.device,
+    on_rows: BatchCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> np.ndarray | None:
+    """Mean-pooled encoder states of `texts`, (n_texts, hidden) float32 in input order; None
+    when `cancel` was set. Texts must already be masked (core.data.privacy), as in training.
+
+    Batches are cut from the length-sorted texts, so each pads to a similar length.
+    """
+    view = inference_view(model)  # eval mode whatever `model` is in, fused attention
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    features = np.empty((len(texts), model.classifier.in_features), dtype=np.float32)
+    with torch.inference_mode():
+        for start in range(0, len(texts), EMBED_BATCH):
+            if cancel is not None and cancel.is_set():
+                return None
+            rows = order[start : start + EMBED_BATCH]
+            batch = encode_batch(tokenizer, [texts[i] for i in rows], max_length, device)
+            # bf16 on CUDA only, as in training: on a CPU without bf16 units it is slower.
+            with autocast(device, "bf16" if device.type == "cuda" else "fp32"):
+                states = view.encoder(**batch).last_hidden_state
+            features[rows] = mean_pool(states.float(), batch["attention_mask"]).cpu().numpy()
+            if on_rows is not None:
+                on_rows(start + len(rows))
+    return features
+
+
+def fit_linear_head(
+    features: np.ndarray,
+    labels: np.ndarray,
+    val_features: np.ndarray,
+    val_labels: np.ndarray,
+    *,
+    n_classes: int,
+    class_weights: bool = True,
+    strengths: Sequence[float] = HEAD_STRENGTHS,
+) -> LinearHead:
+    """A multinomial logistic regression on `features` (rows, hidden) for integer `labels` in
+    0..n_classes-1, its strength C chosen by validation macro-F1 (ties: the weaker C).
+
+    `class_weights` balances the loss by inverse class frequency, as full fine-tuning does.
+    """
+    if len(set(labels.tolist())) != n_classes:
+        raise ValueError("every class needs training rows before a head can be fitted")
+    regression = LogisticRegression(
+        max_iter=HEAD_MAX_ITER,
+        warm_start=True,  # each stronger C starts from the previous solution: fewer iterations
+        class_weight="balanced" if class_weights else None,
+    )
+    best: LinearHead | None = None
+    for strength in sorted(strengths):
+        regression.set_params(C=strength)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter bounds the time
+            regression.fit(features, labels)
+        head = _head_of(regression, n_classes, strength, features, labels)
+        report = evaluate_predictions(  # class ids as strings: the metrics take label names
+            [str(y) for y in val_labels], [str(y) for y in head.logits(val_features).argmax(1)],
+            labels=[str(y) for y in range(n_classes)],
+        )  # fmt: skip
+        if best is None or report.macro_f1 > best.val_macro_f1:
+            best = LinearHead(**{**vars(head), "val_accuracy": report.accuracy,
+                                 "val_macro_f1": report.macro_f1})  # fmt: skip
+    assert best is not None  # strengths is never empty
+    return best
+
+
+def _head_of(
+    regression: LogisticRegression,
+    n_classes: int,
+    strength: float,
+    features: np.ndarray,
+    labels: np.ndarray,
+) -> LinearHead:
+    """The regression as softmax weights: a binary regression's one row z becomes logits
+    (0, z), whose softmax is its sigmoid."""
+    weight = np.asarray(regression.coef_, dtype=np.float64)
+    bias = np.asarray(regression.intercept_, dtype=np.float64)
+    if n_classes == 2 and weight.shape[0] == 1:
+        weight = np.vstack([np.zeros_like(weight), weight])
+        bias = np.concatenate([[0.0], bias])
+    logits = features @ weight.T + bias
+    log_probs = logits - _logsumexp(logits)
+    loss = float(-log_probs[np.arange(len(labels)), labels].mean())
+    return LinearHead(weight, bias, strength, loss, math.nan, math.nan)
+
+
+def _logsumexp(logits: np.ndarray) -> np.ndarray:
+    top = logits.max(axis=1, keepdims=True)
+    return top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True))
+
+
+def set_head(model: MeanPoolForSequenceClassification, head: LinearHead) -> None:
+    """Write `head` into the model's linear classifier (same shapes, the model's dtype)."""
+    layer: nn.Linear = model.classifier
+    with torch.no_grad():
+        layer.weight.copy_(torch.as_tensor(head.weight, dtype=layer.weight.dtype))
+        layer.bias.copy_(torch.as_tensor(head.bias, dtype=layer.bias.dtype))
+
+
+def quick_fit(
+    model: MeanPoolForSequenceClassification,
+    tokenizer,
+    train: Dataset,
+    val: Dataset,
+    config: TrainConfig,
+    *,
+    classes: Sequence[str],
+    device: torch.device,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> FitOutcome:
+    """Embed both (masked) splits with the frozen encoder, fit the head, write it into `model`.
+
+    Progress is reported in rows embedded (phase "embed"), then once more when the head is
+    fitted (phase "head"); the outcome holds one record, like a one-epoch fine-tuning.
+    """
+    label_ids = {label: i for i, label in enumerate(classes)}
+    started = time.perf_counter()
+    total = len(train) + len(val)
+    done_before = [0]
+
+    def on_rows(rows: int) -> None:
+        if on_progress is not None:
+            step = done_before[0] + rows
+            elapsed = time.perf_counter() - started
+            on_progress(TrainProgress(
+                step=step, total_steps=total, epoch=1, loss=math.nan, val_accuracy=None,
+                val_macro_f1=None, elapsed_s=elapsed, eta_s=elapsed / step * (total - step),
+                phase="embed",
+            ))  # fmt: skip
+
+    embedded = []
+    for part in (train, val):
+        features = embed_texts(
+            model, tokenizer, part.texts, max_length=config.max_length, device=device,
+            on_rows=on_rows, cancel=cancel,
+        )  # fmt: skip
+        if features is None:
+            return FitOutcome((), 0, done_before[0], True)
+        embedded.append(features)
+        done_before[0] += len(part)
+    head = fit_linear_head(
+        embedded[0], np.asarray([label_ids[y] for y in train.labels]),
+        embedded[1], np.asarray([label_ids[y] for y in val.labels]),
+        n_classes=len(classes), class_weights=config.class_weights,
+    )  # fmt: skip
+    set_head(model, head)
+    model.eval()
+    record = EpochRecord(1, head.train_loss, head.val_accuracy, head.val_macro_f1)
+    if on_progress is not None:
+        on_progress(TrainProgress(
+            step=total, total_steps=total, epoch=1, loss=head.train_loss,
+            val_accuracy=head.val_accuracy, val_macro_f1=head.val_macro_f1,
+            elapsed_s=time.perf_counter() - started, eta_s=0.0, phase="head",
+        ))  # fmt: skip
+    return FitOutcome((record,), 1, total, False, head_strength=head.strength)
