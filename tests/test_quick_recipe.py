@@ -130,3 +130,34 @@ def _fp32(classifier):
         classifier.model, classifier.tokenizer, classifier.classes_,
         max_length=classifier.max_length, precision="fp32",
     )  # fmt: skip
+
+
+@pytest.mark.parametrize("recipe", ["full", "quick"])
+def test_the_duration_estimate_counts_every_pass_the_run_makes(tiny_bert_dir, split, recipe):
+    from core.models.transformer.estimate import estimate_duration
+
+    train, val = split  # 30 and 9 rows
+    config = quick(tiny_bert_dir, recipe=recipe, epochs=3, batch_size=8)
+    estimate = estimate_duration(train, val, config)
+    expected = 1 if recipe == "quick" else 4 * 3 + 1 * 3  # embedding batches; steps + val
+    assert estimate.passes == expected and estimate.recipe == recipe
+    assert estimate.seconds == pytest.approx(estimate.load_s + estimate.passes_s + estimate.rest_s)
+    assert min(estimate.load_s, estimate.passes_s, estimate.rest_s) > 0
+    capped = estimate_duration(
+        train, val, quick(tiny_bert_dir, recipe="full", batch_size=8, max_steps=2)
+    )
+    assert capped.passes == 2 + 1  # two steps, one epoch's validation
+
+
+def test_the_estimate_reads_as_seconds_or_minutes():
+    from core.models.transformer.estimate import DurationEstimate
+
+    def text(seconds: float) -> str:
+        return DurationEstimate(seconds, 0, 0, 0, 1, "full").text()
+
+    assert (text(2), text(44), text(89), text(400)) == (
+        "about 5 s",
+        "about 45 s",
+        "about 90 s",
+        "about 7 min",
+    )

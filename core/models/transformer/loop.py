@@ -163,7 +163,7 @@ def fit_classifier(
             texts = [train.texts[r] for r in rows]
             targets = torch.as_tensor(y[rows], device=device)
             losses.append(
-                _train_step(model, tokenizer, texts, targets, weights, optimizer, config, device)
+                train_step(model, tokenizer, texts, targets, weights, optimizer, config, device)
             )
             scheduler.step()
             state.step += 1
@@ -178,7 +178,7 @@ def fit_classifier(
     return FitOutcome(tuple(history), state.best_epoch, state.step, False)
 
 
-def _train_step(
+def train_step(
     model: nn.Module,
     tokenizer: Any,
     texts: list[str],

@@ -1,0 +1,253 @@
+"""How long a training will take, from a few timed steps on this machine and the data's size.
+
+The cost of a forward (and backward) pass grows with the padded word pieces of its batch, so a
+few passes over batches of different lengths are timed, a line `seconds = a + b * word pieces`
+is fitted through them, and the line is summed over every batch the training will run: the
+fine-tuning steps of every epoch and each epoch's validation pass (full recipe), or the
+embedding batches of both splits (quick recipe). Loading the backbone is timed as it happens;
+the bag of words and the quick recipe's head are timed on a sample and scaled by rows.
+
+The figure assumes the machine stays as busy as it was while timing, and that no early stop
+cuts the epochs short: a full run that stops early takes less.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from core.data.dataset import Dataset
+from core.data.privacy import mask_texts
+from core.models.baseline import BagOfWordsClassifier
+from core.models.device import resolve_device
+from core.models.seeding import job_generator, seeded_dropout
+from core.models.transformer.backbone import load_backbone
+from core.models.transformer.config import QUICK, TrainConfig
+from core.models.transformer.inference import DEFAULT_BATCH_SIZE, TransformerClassifier
+from core.models.transformer.loop import (
+    class_weight_tensor,
+    length_grouped_batches,
+    make_optimizer,
+    train_step,
+)
+from core.models.transformer.quick import EMBED_BATCH, HEAD_STRENGTHS, embed_texts, fit_linear_head
+from core.text import cut_for_tokens
+
+TIMED_PASSES = 3  # timed batches, short to long, after one untimed warm-up pass
+BASELINE_SAMPLE = 400  # rows the bag of words is timed on
+HEAD_SAMPLE = 3 * EMBED_BATCH  # embedded rows the quick head is timed on
+
+
+@dataclass(frozen=True)
+class DurationEstimate:
+    """The expected wall time of one training, and what it is made of (seconds)."""
+
+    seconds: float
+    load_s: float  # loading the backbone
+    passes_s: float  # training steps and validation (full) or embedding (quick)
+    rest_s: float  # the bag of words, and the quick head
+    passes: int  # forward passes the run will make
+    recipe: str
+
+    def text(self) -> str:
+        """E.g. "about 45 s" or "about 7 min"."""
+        if self.seconds < 90:
+            return f"about {max(5, round(self.seconds / 5) * 5):.0f} s"
+        return f"about {self.seconds / 60:.0f} min"
+
+
+@dataclass(frozen=True)
+class _CostLine:
+    """seconds = intercept + slope * padded word pieces, fitted through timed passes."""
+
+    intercept: float
+    slope: float
+
+    @classmethod
+    def fit(cls, timed: Sequence[tuple[int, float]]) -> _CostLine:
+        """The line through (padded word pieces, seconds) pairs; the mean rate when the
+        batches were all alike or timing noise tilts the line downwards."""
+        pieces = np.asarray([p for p, _ in timed], float)
+        seconds = np.asarray([s for _, s in timed], float)
+        mean_rate = cls(0.0, float(seconds.sum() / pieces.sum()))
+        if len(set(pieces.tolist())) < 2:
+            return mean_rate
+        slope, intercept = np.polyfit(pieces, seconds, 1)
+        return cls(max(0.0, float(intercept)), float(slope)) if slope > 0 else mean_rate
+
+    def total(self, pieces: Sequence[int]) -> float:
+        return float(sum(self.intercept + self.slope * p for p in pieces))
+
+
+def estimate_duration(train: Dataset, val: Dataset, config: TrainConfig) -> DurationEstimate:
+    """Time a few passes of `config`'s training on `train` and `val` and scale to all of it.
+
+    Costs a few seconds: the backbone is loaded and a handful of batches run (training steps
+    on a throwaway copy for "full"). Raises ValueError for what training itself would refuse.
+    """
+    from core.models.transformer.training import check_split
+
+    classes = check_split(train, val)
+    device = resolve_device(config.device)
+    train_texts, val_texts = mask_texts(list(train.texts)), mask_texts(list(val.texts))
+    started = time.perf_counter()
+    model, tokenizer = load_backbone(config, classes, texts=train_texts)
+    model.to(device)
+    load_s = time.perf_counter() - started
+    pieces = _piece_counter(tokenizer, config.max_length)
+    if config.recipe == QUICK:
+        passes_s, passes, rest_s = _quick_costs(model, tokenizer, train, train_texts, val_texts,
+                                                config, pieces, device)  # fmt: skip
+    else:
+        passes_s, passes = _full_costs(model, tokenizer, train, train_texts, val_texts, config,
+                                       classes, pieces, device)  # fmt: skip
+        rest_s = 0.0
+    rest_s += _baseline_seconds(train)
+    return DurationEstimate(
+        seconds=load_s + passes_s + rest_s, load_s=load_s, passes_s=passes_s, rest_s=rest_s,
+        passes=passes, recipe=config.recipe,
+    )  # fmt: skip
+
+
+def _piece_counter(tokenizer, max_length: int) -> Callable[[Sequence[str]], list[int]]:
+    """Word pieces of each text as the model receives them (special tokens in, cut at
+    `max_length`)."""
+
+    def count(texts: Sequence[str]) -> list[int]:
+        cut = [cut_for_tokens(t, max_length) for t in texts]
+        ids = tokenizer(cut, truncation=True, max_length=max_length, return_tensors=None)
+        ids = ids["input_ids"]
+        return [len(row) for row in ids]
+
+    return count
+
+
+def _padded(lengths: np.ndarray, batches: Sequence[np.ndarray]) -> list[int]:
+    """Padded word pieces of each batch: rows times its longest row."""
+    return [len(rows) * int(lengths[rows].max()) for rows in batches]
+
+
+def _sorted_batches(n: int, lengths: np.ndarray, size: int) -> list[np.ndarray]:
+    order = np.argsort(lengths, kind="stable")
+    return [order[i : i + size] for i in range(0, n, size)]
+
+
+def _timed_picks(padded: Sequence[int]) -> list[int]:
+    """Indices of a median batch (warm-up) then TIMED_PASSES batches from short to long."""
+    order = np.argsort(padded, kind="stable")
+    spots = [0.5, *np.linspace(0.1, 0.9, TIMED_PASSES)]
+    return [int(order[min(len(order) - 1, int(q * len(order)))]) for q in spots]
+
+
+def _full_costs(model, tokenizer, train, train_texts, val_texts, config, classes, pieces, device):
+    """Seconds and passes of every training step and validation pass of a full run."""
+    train_lengths = np.asarray(pieces(train_texts))
+    batches = length_grouped_batches(
+        [len(t) for t in train.texts], config.batch_size, np.random.default_rng([config.seed, 1])
+    )
+    padded = _padded(train_lengths, batches)
+    label_ids = {label: i for i, label in enumerate(classes)}
+    targets_all = np.asarray([label_ids[y] for y in train.labels])
+    weights = class_weight_tensor(targets_all, len(classes)).to(device)
+    optimizer = make_optimizer(model, lr=config.lr, weight_decay=config.weight_decay)
+    model.train()
+    timed: list[tuple[int, float]] = []
+    with seeded_dropout(model, job_generator(config.seed, device)):  # as the real run does
+        for i, pick in enumerate(_timed_picks(padded)):
+            rows = batches[pick]
+            targets = torch.as_tensor(targets_all[rows], device=device)
+            started = time.perf_counter()
+            train_step(model, tokenizer, [train_texts[r] for r in rows], targets, weights,
+                       optimizer, config, device)  # fmt: skip
+            if i > 0:  # the first pass warms up (allocations, lazy initialisation)
+                timed.append((padded[pick], time.perf_counter() - started))
+    steps_per_epoch = len(batches)
+    total_steps = steps_per_epoch * config.epochs
+    if config.max_steps:
+        total_steps = min(total_steps, config.max_steps)
+    epochs_run = math.ceil(total_steps / steps_per_epoch)
+    # The epochs' batches differ in order only: each epoch costs what epoch one costs.
+    per_epoch = _CostLine.fit(timed).total(padded)
+    train_s = per_epoch * total_steps / steps_per_epoch
+    val_s, val_passes = _inference_costs(model, tokenizer, val_texts, classes, config, pieces,
+                                         device, DEFAULT_BATCH_SIZE)  # fmt: skip
+    return train_s + val_s * epochs_run, total_steps + val_passes * epochs_run
+
+
+def _inference_costs(model, tokenizer, texts, classes, config, pieces, device, size):
+    """Seconds and passes of one length-sorted inference pass over `texts`."""
+    lengths = np.asarray(pieces(texts))
+    batches = _sorted_batches(len(texts), lengths, size)
+    padded = _padded(lengths, batches)
+    classifier = TransformerClassifier(
+        model, tokenizer, classes, max_length=config.max_length, device=device,
+        precision="bf16" if device.type == "cuda" else "fp32",
+    )  # fmt: skip
+    timed = []
+    for i, pick in enumerate(_timed_picks(padded)):
+        started = time.perf_counter()
+        with torch.inference_mode():
+            classifier._batch_proba([texts[r] for r in batches[pick]])
+        if i > 0:
+            timed.append((padded[pick], time.perf_counter() - started))
+    return _CostLine.fit(timed).total(padded), len(batches)
+
+
+def _quick_costs(model, tokenizer, train, train_texts, val_texts, config, pieces, device):
+    """Seconds and passes of embedding both splits, and seconds of fitting the head."""
+    texts = train_texts + val_texts
+    lengths = np.asarray(pieces(texts))
+    batches = _sorted_batches(len(texts), lengths, EMBED_BATCH)
+    padded = _padded(lengths, batches)
+    timed, sample_rows = [], []
+    for i, pick in enumerate(_timed_picks(padded)):
+        rows = batches[pick]
+        started = time.perf_counter()
+        features = embed_texts(model, tokenizer, [texts[r] for r in rows],
+                               max_length=config.max_length, device=device)  # fmt: skip
+        if i > 0:
+            timed.append((padded[pick], time.perf_counter() - started))
+        sample_rows.append((rows, features))
+    embed_s = _CostLine.fit(timed).total(padded)
+    return embed_s, len(batches), _head_seconds(train, sample_rows, config)
+
+
+def _head_seconds(train: Dataset, sampled, config: TrainConfig) -> float:
+    """The head's fit timed on the embedded sample's training rows, scaled by rows and by
+    classes (a sample may lack some)."""
+    features, labels = [], []
+    for rows, rows_features in sampled:
+        for row, vector in zip(rows, rows_features, strict=True):
+            if row < len(train):
+                features.append(vector)
+                labels.append(train.labels[row])
+    names = sorted(set(labels))
+    if len(names) < 2:
+        return 0.0
+    x = np.asarray(features)[:HEAD_SAMPLE]
+    y = np.asarray([names.index(label) for label in labels])[:HEAD_SAMPLE]
+    if len(set(y.tolist())) < len(names):
+        return 0.0
+    started = time.perf_counter()
+    fit_linear_head(x, y, x, y, n_classes=len(names), class_weights=config.class_weights,
+                    strengths=HEAD_STRENGTHS)  # fmt: skip
+    scale = len(train) / len(x) * len(set(train.labels)) / len(names)
+    return (time.perf_counter() - started) * scale
+
+
+def _baseline_seconds(train: Dataset) -> float:
+    """The bag of words fitted on a sample, scaled by rows."""
+    rows = min(len(train), BASELINE_SAMPLE)
+    picked = np.linspace(0, len(train) - 1, rows).astype(int)
+    texts = [train.texts[i] for i in picked]
+    labels = [train.labels[i] for i in picked]
+    if len(set(labels)) < 2:
+        return 0.0
+    started = time.perf_counter()
+    BagOfWordsClassifier().fit(texts, labels)
+    return (time.perf_counter() - started) * len(train) / rows
