@@ -141,8 +141,14 @@ def test_the_duration_estimate_counts_every_pass_the_run_makes(tiny_bert_dir, sp
     estimate = estimate_duration(train, val, config)
     expected = 1 if recipe == "quick" else 4 * 3 + 1 * 3  # embedding batches; steps + val
     assert estimate.passes == expected and estimate.recipe == recipe
-    assert estimate.seconds == pytest.approx(estimate.load_s + estimate.passes_s + estimate.rest_s)
-    assert min(estimate.load_s, estimate.passes_s, estimate.rest_s) > 0
+    assert min(estimate.load_s, estimate.epoch_s, estimate.rest_s) > 0
+    if recipe == "full":
+        longer = estimate.for_budget(6, None)
+        assert longer.passes == 4 * 6 + 6
+        steps_and_validation = estimate.seconds - estimate.load_s - estimate.rest_s
+        assert longer.seconds - longer.load_s - longer.rest_s == pytest.approx(
+            2 * steps_and_validation
+        )
     capped = estimate_duration(
         train, val, quick(tiny_bert_dir, recipe="full", batch_size=8, max_steps=2)
     )
@@ -153,7 +159,7 @@ def test_the_estimate_reads_as_seconds_or_minutes():
     from core.models.transformer.estimate import DurationEstimate
 
     def text(seconds: float) -> str:
-        return DurationEstimate(seconds, 0, 0, 0, 1, "full").text()
+        return DurationEstimate("full", seconds, 0.0, 0.0, 0.0, 1, 0).text()
 
     assert (text(2), text(44), text(89), text(400)) == (
         "about 5 s",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -45,14 +45,47 @@ HEAD_SAMPLE = 3 * EMBED_BATCH  # embedded rows the quick head is timed on
 
 @dataclass(frozen=True)
 class DurationEstimate:
-    """The expected wall time of one training, and what it is made of (seconds)."""
+    """The expected wall time of one training, and what it is made of (seconds).
 
-    seconds: float
-    load_s: float  # loading the backbone
-    passes_s: float  # training steps and validation (full) or embedding (quick)
-    rest_s: float  # the bag of words, and the quick head
-    passes: int  # forward passes the run will make
+    The per-epoch parts let `for_budget` rescale it to other epochs or a step limit without
+    timing again (nothing else in a run's cost depends on them).
+    """
+
     recipe: str
+    load_s: float  # loading the backbone
+    epoch_s: float  # one epoch's training steps (full) or embedding both splits (quick)
+    validation_s: float  # one validation pass (full; 0 for quick, whose head is scored at once)
+    rest_s: float  # the bag of words, and the quick head
+    steps_per_epoch: int  # training steps (full) or embedding batches (quick) of one epoch
+    validation_passes: int  # batches of one validation pass
+    epochs: int = 1
+    max_steps: int | None = None
+
+    @property
+    def steps(self) -> int:
+        """Training steps (full) or embedding batches (quick) the run makes."""
+        total = self.steps_per_epoch * self.epochs
+        return min(total, self.max_steps) if self.max_steps else total
+
+    @property
+    def epochs_run(self) -> int:
+        return math.ceil(self.steps / self.steps_per_epoch)
+
+    @property
+    def passes(self) -> int:
+        """Forward passes the run makes: steps, and each epoch's validation batches."""
+        return self.steps + self.validation_passes * self.epochs_run
+
+    @property
+    def seconds(self) -> float:
+        steps_s = self.epoch_s * self.steps / self.steps_per_epoch
+        return self.load_s + steps_s + self.validation_s * self.epochs_run + self.rest_s
+
+    def for_budget(self, epochs: int, max_steps: int | None) -> DurationEstimate:
+        """The same run with another number of epochs or step limit (full recipe)."""
+        if self.recipe == QUICK:
+            return self
+        return replace(self, epochs=epochs, max_steps=max_steps)
 
     def text(self) -> str:
         """E.g. "about 45 s" or "about 7 min"."""
@@ -101,17 +134,13 @@ def estimate_duration(train: Dataset, val: Dataset, config: TrainConfig) -> Dura
     load_s = time.perf_counter() - started
     pieces = _piece_counter(tokenizer, config.max_length)
     if config.recipe == QUICK:
-        passes_s, passes, rest_s = _quick_costs(model, tokenizer, train, train_texts, val_texts,
-                                                config, pieces, device)  # fmt: skip
+        parts = _quick_costs(model, tokenizer, train, train_texts, val_texts, config, pieces,
+                             device)  # fmt: skip
     else:
-        passes_s, passes = _full_costs(model, tokenizer, train, train_texts, val_texts, config,
-                                       classes, pieces, device)  # fmt: skip
-        rest_s = 0.0
-    rest_s += _baseline_seconds(train)
-    return DurationEstimate(
-        seconds=load_s + passes_s + rest_s, load_s=load_s, passes_s=passes_s, rest_s=rest_s,
-        passes=passes, recipe=config.recipe,
-    )  # fmt: skip
+        parts = _full_costs(model, tokenizer, train, train_texts, val_texts, config, classes,
+                            pieces, device)  # fmt: skip
+    estimate = replace(parts, load_s=load_s, rest_s=parts.rest_s + _baseline_seconds(train))
+    return estimate.for_budget(config.epochs, config.max_steps)
 
 
 def _piece_counter(tokenizer, max_length: int) -> Callable[[Sequence[str]], list[int]]:
@@ -166,17 +195,14 @@ def _full_costs(model, tokenizer, train, train_texts, val_texts, config, classes
                        optimizer, config, device)  # fmt: skip
             if i > 0:  # the first pass warms up (allocations, lazy initialisation)
                 timed.append((padded[pick], time.perf_counter() - started))
-    steps_per_epoch = len(batches)
-    total_steps = steps_per_epoch * config.epochs
-    if config.max_steps:
-        total_steps = min(total_steps, config.max_steps)
-    epochs_run = math.ceil(total_steps / steps_per_epoch)
-    # The epochs' batches differ in order only: each epoch costs what epoch one costs.
-    per_epoch = _CostLine.fit(timed).total(padded)
-    train_s = per_epoch * total_steps / steps_per_epoch
     val_s, val_passes = _inference_costs(model, tokenizer, val_texts, classes, config, pieces,
                                          device, DEFAULT_BATCH_SIZE)  # fmt: skip
-    return train_s + val_s * epochs_run, total_steps + val_passes * epochs_run
+    # The epochs' batches differ in order only: each epoch costs what epoch one costs.
+    return DurationEstimate(
+        recipe=config.recipe, load_s=0.0, epoch_s=_CostLine.fit(timed).total(padded),
+        validation_s=val_s, rest_s=0.0, steps_per_epoch=len(batches),
+        validation_passes=val_passes,
+    )  # fmt: skip
 
 
 def _inference_costs(model, tokenizer, texts, classes, config, pieces, device, size):
@@ -213,8 +239,11 @@ def _quick_costs(model, tokenizer, train, train_texts, val_texts, config, pieces
         if i > 0:
             timed.append((padded[pick], time.perf_counter() - started))
         sample_rows.append((rows, features))
-    embed_s = _CostLine.fit(timed).total(padded)
-    return embed_s, len(batches), _head_seconds(train, sample_rows, config)
+    return DurationEstimate(
+        recipe=config.recipe, load_s=0.0, epoch_s=_CostLine.fit(timed).total(padded),
+        validation_s=0.0, rest_s=_head_seconds(train, sample_rows, config),
+        steps_per_epoch=len(batches), validation_passes=0,
+    )  # fmt: skip
 
 
 def _head_seconds(train: Dataset, sampled, config: TrainConfig) -> float:
