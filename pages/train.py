@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
@@ -12,31 +11,38 @@ from core.access import AccessDenied, Actor, Permission
 from core.charts.results import (
     confusion_chart,
     f1_comparison_chart,
-    training_curve_chart,
-    validation_curve_chart,
 )
-from core.jobs import BackgroundJob, JobSnapshot, JobStatus
+from core.jobs import JobStatus
 from core.models.card import model_folder
-from core.models.registry import delete_model, list_models, rename_model
-from core.models.training_job import SavedTraining, TrainingRun, start_training
-from core.models.transformer.backbone import find_backbone
+from core.models.registry import delete_model, list_models, models_of_dataset, rename_model
+from core.models.training_job import SavedTraining, TrainingRun
+from core.models.transformer.backbone import check_positions, find_backbone
 from core.models.transformer.config import (
+    FULL,
     MINILM,
+    QUICK,
     TINY,
     TrainConfig,
     backbone_defaults,
     backbone_label,
 )
-from core.models.transformer.loop import TrainProgress
 from core.models.transformer.training import TrainResult
 from core.paths import models_dir
 from ui.auth import allowed, current_actor
 from ui.datasets import require_dataset
-from ui.jobs import JobProgress, get_job_queue, job_requester, queued_progress, render_job_progress
+from ui.jobs import render_job_progress
 from ui.safe import md_escape
 from ui.state import TRAIN_JOB, ActiveDataset, get_active_model, set_active_model
+from ui.training import (
+    QUICK_MODEL_NOTE,
+    activate_once,
+    default_model_name,
+    describe_training,
+    start_training_job,
+    training_estimate,
+)
 
-ACTIVATED_KEY = "train.activated"  # int: id of the finished training made the active model
+RECIPE_KEY = "train.recipe"
 
 
 def render_saved_models(actor: Actor) -> None:
@@ -48,6 +54,7 @@ def render_saved_models(actor: Actor) -> None:
         [
             {
                 "name": s.name, "created": s.created_at, "backbone": backbone_label(s.backbone),
+                "recipe": s.recipe,
                 "desks": len(s.labels), "transformer accuracy": s.transformer_accuracy,
                 "bag-of-words accuracy": s.bow_accuracy,
             }
@@ -97,7 +104,17 @@ def _follow_backbone() -> None:
     backbone = st.session_state["train.backbone"]
     defaults = backbone_defaults(backbone)
     st.session_state["train.lr"], st.session_state["train.epochs"] = defaults.lr, defaults.epochs
-    st.session_state["train.model_name"] = default_model_name(backbone)
+    st.session_state["train.model_name"] = model_name_for(backbone, st.session_state[RECIPE_KEY])
+
+
+def _follow_recipe() -> None:
+    recipe = st.session_state[RECIPE_KEY]
+    if recipe == QUICK and st.session_state.get("train.backbone") == TINY:
+        st.session_state["train.backbone"] = MINILM  # the tiny model has nothing pretrained
+        _follow_backbone()
+    st.session_state["train.model_name"] = model_name_for(
+        st.session_state.get("train.backbone", MINILM), recipe
+    )
 
 
 @dataclass(frozen=True)
@@ -108,16 +125,33 @@ class TrainRequest:
     model_name: str
 
 
-def default_model_name(backbone: str) -> str:
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    return f"{backbone if backbone in (MINILM, TINY) else 'custom'}-{stamp}"
+def model_name_for(backbone: str, recipe: str) -> str:
+    prefix = backbone if backbone in (MINILM, TINY) else "custom"
+    return default_model_name(f"{prefix}-quick" if recipe == QUICK else prefix)
+
+
+def render_recipe(active: ActiveDataset) -> str:
+    """Quick or full; quick comes first for a data set no saved model was trained on."""
+    has_model = bool(models_of_dataset(models_dir(), active.dataset.fingerprint))
+    st.session_state.setdefault(RECIPE_KEY, FULL if has_model else QUICK)
+    return st.radio(
+        "Recipe", [QUICK, FULL], key=RECIPE_KEY, on_change=_follow_recipe, horizontal=True,
+        format_func={QUICK: "Quick model (about a minute)", FULL: "Full fine-tuning"}.get,
+        help="Quick: the pretrained encoder stays frozen, reads every complaint once, and a "
+        "linear head learns the desks; good routing by topic, little word order. Full: every "
+        "weight is fine-tuned; best accuracy, learns word order, takes minutes on a CPU.",
+    )  # fmt: skip
 
 
 def render_train_form(active: ActiveDataset) -> TrainRequest | None:
-    """The TrainConfig form and the model's name; returns them when submitted."""
+    """The TrainConfig settings, the estimated duration and the model's name; returns them when
+    Start is clicked. No st.form: the estimate follows every change."""
+    recipe = render_recipe(active)
+    quick = recipe == QUICK
     left, right = st.columns([1, 2])
+    backbones = [MINILM, "other"] if quick else [MINILM, TINY, "other"]
     choice = left.selectbox(
-        "Backbone", [MINILM, TINY, "other"], key="train.backbone", on_change=_follow_backbone,
+        "Backbone", backbones, key="train.backbone", on_change=_follow_backbone,
         format_func={MINILM: "MiniLM-L6 (bundled, pretrained)", TINY: "Tiny transformer (from "
                      "scratch, seconds)", "other": "A saved model or a Hugging Face id"}.get,
     )  # fmt: skip
@@ -126,77 +160,72 @@ def render_train_form(active: ActiveDataset) -> TrainRequest | None:
         help="The name of a saved transformers model, or the id of a model already in the "
         "Hugging Face cache. Nothing is downloaded.",
     )  # fmt: skip
-    # The learning rate and the model name follow the backbone (_follow_backbone); a widget
-    # given both a default and a session-state value makes Streamlit warn, so their first
-    # values come from here alone.
+    # Values that follow the backbone (_follow_backbone) are set here first: a widget given
+    # both a default and a session-state value makes Streamlit warn.
     st.session_state.setdefault("train.lr", backbone_defaults(MINILM).lr)
     st.session_state.setdefault("train.epochs", backbone_defaults(MINILM).epochs)
     last: TrainingRun | None = st.session_state.get(TRAIN_JOB)
     if last is not None and st.session_state.get("train.model_name") == last.model_name:
-        st.session_state["train.model_name"] = default_model_name(choice)  # that name is taken
-    st.session_state.setdefault("train.model_name", default_model_name(choice))
-    with st.form("train.form"):
-        c = st.columns(4)
-        pooling = c[0].selectbox("Pooling", ["mean", "cls"], key="train.pooling")
-        epochs = c[1].number_input("Epochs", 1, 50, key="train.epochs")
-        lr = c[2].number_input("Learning rate", 1e-6, 1e-1, format="%.0e", key="train.lr")
-        batch_size = c[3].number_input("Batch size", 1, 256, 16, key="train.batch")
-        c = st.columns(4)
-        max_length = c[0].number_input("Max length (tokens)", 8, 512, 128, key="train.maxlen")
-        val_fraction = c[1].slider("Validation share", 0.1, 0.5, 0.2, 0.05, key="train.val")
-        seed = c[2].number_input("Seed", 0, 2**31 - 1, 0, key="train.seed")
-        max_steps = c[3].number_input(
-            "Stop after steps (0 = no limit)", 0, 1_000_000, 0, key="train.max_steps"
-        )
-        c = st.columns(4)
-        patience = c[0].number_input("Early-stopping patience", 1, 20, 2, key="train.patience")
-        class_weights = c[1].checkbox("Weight small desks", True, key="train.class_weights")
-        device = c[2].selectbox("Device", ["auto", "cpu", "cuda"], key="train.device")
-        positional = c[3].checkbox(
-            "Positional encoding", True, key="train.positional", disabled=choice != TINY,
-            help="Tiny transformer only. Off, it sees a bag of words: word order is invisible.",
-        )  # fmt: skip
-        model_name = st.text_input(
-            "Save as", key="train.model_name",
-            help="The model is saved under this name when training ends, even if you close "
-            "this tab, and becomes your active model.",
-        )  # fmt: skip
-        submitted = st.form_submit_button("Start training", type="primary")
-    if not submitted:
-        return None
+        st.session_state["train.model_name"] = model_name_for(choice, recipe)  # name is taken
+    st.session_state.setdefault("train.model_name", model_name_for(choice, recipe))
+    c = st.columns(4)
+    pooling = c[0].selectbox("Pooling", ["mean", "cls"], key="train.pooling", disabled=quick)
+    epochs = c[1].number_input("Epochs", 1, 50, key="train.epochs", disabled=quick)
+    lr = c[2].number_input("Learning rate", 1e-6, 1e-1, format="%.0e", key="train.lr",
+                           disabled=quick)  # fmt: skip
+    batch_size = c[3].number_input("Batch size", 1, 256, 16, key="train.batch", disabled=quick)
+    c = st.columns(4)
+    max_length = c[0].number_input("Max length (tokens)", 8, 512, 128, key="train.maxlen")
+    val_fraction = c[1].slider("Validation share", 0.1, 0.5, 0.2, 0.05, key="train.val")
+    seed = c[2].number_input("Seed", 0, 2**31 - 1, 0, key="train.seed")
+    max_steps = c[3].number_input(
+        "Stop after steps (0 = no limit)", 0, 1_000_000, 0, key="train.max_steps", disabled=quick
+    )
+    c = st.columns(4)
+    patience = c[0].number_input("Early-stopping patience", 1, 20, 2, key="train.patience",
+                                 disabled=quick)  # fmt: skip
+    class_weights = c[1].checkbox("Weight small desks", True, key="train.class_weights")
+    device = c[2].selectbox("Device", ["auto", "cpu", "cuda"], key="train.device")
+    positional = c[3].checkbox(
+        "Positional encoding", True, key="train.positional", disabled=choice != TINY,
+        help="Tiny transformer only. Off, it sees a bag of words: word order is invisible.",
+    )  # fmt: skip
+    model_name = st.text_input(
+        "Save as", key="train.model_name",
+        help="The model is saved under this name when training ends, even if you close "
+        "this tab, and becomes your active model.",
+    )  # fmt: skip
     try:
-        backbone = choice
-        if choice == "other":
-            backbone = find_backbone(custom, models_root=models_dir())
+        backbone = find_backbone(custom, models_root=models_dir()) if choice == "other" else choice
         config = TrainConfig(
-            backbone=backbone, pooling=pooling, epochs=int(epochs), lr=float(lr),
-            batch_size=int(batch_size), max_length=int(max_length),
-            val_fraction=float(val_fraction), seed=int(seed), patience=int(patience),
-            max_steps=int(max_steps) or None, class_weights=class_weights, device=device,
-            positional_encoding=bool(positional),
+            backbone=backbone, recipe=recipe, pooling="mean" if quick else pooling,
+            epochs=int(epochs), lr=float(lr), batch_size=int(batch_size),
+            max_length=int(max_length), val_fraction=float(val_fraction), seed=int(seed),
+            patience=int(patience), max_steps=None if quick else int(max_steps) or None,
+            class_weights=class_weights, device=device, positional_encoding=bool(positional),
         )  # fmt: skip
-        return TrainRequest(config, model_name)
+        check_positions(config)
     except ValueError as exc:
-        st.error(md_escape(exc))
-        return None
+        if choice != "other" or custom.strip():
+            st.error(md_escape(exc))
+        config = None
+    if config is not None:
+        render_estimate(active, config)
+    clicked = st.button("Start training", type="primary", key="train.start", disabled=not config)
+    return TrainRequest(config, model_name) if clicked and config else None
 
 
-def describe_training(job: BackgroundJob[TrainProgress, SavedTraining]) -> JobProgress | None:
-    """Step, epoch, loss and time left, with the curves so far; None once training has ended."""
-    snapshot = job.snapshot()
-    if snapshot.status is JobStatus.QUEUED:
-        return queued_progress(snapshot)
-    if snapshot.status is not JobStatus.RUNNING:
-        return None
-    latest = snapshot.latest
-    if latest is None:
-        return JobProgress(0.0, "Loading the backbone and preparing batches…")
-    eta = f"{latest.eta_s / 60:.1f} min" if latest.eta_s >= 60 else f"{latest.eta_s:.0f} s"
-    return JobProgress(
-        min(latest.step / latest.total_steps, 1.0),
-        f"Step {latest.step}/{latest.total_steps} · epoch {latest.epoch} · "
-        f"loss {latest.loss:.3f} · about {eta} left",
-        details=lambda: render_curves(snapshot),
+def render_estimate(active: ActiveDataset, config: TrainConfig) -> None:
+    """The expected duration, timed on this server before anything starts."""
+    try:
+        estimate = training_estimate(active, config)
+    except ValueError as exc:
+        st.caption(f"No duration estimate: {md_escape(exc)}")
+        return
+    limit = " at most (early stopping may end it sooner)" if config.recipe == FULL else ""
+    st.caption(
+        f"Estimated duration: **{estimate.text()}**{limit} on this server as it is now "
+        f"({estimate.passes:,} forward passes, timed on a few of them)."
     )
 
 
@@ -204,35 +233,21 @@ def _toast_cancelling() -> None:
     st.toast("Cancelling at the next step…")
 
 
-def render_curves(snapshot: JobSnapshot[TrainProgress, SavedTraining]) -> None:
-    history = snapshot.history
-    left, right = st.columns(2)
-    left.altair_chart(
-        training_curve_chart([p.step for p in history], [p.loss for p in history]),
-        width="stretch",
-    )
-    epochs = {p.epoch - 1: p for p in history if p.val_accuracy is not None}
-    if epochs:
-        right.altair_chart(
-            validation_curve_chart(
-                list(epochs), [p.val_accuracy for p in epochs.values()],
-                [p.val_macro_f1 for p in epochs.values()],
-            ),
-            width="stretch",
-        )  # fmt: skip
-
-
 def render_result(run: TrainingRun, saved: SavedTraining) -> None:
     result: TrainResult = saved.result
     folder = saved.folder
     assert folder is not None  # a finished, not cancelled, training is saved
-    if st.session_state.get(ACTIVATED_KEY) != run.job.id:  # once: later the user may switch
-        st.session_state[ACTIVATED_KEY] = run.job.id
-        set_active_model(folder)
+    activate_once(run)
+    if result.config.recipe == QUICK:
+        how = f"quick model, linear head C = {result.head_strength:g}"
+    else:
+        how = f"best epoch {result.best_epoch}"
     st.success(
-        f"Trained in {result.train_seconds:.0f} s on {md_escape(result.device)}; best epoch "
-        f"{result.best_epoch}. Saved as {md_escape(folder.name)} and made your active model."
+        f"Trained in {result.train_seconds:.0f} s on {md_escape(result.device)}; {how}. Saved "
+        f"as {md_escape(folder.name)} and made your active model."
     )
+    if result.config.recipe == QUICK:
+        st.info(QUICK_MODEL_NOTE, icon=":material/bolt:")
     rows = [("Transformer", result.transformer_report, result.transformer_twin_report),
             ("Bag of words", result.baseline_report, result.baseline_twin_report)]  # fmt: skip
     st.dataframe(
@@ -270,24 +285,11 @@ def render_job(run: TrainingRun) -> None:
         render_result(run, snapshot.result)
 
 
-def start(active: ActiveDataset, request: TrainRequest) -> TrainingRun | None:
-    """Queue the training; None (with the reason shown) when the queue or the role refuses."""
-    try:
-        run = start_training(
-            active.dataset, request.config, dataset_name=active.name,
-            models_root=models_dir(), model_name=request.model_name,
-            queue=get_job_queue(), requester=job_requester(),
-        )  # fmt: skip
-    except (ValueError, AccessDenied) as exc:
-        st.error(md_escape(exc))
-        return None
-    return run
-
-
 st.title("Train")
 st.write(
-    "Fine-tune a transformer on the active data set; a bag-of-words baseline is trained on the "
-    "same split so the two can be compared. Or load a saved model."
+    "Build a transformer model on the active data set: a quick model in about a minute, or full "
+    "fine-tuning for the best accuracy and word order. A bag-of-words baseline is trained on "
+    "the same split so the two can be compared. Or load a saved model."
 )
 actor = current_actor()
 model = get_active_model()
@@ -311,7 +313,7 @@ if active is not None:
     if busy:
         st.info("Your training is queued or running; cancel it to start another.")
     if request is not None:
-        run = start(active, request) or run
+        run = start_training_job(active, request.config, request.model_name) or run
         st.session_state[TRAIN_JOB] = run
 if run is not None:
     render_job(run)

@@ -25,11 +25,12 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
 def train_tiny(at: AppTest, *, max_steps: int, name: str | None = None) -> None:
     if any(b.key == "train.use_demo" for b in at.button):  # else the demo data is loaded
         at.button(key="train.use_demo").click().run()
+    at.radio(key="train.recipe").set_value("full").run()
     at.selectbox(key="train.backbone").set_value("tiny").run()
     at.number_input(key="train.max_steps").set_value(max_steps)
     if name is not None:
         at.text_input(key="train.model_name").set_value(name)
-    at.button(key="FormSubmitter:train.form-Start training").click().run()
+    at.button(key="train.start").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     snapshot = at.session_state["train.job"].job.wait(120)
     assert snapshot.status == "done", snapshot.error
@@ -56,10 +57,11 @@ def test_a_training_saves_itself_under_the_name_given_and_becomes_active(
     app: AppTest, tmp_path: Path
 ):
     app.button(key="train.use_demo").click().run()
+    app.radio(key="train.recipe").set_value("full").run()
     app.selectbox(key="train.backbone").set_value("tiny").run()
     for name in ["../escape", str(tmp_path / "escape")]:
         app.text_input(key="train.model_name").set_value(name)
-        app.button(key="FormSubmitter:train.form-Start training").click().run()
+        app.button(key="train.start").click().run()
         assert any("model name" in e.value for e in app.error)
         assert app.session_state["train.job"] is None  # refused before anything was queued
     assert not (tmp_path / "escape").exists()  # nothing escaped the models folder
@@ -81,7 +83,7 @@ def test_a_name_already_taken_is_refused_before_training(app: AppTest, tmp_path:
     (tmp_path / "models" / "taken").mkdir(parents=True)
     app.button(key="train.use_demo").click().run()
     app.text_input(key="train.model_name").set_value("taken")
-    app.button(key="FormSubmitter:train.form-Start training").click().run()
+    app.button(key="train.start").click().run()
     assert [e.value for e in app.error] == [
         md_escape("a model named 'taken' already exists; choose another name")
     ]
@@ -92,7 +94,7 @@ def test_a_backbone_outside_the_allowed_places_is_only_not_found(app: AppTest, t
     app.button(key="train.use_demo").click().run()
     app.selectbox(key="train.backbone").set_value("other").run()
     app.text_input(key="train.custom").set_value(typed).run()
-    app.button(key="FormSubmitter:train.form-Start training").click().run()
+    assert app.button(key="train.start").disabled
     assert not app.exception
     assert [e.value for e in app.error] == [md_escape(NOT_FOUND.format(text=typed))]
     assert "train.job" not in app.session_state  # nothing was started, nothing was read
@@ -128,11 +130,46 @@ def test_a_session_is_told_when_its_model_changes_on_disk(
 
 def test_cancel_saves_nothing(app: AppTest, tmp_path: Path):
     app.button(key="train.use_demo").click().run()
+    app.radio(key="train.recipe").set_value("full").run()
     app.selectbox(key="train.backbone").set_value("tiny").run()
-    app.button(key="FormSubmitter:train.form-Start training").click().run()
+    app.button(key="train.start").click().run()
     run = app.session_state["train.job"]
     run.job.cancel()
     assert run.job.wait(120).status == "cancelled"
     app.run()
     assert any("cancelled" in i.value for i in app.info)
     assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())
+
+
+def test_a_new_data_set_is_offered_the_quick_recipe_first_with_its_estimate(
+    app: AppTest, tmp_path: Path, tiny_bert_cls_model_dir: Path
+):
+    # A saved transformers model as the backbone: the tiny random BERT, so this runs in seconds.
+    shutil.copytree(tiny_bert_cls_model_dir, tmp_path / "models" / "tiny-bert")
+    app.button(key="train.use_demo").click().run()
+    assert app.radio(key="train.recipe").value == "quick"  # no model of this data set yet
+    assert app.number_input(key="train.epochs").disabled  # nothing to tune but the data
+    assert "tiny" not in app.selectbox(key="train.backbone").options  # nothing pretrained
+    app.selectbox(key="train.backbone").set_value("other").run()
+    app.text_input(key="train.custom").set_value("tiny-bert").run()
+    assert any("at most 64" in e.value for e in app.error)  # the tiny BERT has 64 positions
+    app.number_input(key="train.maxlen").set_value(48).run()
+    assert any("Estimated duration: **about" in c.value for c in app.caption), shown_text(app)
+    app.text_input(key="train.model_name").set_value("first-quick")
+    app.button(key="train.start").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert app.session_state["train.job"].job.wait(120).status == "done"
+    app.run()
+    assert any("quick model, linear head C =" in s.value for s in app.success)
+    assert any("quick model" in i.value for i in app.info)  # what it can and cannot show
+    card = json.loads((tmp_path / "models" / "first-quick" / "card.json").read_text())
+    assert card["recipe"] == "quick" and card["data_fingerprint"]
+    table = app.dataframe[0].value
+    assert dict(zip(table["name"], table["recipe"], strict=True))["first-quick"] == "quick"
+
+
+def test_a_data_set_with_a_model_is_offered_full_fine_tuning(app: AppTest):
+    train_tiny(app, max_steps=2, name="tiny-on-demo")  # trained on the demo data
+    fresh = AppTest.from_file(PAGE, default_timeout=120).run()
+    fresh.button(key="train.use_demo").click().run()
+    assert fresh.radio(key="train.recipe").value == "full"

@@ -13,6 +13,7 @@ from core.data.privacy import mask_personal_data
 from ui.safe import md_escape
 from ui.state import (
     MASK_DISPLAY,
+    get_active_dataset,
     get_active_model,
     get_reviewer,
     get_store,
@@ -28,15 +29,17 @@ if TYPE_CHECKING:
 
 
 def require_model() -> LoadedModel:
-    """The active model with a one-line caption; otherwise a pointer to Train, and the page
-    stops here."""
+    """The active model with a one-line caption (and what a quick model cannot show);
+    otherwise a saved model of this data set or a quick model one click away, a pointer to
+    Train, and the page stops here."""
+    from ui.training import render_first_model, render_quick_model_note
+
     model = get_active_model()
     if model is None:
-        st.info("No model is active. Train one or load a saved one on the Train page.")
-        st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
-        st.stop()
+        render_first_model(get_active_dataset(), "first_model")  # stops the page
     desks = ", ".join(map(str, model.card["labels"]))
     st.caption(f"Model: {md_escape(model.path.name)} · desks: {md_escape(desks)}")
+    render_quick_model_note(model)
     return model
 
 

@@ -72,6 +72,7 @@ class ModelSummary:
     bow_accuracy: float | None
     bow_macro_f1: float | None
     recipe: str = FULL  # "quick": frozen encoder and a fitted head (cards before it: "full")
+    data_fingerprint: str = ""  # of the data set it was trained on (core.data.Dataset)
 
 
 @dataclass(frozen=True)
@@ -326,7 +327,13 @@ def _summary(folder: Path, card: dict[str, Any]) -> ModelSummary:
         bow_accuracy=_metric(metrics, "bow", "accuracy"),
         bow_macro_f1=_metric(metrics, "bow", "macro_f1"),
         recipe=card_recipe(card),
+        data_fingerprint=str(card.get("data_fingerprint", "")),
     )
+
+
+def models_of_dataset(root: str | Path, fingerprint: str) -> list[ModelSummary]:
+    """The saved models trained on the data set with `fingerprint`, newest first."""
+    return [s for s in list_models(root) if s.data_fingerprint == fingerprint]
 
 
 def card_recipe(card: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from core.jobs import BackgroundJob, JobQueue, Requester
 from core.models.card import model_folder
 from core.models.registry import save_model
 from core.models.transformer.config import TrainConfig, backbone_label
+from core.models.transformer.estimate import DurationEstimate, estimate_duration
 from core.models.transformer.loop import ProgressCallback, TrainProgress
 from core.models.transformer.training import TrainResult, train_models
 
@@ -83,6 +84,13 @@ def train_and_save(
             continue
         return SavedTraining(result, folder)
     raise ValueError(f"models {name!r} to {name}-{MAX_NAME_TRIES} all exist; rename some of them")
+
+
+def estimate_training(dataset: Dataset, config: TrainConfig) -> DurationEstimate:
+    """How long `start_training(dataset, config, ...)` would take on this machine now: the same
+    split, a few timed passes (core.models.transformer.estimate). Takes a few seconds."""
+    train, val = split_dataset(dataset, val_fraction=config.val_fraction, seed=config.seed)
+    return estimate_duration(train, val, config)
 
 
 def start_training(

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from huggingface_hub import try_to_load_from_cache
 from torch import nn
-from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
 from core.models.card import check_loadable, model_folder
 from core.models.seeding import reset_linear
@@ -120,6 +120,7 @@ def load_backbone(
             generator=generator, positional_encoding=config.positional_encoding,
         )  # fmt: skip
     source = resolve_backbone(config.backbone)
+    check_positions(config)
     id2label = {i: label for i, label in enumerate(classes)}
     label2id = {label: i for i, label in id2label.items()}
     options = {"attn_implementation": "eager", "use_safetensors": True, "local_files_only": True}
@@ -152,6 +153,25 @@ def load_backbone(
     model = MeanPoolForSequenceClassification(head_config, encoder=encoder)
     reset_linear(model.classifier, generator, std=head_config.initializer_range)
     return model, tokenizer
+
+
+def check_positions(config: TrainConfig) -> None:
+    """Refuse a max_length beyond the backbone's learned positions before anything runs (it
+    would fail deep inside the first batch long enough to need them). Reads config.json only.
+    """
+    if config.backbone == TINY:
+        return  # its sinusoidal table is built for the max_length it is given
+    try:
+        source = resolve_backbone(config.backbone)
+        positions = getattr(AutoConfig.from_pretrained(source, local_files_only=True),
+                            "max_position_embeddings", None)  # fmt: skip
+    except (OSError, ValueError):
+        return  # loading the model says what is wrong, with the advice
+    if isinstance(positions, int) and config.max_length > positions:
+        raise ValueError(
+            f"max_length {config.max_length} is more than the {positions} positions backbone "
+            f"{backbone_label(config.backbone)!r} has; use a max_length of at most {positions}"
+        )
 
 
 def _reset_missing(
