@@ -170,8 +170,9 @@ def test_job_progress_weighs_embedding_and_folds(noisy, config):
     job = AuditJob(data, audit_quick.quick_audit_config(AuditConfig(folds=4)), train_config=config)
     job._on_embed(EmbedProgress(45, 90, 3.0, 3.0))
     status = job.status()
-    assert status.fraction == pytest.approx(0.45) and (status.texts, status.total_texts) == (45, 90)
-    assert status.eta_s == pytest.approx(3.0 + 6.0 * 0.1 / 0.9)
+    assert status.fraction == pytest.approx(0.425)
+    assert (status.texts, status.total_texts) == (45, 90)
+    assert status.eta_s == pytest.approx(3.0 + 6.0 * 0.15 / 0.85)
 
 
 # ------------------------------------------------------------------------------ the CLI

@@ -32,8 +32,8 @@ JobState = Literal["queued", "running", "done", "cancelled", "failed"]
 # per fold, per optimiser step (transformer audit), per batch of texts embedded (quick audit)
 AuditEvent = Union[AuditProgress, "TrainProgress", EmbedProgress]
 # Share of a quick audit's time spent embedding (the folds' head fits are the rest): measured on
-# 3000 demo rows with MiniLM on a CPU (BENCHMARKS.md, "Label audit"); it only paces the bar.
-EMBED_SHARE = 0.9
+# 3000 demo rows with MiniLM on a CPU, 88 of 105 s (BENCHMARKS.md); it only paces the bar.
+EMBED_SHARE = 0.85
 
 
 def transformer_fit(
