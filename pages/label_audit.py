@@ -1,11 +1,12 @@
 """Label audit page: find rows whose label looks wrong, decide each one, export the corrections.
 
-The audit runs in a worker thread (core.analysis.audit_transformer.AuditJob) polled by a
-fragment; finished audits are cached per server process by data fingerprint and settings. Every
-decision goes to the review store (SQLite) in one transaction and is shown as saved only after
-the write returned. Page-private session keys: "audit.row" (the issue under review, a widget),
-"audit.last_save" (SaveOutcome of the last decision, shown once) and "audit.carry_over"
-(SaveOutcome of carrying decisions over from the legacy fingerprint, shown once)."""
+The audit (bag of words, quick or transformer) runs in a worker thread
+(core.analysis.audit_transformer.AuditJob) polled by a fragment; finished audits are cached per
+server process by data fingerprint and settings. Every decision goes to the review store (SQLite)
+in one transaction and is shown as saved only after the write returned. Page-private session
+keys: "audit.row" (the issue under review, a widget), "audit.last_save" (SaveOutcome of the last
+decision, shown once) and "audit.carry_over" (SaveOutcome of carrying decisions over from the
+legacy fingerprint, shown once)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import streamlit as st
 from core.access import AccessDenied, Actor, Permission
 from core.analysis.audit import AuditConfig, AuditResult, LabelIssue, audit_cache_key
 from core.analysis.audit_cache import AuditCache
+from core.analysis.audit_quick import QUICK_AUDIT, quick_audit_config, quick_train_config
 from core.analysis.audit_transformer import (
     AuditJob,
     AuditStatus,
@@ -62,7 +64,19 @@ from ui.widgets import (
 if TYPE_CHECKING:  # the bag-of-words audit needs no torch; a loaded model brings it along
     from core.models.registry import LoadedModel
 
-BOW, TRANSFORMER = "bow", "transformer"
+BOW, QUICK, TRANSFORMER = "bow", QUICK_AUDIT, "transformer"
+MODEL_NAMES = {
+    BOW: "Bag of words (seconds)",
+    QUICK: "Quick: MiniLM embeddings + a linear head (about a minute per 3,000 rows)",
+    TRANSFORMER: "Transformer, fine-tuned per fold with the active model's settings (hours)",
+}
+MODEL_CAPTIONS = {
+    BOW: "Sees which words occur, not their order: word-order twins look mislabelled.",
+    QUICK: "The pretrained encoder embeds each row once and never sees labels; a head per fold "
+    "learns the desks. Sees word order as far as the pretrained encoder does.",
+    TRANSFORMER: "Fine-tunes the whole encoder on each fold's rows: learns word order from your "
+    "labels. Hours on a CPU, minutes on a GPU.",
+}
 ROW_KEY = "audit.row"
 LAST_SAVE_KEY = "audit.last_save"
 CARRY_OVER_KEY = "audit.carry_over"
@@ -105,12 +119,10 @@ def render_audit_form(active: ActiveDataset, model: LoadedModel | None) -> None:
         left, right = st.columns([3, 1])
         choice = left.radio(
             "Model that predicts each row without having seen it",
-            [BOW, TRANSFORMER],
+            list(MODEL_NAMES),
             key="audit.model",
-            format_func={
-                BOW: "Bag of words (seconds)",
-                TRANSFORMER: "Transformer, with the active model's training settings (minutes)",
-            }.get,
+            format_func=MODEL_NAMES.get,
+            captions=list(MODEL_CAPTIONS.values()),
         )
         folds = right.number_input("Folds", 2, 10, 5, key="audit.folds")
         submitted = st.form_submit_button("Run the audit", type="primary")
@@ -156,10 +168,13 @@ def start_audit(dataset: Dataset, choice: str, folds: int, model: LoadedModel | 
 def audit_settings(
     choice: str, folds: int, model: LoadedModel | None
 ) -> tuple[AuditConfig, TrainConfig | None]:
-    """The AuditConfig and, for the transformer audit, the TrainConfig to fine-tune with."""
+    """The AuditConfig and, for the quick and transformer audits, the TrainConfig (the quick
+    audit's names the bundled MiniLM, whose encoder it uses frozen)."""
     config = AuditConfig(folds=folds)
     if choice == BOW:
         return config, None
+    if choice == QUICK:
+        return quick_audit_config(config), quick_train_config()
     if model is None:
         raise ValueError("no active model: train or load one on Train, or audit with bag of words")
     return transformer_audit_config(config), train_config_from_card(model.card)
@@ -180,6 +195,10 @@ def _caption_cancelling() -> None:
 
 
 def _progress_text(status: AuditStatus) -> str:
+    if status.fold == 0 and status.total_texts and status.texts < status.total_texts:
+        text = f"Embedding text {status.texts:,} of {status.total_texts:,}"
+        text += f" · {status.elapsed_s:.0f} s elapsed"
+        return text + (f", about {status.eta_s:.0f} s left" if status.eta_s is not None else "")
     text = f"Fold {min(status.fold + 1, status.folds)} of {status.folds}"
     if status.total_steps:
         text += f", step {status.step} of {status.total_steps}"

@@ -167,6 +167,24 @@ def test_transformer_audit_with_a_saved_tiny_model(tiny_model_dir: Path):
     assert at.subheader[0].value.startswith("Suspected issues (transformer, 2 folds")
 
 
+def test_the_quick_audit_embeds_with_minilm_beside_the_other_two():
+    """The bundled MiniLM's frozen embeddings of 90 toy rows and a head per fold: seconds."""
+    at = open_page(PAGE, {ACTIVE_DATASET: toy_active()}).run()
+    assert at.radio(key="audit.model").options == [
+        "Bag of words (seconds)",
+        "Quick: MiniLM embeddings + a linear head (about a minute per 3,000 rows)",
+        "Transformer, fine-tuned per fold with the active model's settings (hours)",
+    ]
+    at.radio(key="audit.model").set_value("quick")
+    at.number_input(key="audit.folds").set_value(2)
+    at.button(key=RUN).click().run()
+    assert not at.exception
+    finish_audit(at)
+    result = at.session_state[AUDIT_JOB].status().result
+    assert (result.model, result.folds, result.pred_probs.shape) == ("quick", 2, (90, 3))
+    assert at.subheader[0].value.startswith("Suspected issues (quick, 2 folds")
+
+
 @pytest.fixture()
 def slow_model(tiny_model_dir: Path, tmp_path: Path) -> Path:
     """The tiny model with training settings that take minutes per fold (200 epochs, no early

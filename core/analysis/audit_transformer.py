@@ -1,5 +1,6 @@
 """Audit with a saved model's transformer settings: a per-fold fine-tuning `fit`, and a job that
-runs any audit in a worker thread (core.jobs) with progress per optimiser step, ETA and cancel.
+runs any audit (bag of words, quick, transformer) in a worker thread (core.jobs) with progress per
+optimiser step or text embedded, ETA and cancel.
 
 The audit never reuses a saved model's weights: they saw every row, so their predictions on the
 training rows say nothing about label errors. It fine-tunes afresh on each fold's training rows
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 from core.access import Permission
 from core.analysis.audit import AuditConfig, AuditProgress, AuditResult, FitModel, run_audit
+from core.analysis.audit_quick import QUICK_AUDIT, EmbedProgress, run_quick_audit
 from core.data.dataset import Dataset, split_dataset
 from core.jobs import BackgroundJob, JobQueue, JobSnapshot, JobStatus, Requester
 from core.models.transformer.config import TrainConfig
@@ -27,7 +29,11 @@ if TYPE_CHECKING:  # torch and transformers load only once a transformer audit r
 TRANSFORMER = "transformer"  # AuditConfig.model of an audit that fine-tunes per fold
 StepCallback = Callable[["TrainProgress"], None]
 JobState = Literal["queued", "running", "done", "cancelled", "failed"]
-AuditEvent = Union[AuditProgress, "TrainProgress"]  # per fold, and per optimiser step
+# per fold, per optimiser step (transformer audit), per batch of texts embedded (quick audit)
+AuditEvent = Union[AuditProgress, "TrainProgress", EmbedProgress]
+# Share of a quick audit's time spent embedding (the folds' head fits are the rest): measured on
+# 3000 demo rows with MiniLM on a CPU, 88 of 105 s (BENCHMARKS.md); it only paces the bar.
+EMBED_SHARE = 0.85
 
 
 def transformer_fit(
@@ -91,6 +97,8 @@ class AuditStatus:
     eta_s: float | None  # None until the first progress report
     result: AuditResult | None  # set when state is "done" or "cancelled"
     error: str | None  # set when state is "failed"
+    texts: int = 0  # quick audit: distinct texts embedded so far
+    total_texts: int = 0  # quick audit: distinct texts to embed (0 until embedding starts)
     position: int | None = None  # while queued: 1-based place in the server's queue
     start_eta_s: float | None = None  # while queued: seconds until it should start, if known
 
@@ -100,8 +108,9 @@ class AuditJob:
     poll `status()`.
 
     Build it, then start its thread with `begin()`; `cancel()` asks it to stop
-    at the next optimiser step or fold. Progress is the share of folds done plus, for the
-    transformer audit, the share of the current fold's optimiser steps.
+    at the next optimiser step, batch of texts or fold. Progress is the share of folds done plus,
+    for the transformer audit, the share of the current fold's optimiser steps; for the quick
+    audit the embedding counts for EMBED_SHARE of the work and the folds for the rest.
     """
 
     def __init__(
@@ -119,6 +128,7 @@ class AuditJob:
         self._train_config = train_config
         self._lock = threading.Lock()
         self._fold, self._step, self._total_steps = 0, 0, 0
+        self._texts, self._total_texts = 0, 0
         self._eta: float | None = None
         self._cached: AuditResult | None = None  # set by finished(): no thread at all
         self._job: BackgroundJob[AuditEvent, AuditResult] = BackgroundJob(
@@ -127,7 +137,8 @@ class AuditJob:
 
     def begin(self, queue: JobQueue, requester: Requester) -> AuditJob:
         """Queue the audit (once) on `queue` for `requester` and return the job;
-        `train_config` set at creation makes it the transformer audit."""
+        `train_config` set at creation makes it the transformer audit, or the quick audit when
+        `config.model` is "quick" (heavy lane of `train_config.device` either way)."""
         train = self._train_config
         device = train.device if train is not None else "cpu"
         ticket = requester.ticket(
@@ -136,12 +147,22 @@ class AuditJob:
             "audit",
             lane=queue.heavy_lane(device),
         )
-        tokens = train.batch_size * train.max_length if train is not None else None
+        tokens = self._tokens_per_batch()
         queue.submit(
             self._job, ticket, actor=requester.actor, permission=Permission.RUN_JOBS,
             tokens_per_batch=tokens,
         )  # fmt: skip
         return self
+
+    def _tokens_per_batch(self) -> int | None:
+        train = self._train_config
+        if train is None:
+            return None
+        if self.config.model == QUICK_AUDIT:
+            from core.models.transformer.quick import EMBED_BATCH
+
+            return EMBED_BATCH * train.max_length
+        return train.batch_size * train.max_length
 
     @classmethod
     def finished(cls, dataset: Dataset, result: AuditResult, *, key: str = "") -> AuditJob:
@@ -168,8 +189,7 @@ class AuditJob:
         state = snapshot.status.value
         with self._lock:
             folds = self.config.folds
-            within = self._step / self._total_steps if self._total_steps else 0.0
-            fraction = 1.0 if state == "done" else min(1.0, (self._fold + within) / folds)
+            fraction = 1.0 if state == "done" else min(1.0, self._fraction())
             return AuditStatus(
                 state=state,
                 fraction=fraction,
@@ -181,9 +201,20 @@ class AuditJob:
                 eta_s=self._eta,
                 result=snapshot.result,
                 error=snapshot.error,
+                texts=self._texts,
+                total_texts=self._total_texts,
                 position=snapshot.position,
                 start_eta_s=snapshot.start_eta_s,
             )
+
+    def _fraction(self) -> float:
+        """The share of the work done (under the lock)."""
+        folds = self.config.folds
+        if self.config.model == QUICK_AUDIT:
+            embedded = self._texts / self._total_texts if self._total_texts else 0.0
+            return EMBED_SHARE * embedded + (1 - EMBED_SHARE) * self._fold / folds
+        within = self._step / self._total_steps if self._total_steps else 0.0
+        return (self._fold + within) / folds
 
     def _snapshot(self) -> JobSnapshot[AuditEvent, AuditResult]:
         if self._cached is None:
@@ -200,6 +231,11 @@ class AuditJob:
             self._on_fold(progress)
             on_progress(progress)
 
+        if self.config.model == QUICK_AUDIT and self._train_config is not None:
+            return run_quick_audit(
+                self._dataset, self.config, self._train_config, on_embed=self._on_embed,
+                on_progress=on_fold, cancel=cancel,
+            )  # fmt: skip
         fit = None
         if self._train_config is not None:
             fit = transformer_fit(self._train_config, on_progress=self._on_step, cancel=cancel)
@@ -209,6 +245,12 @@ class AuditJob:
         with self._lock:
             self._fold, self._step, self._total_steps = progress.fold, 0, 0
             self._eta = progress.eta_s
+
+    def _on_embed(self, progress: EmbedProgress) -> None:
+        with self._lock:
+            self._texts, self._total_texts = progress.texts, progress.total_texts
+            embedding_s = progress.elapsed_s + progress.eta_s
+            self._eta = progress.eta_s + embedding_s * (1 - EMBED_SHARE) / EMBED_SHARE
 
     def _on_step(self, progress: TrainProgress) -> None:
         with self._lock:

@@ -1,0 +1,229 @@
+"""The quick label audit: a pretrained encoder's frozen embeddings of every text, computed once,
+and per fold a logistic-regression head fitted on the other folds' embeddings.
+
+The encoder never sees a label, so embedding the whole data set once leaks nothing into the
+out-of-fold probabilities: only the head learns from labels, and each fold's head is fitted
+without the held-out rows. A 3000-row audit takes about a minute on a CPU where fine-tuning per
+fold (core.analysis.audit_transformer) takes hours (BENCHMARKS.md, "Label audit").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from core.analysis.audit import (
+    AuditConfig,
+    AuditResult,
+    FitModel,
+    ProgressCallback,
+    check_auditable,
+    run_audit,
+    stratified_folds,
+)
+from core.data.dataset import Dataset
+from core.data.privacy import mask_texts
+from core.models.transformer.config import MINILM, QUICK, TrainConfig
+
+if TYPE_CHECKING:  # torch and transformers load only once a quick audit runs
+    from core.models.transformer.quick import LinearHead
+
+# AuditConfig.model of this audit: the quick recipe's frozen encoder and linear head.
+QUICK_AUDIT = QUICK
+# Logistic-regression strengths C a fold's head chooses from, on an inner validation split of
+# the fold's training rows (macro-F1, as the quick recipe). A fixed C does not carry over: the
+# penalty weighs against the summed loss, so the same C regularises a 60-row fold forty times
+# harder than a 2400-row one, and embedding norms differ by backbone. On the planted-flip
+# benchmark (3000 demo rows, MiniLM) fixed C from 0.01 to 0.3 gave precision 0.52 to 0.55 at
+# recall 0.82 to 0.83 while C=10 memorised flips (0.31); the inner choice picked 0.3 or 1 and
+# matched the best fixed C (BENCHMARKS.md, "Label audit").
+HEAD_STRENGTHS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
+INNER_FOLDS = 5  # the inner validation rows are one stratified fifth of the fold's training rows
+EmbedCallback = Callable[["EmbedProgress"], None]
+
+
+@dataclass(frozen=True)
+class EmbedProgress:
+    """Reported after each batch of texts embedded (before the folds start)."""
+
+    texts: int  # distinct texts embedded so far
+    total_texts: int
+    elapsed_s: float
+    eta_s: float
+
+
+def quick_train_config(
+    backbone: str = MINILM, *, max_length: int = 128, device: str = "auto"
+) -> TrainConfig:
+    """The TrainConfig of a quick audit over `backbone` (its encoder is used, never trained)."""
+    return TrainConfig(backbone=backbone, recipe=QUICK, max_length=max_length, device=device)
+
+
+class EmbeddedTexts:
+    """Frozen-encoder features of a fixed set of texts, looked up by text."""
+
+    def __init__(self, texts: Sequence[str], features: np.ndarray) -> None:
+        self._row = {text: i for i, text in enumerate(texts)}
+        self.features_ = features  # (n_distinct_texts, hidden)
+
+    def of(self, texts: Sequence[str]) -> np.ndarray:
+        """The features of `texts`, (len(texts), hidden); each must have been embedded."""
+        missing = [t for t in texts if t not in self._row]
+        if missing:
+            raise ValueError(f"{len(missing)} texts were never embedded; embed the data set again")
+        return self.features_[[self._row[t] for t in texts]]
+
+
+class HeadClassifier:
+    """One fold's model: a linear head over embedded texts (the ProbabilisticClassifier
+    protocol)."""
+
+    def __init__(self, head: LinearHead, classes: Sequence[str], embedded: EmbeddedTexts) -> None:
+        self.head_ = head
+        self.classes_ = np.asarray(list(classes), dtype=str)
+        self._embedded = embedded
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """Softmax of the head's logits, (len(texts), n_classes)."""
+        logits = self.head_.logits(self._embedded.of(texts))
+        logits = logits - logits.max(axis=1, keepdims=True)
+        probs = np.exp(logits)
+        return probs / probs.sum(axis=1, keepdims=True)
+
+
+def embed_dataset(
+    dataset: Dataset,
+    config: TrainConfig,
+    *,
+    on_progress: EmbedCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> EmbeddedTexts | None:
+    """Each distinct text of `dataset`, masked (core.data.privacy), embedded once by the frozen
+    encoder of `config.backbone`; None when `cancel` was set."""
+    from core.models.device import resolve_device
+    from core.models.transformer.backbone import load_backbone
+    from core.models.transformer.quick import embed_texts
+
+    texts = list(dict.fromkeys(dataset.texts))  # distinct, in first-seen order
+    device = resolve_device(config.device)
+    model, tokenizer = load_backbone(config, sorted(set(dataset.labels)))
+    model.to(device)
+    started = time.perf_counter()
+
+    def on_rows(done: int) -> None:
+        if on_progress is not None:
+            elapsed = time.perf_counter() - started
+            on_progress(
+                EmbedProgress(done, len(texts), elapsed, elapsed / done * (len(texts) - done))
+            )
+
+    features = embed_texts(
+        model, tokenizer, mask_texts(texts), max_length=config.max_length, device=device,
+        on_rows=on_rows, cancel=cancel,
+    )  # fmt: skip
+    return None if features is None else EmbeddedTexts(texts, features)
+
+
+def head_fit(
+    embedded: EmbeddedTexts,
+    *,
+    strengths: Sequence[float] = HEAD_STRENGTHS,
+    class_weights: bool = True,
+    seed: int = 0,
+) -> FitModel:
+    """A `fit(train)` for `run_audit`: a logistic-regression head on the embeddings of a fold's
+    training rows, its C chosen among `strengths` on a stratified inner split of those rows
+    (seeded by `seed`; `_inner_split`), then refitted on all of them. The held-out fold is
+    never looked at.
+
+    BLAS runs single-threaded during the fit, as in core.analysis.audit.bow_fit.
+    """
+    from core.models.transformer.quick import fit_linear_head
+
+    def fit(train: Dataset) -> HeadClassifier:
+        classes = sorted(set(train.labels))
+        inner, val = _inner_split(train, seed=seed)
+        options = {"n_classes": len(classes), "class_weights": class_weights}
+        with threadpool_limits(limits=1, user_api="blas"):
+            strength = _middle(strengths)
+            if len(val) > 0:
+                strength = fit_linear_head(
+                    *_arrays(inner, embedded, classes), *_arrays(val, embedded, classes),
+                    strengths=strengths, **options,
+                ).strength  # fmt: skip
+            features, labels = _arrays(train, embedded, classes)
+            head = fit_linear_head(  # one strength: the "validation" rows choose nothing
+                features, labels, features, labels, strengths=(strength,), **options
+            )
+        return HeadClassifier(head, classes, embedded)
+
+    return fit
+
+
+def _inner_split(train: Dataset, *, seed: int) -> tuple[Dataset, Dataset]:
+    """A stratified fifth of `train` to choose C on, and the rest to fit on. Only labels with
+    two or more rows give validation rows, so the rest keeps every label; a fold too small to
+    give any (a few rows per label) gets an empty validation part and the middle strength."""
+    fold = stratified_folds(train.labels, folds=INNER_FOLDS, seed=seed)
+    counts = Counter(train.labels)
+    is_val = [fold[i] == 0 and counts[y] > 1 for i, y in enumerate(train.labels)]
+    rest = [i for i, v in enumerate(is_val) if not v]
+    return train.subset(rest), train.subset([i for i, v in enumerate(is_val) if v])
+
+
+def _middle(strengths: Sequence[float]) -> float:
+    return sorted(strengths)[len(strengths) // 2]
+
+
+def _arrays(
+    part: Dataset, embedded: EmbeddedTexts, classes: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Features (rows, hidden) and label ids (rows,) of `part`."""
+    ids = {label: i for i, label in enumerate(classes)}
+    return embedded.of(part.texts), np.asarray([ids[y] for y in part.labels])
+
+
+def quick_audit_config(config: AuditConfig) -> AuditConfig:
+    """`config` naming the quick audit (its model name, in results and cache keys)."""
+    return dataclasses.replace(config, model=QUICK_AUDIT)
+
+
+def run_quick_audit(
+    dataset: Dataset,
+    config: AuditConfig,
+    train_config: TrainConfig,
+    *,
+    on_embed: EmbedCallback | None = None,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> AuditResult:
+    """Audit `dataset`'s labels with heads over `train_config.backbone`'s frozen embeddings.
+
+    Progress comes in texts embedded (`on_embed`), then in folds (`on_progress`). A set `cancel`
+    stops the embedding at the next batch, or the folds at the next fold, and returns
+    `cancelled=True` with no issues. `result.seconds` includes loading and embedding.
+    """
+    if not isinstance(train_config, TrainConfig):
+        raise ValueError(f"train_config must be a TrainConfig, got {type(train_config).__name__}")
+    config = quick_audit_config(config)
+    check_auditable(dataset, config.folds)  # before minutes of embedding
+    started = time.perf_counter()
+    embedded = embed_dataset(dataset, train_config, on_progress=on_embed, cancel=cancel)
+    if embedded is None:  # cancelled: run_audit sees the set event and returns at once
+        fit: FitModel = _never_fitted
+    else:
+        fit = head_fit(embedded, class_weights=train_config.class_weights, seed=config.seed)
+    result = run_audit(dataset, config, fit=fit, on_progress=on_progress, cancel=cancel)
+    return dataclasses.replace(result, seconds=time.perf_counter() - started)
+
+
+def _never_fitted(train: Dataset) -> HeadClassifier:
+    raise RuntimeError("a cancelled quick audit fits no head")
