@@ -442,17 +442,17 @@ def _quick_audit(dataset, config, train_config):
 
 
 def _transformer_audit(dataset, config, folder: Path):
-    """Fine-tune the saved model's TrainConfig on each fold; a tqdm bar of steps on stderr."""
+    """Fine-tune the saved model's TrainConfig on each fold, a tqdm bar of steps on stderr; a
+    quick model is audited the quick way over its own backbone."""
     from core.analysis.audit import run_audit
-    from core.analysis.audit_transformer import (
-        train_config_from_card,
-        transformer_audit_config,
-        transformer_fit,
-    )
+    from core.analysis.audit_transformer import model_audit_settings, transformer_fit
     from core.models.card import read_card
+    from core.models.transformer.config import QUICK
 
-    train_config = train_config_from_card(read_card(folder))
-    config = transformer_audit_config(config)
+    config, train_config = model_audit_settings(read_card(folder), config)
+    if train_config.recipe == QUICK:  # a quick model: its encoder embeds once, heads per fold
+        result, document = _quick_audit(dataset, config, train_config)
+        return result, {**document, "model_dir": str(folder)}
     folds_done = [0]
     # The bar opens at the first step, so a backbone that fails to load ends with the error
     # line alone, and a fast run still shows its progress.

@@ -24,8 +24,8 @@ from core.analysis.audit_quick import QUICK_AUDIT, quick_audit_config, quick_tra
 from core.analysis.audit_transformer import (
     AuditJob,
     AuditStatus,
+    model_audit_settings,
     train_config_from_card,
-    transformer_audit_config,
 )
 from core.data.dataset import Dataset
 from core.data.export import safe_file_stem
@@ -139,6 +139,11 @@ def _settings_text(model: LoadedModel) -> str:
         config = train_config_from_card(model.card)
     except ValueError as exc:
         return md_escape(exc)
+    if config.recipe == QUICK:
+        return md_escape(
+            f"quick model over {backbone_label(config.backbone)}: the transformer audit runs "
+            "the quick way with its encoder"
+        )
     return md_escape(
         f"backbone {backbone_label(config.backbone)}, {config.epochs} epochs, lr {config.lr:g}, "
         f"max length {config.max_length}"
@@ -177,7 +182,7 @@ def audit_settings(
         return quick_audit_config(config), quick_train_config()
     if model is None:
         raise ValueError("no active model: train or load one on Train, or audit with bag of words")
-    return transformer_audit_config(config), train_config_from_card(model.card)
+    return model_audit_settings(model.card, config)  # a quick model is audited the quick way
 
 
 def describe_audit(job: AuditJob) -> JobProgress | None:

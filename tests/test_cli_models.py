@@ -76,6 +76,10 @@ def test_train_quick_recipe_saves_a_quick_model(labelled, tiny_bert_dir):
     assert document["best_epoch"] == 1 and document["transformer"]["accuracy"] > 0.5
     card = json.loads((out / "card.json").read_text(encoding="utf-8"))
     assert card["recipe"] == "quick" and card["train_config"]["recipe"] == "quick"
+    audit = run_cli("audit", str(labelled), "--model", str(out), "--folds", "3", "--json")
+    assert audit.returncode == 0, audit.stderr
+    audited = json.loads(audit.stdout)  # a quick model is audited the quick way: seconds
+    assert (audited["model"], audited["backbone"]) == ("quick", Path(tiny_bert_dir).name)
     refused = run_cli("train", str(labelled), "--out", str(out) + "-2", "--backbone", "tiny",
                       "--recipe", "quick")  # fmt: skip
     assert_one_line_error(refused, "pretrained")

@@ -63,7 +63,12 @@ class EmbedProgress:
 def quick_train_config(
     backbone: str = MINILM, *, max_length: int = 128, device: str = "auto"
 ) -> TrainConfig:
-    """The TrainConfig of a quick audit over `backbone` (its encoder is used, never trained)."""
+    """The TrainConfig of a quick audit over `backbone` (its encoder is used, never trained);
+    `max_length` is cut to the positions the backbone has."""
+    from core.models.transformer.backbone import backbone_positions
+
+    positions = backbone_positions(backbone)
+    max_length = max_length if positions is None else min(max_length, positions)
     return TrainConfig(backbone=backbone, recipe=QUICK, max_length=max_length, device=device)
 
 

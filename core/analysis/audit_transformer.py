@@ -17,10 +17,16 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 from core.access import Permission
 from core.analysis.audit import AuditConfig, AuditProgress, AuditResult, FitModel, run_audit
-from core.analysis.audit_quick import QUICK_AUDIT, EmbedProgress, run_quick_audit
+from core.analysis.audit_quick import (
+    QUICK_AUDIT,
+    EmbedProgress,
+    quick_audit_config,
+    quick_train_config,
+    run_quick_audit,
+)
 from core.data.dataset import Dataset, split_dataset
 from core.jobs import BackgroundJob, JobQueue, JobSnapshot, JobStatus, Requester
-from core.models.transformer.config import TrainConfig
+from core.models.transformer.config import QUICK, TrainConfig
 
 if TYPE_CHECKING:  # torch and transformers load only once a transformer audit runs
     from core.models.transformer.inference import TransformerClassifier
@@ -76,6 +82,20 @@ def train_config_from_card(card: Mapping[str, Any]) -> TrainConfig:
         raise ValueError("the model card has no train_config; save the model again with Train")
     known = {f.name for f in dataclasses.fields(TrainConfig)}
     return TrainConfig(**{k: v for k, v in saved.items() if k in known})
+
+
+def model_audit_settings(
+    card: Mapping[str, Any], config: AuditConfig
+) -> tuple[AuditConfig, TrainConfig]:
+    """How to audit with a saved model's settings: a quick model (frozen encoder and a fitted
+    head) is audited the quick way, over its own backbone and max_length (embeddings once,
+    seconds to minutes); a fine-tuned one by fine-tuning its settings on each fold (hours)."""
+    train_config = train_config_from_card(card)
+    if train_config.recipe == QUICK:
+        quick = quick_train_config(train_config.backbone, max_length=train_config.max_length,
+                                   device=train_config.device)  # fmt: skip
+        return quick_audit_config(config), quick
+    return transformer_audit_config(config), train_config
 
 
 def transformer_audit_config(config: AuditConfig) -> AuditConfig:

@@ -155,19 +155,25 @@ def load_backbone(
     return model, tokenizer
 
 
+def backbone_positions(backbone: str) -> int | None:
+    """How many positions (word pieces) `backbone` has learned, from its config.json; None for
+    the tiny transformer (its sinusoidal table fits any max_length) or when unknown."""
+    if backbone == TINY:
+        return None
+    try:
+        source = resolve_backbone(backbone)
+        config = AutoConfig.from_pretrained(source, local_files_only=True)
+    except (OSError, ValueError):
+        return None  # loading the model says what is wrong, with the advice
+    positions = getattr(config, "max_position_embeddings", None)
+    return positions if isinstance(positions, int) else None
+
+
 def check_positions(config: TrainConfig) -> None:
     """Refuse a max_length beyond the backbone's learned positions before anything runs (it
-    would fail deep inside the first batch long enough to need them). Reads config.json only.
-    """
-    if config.backbone == TINY:
-        return  # its sinusoidal table is built for the max_length it is given
-    try:
-        source = resolve_backbone(config.backbone)
-        positions = getattr(AutoConfig.from_pretrained(source, local_files_only=True),
-                            "max_position_embeddings", None)  # fmt: skip
-    except (OSError, ValueError):
-        return  # loading the model says what is wrong, with the advice
-    if isinstance(positions, int) and config.max_length > positions:
+    would fail deep inside the first batch long enough to need them)."""
+    positions = backbone_positions(config.backbone)
+    if positions is not None and config.max_length > positions:
         raise ValueError(
             f"max_length {config.max_length} is more than the {positions} positions backbone "
             f"{backbone_label(config.backbone)!r} has; use a max_length of at most {positions}"
