@@ -384,7 +384,14 @@ class Analyst(User):
         )
 
     async def prepare(self, settings: TrainSettings) -> RunResult:
-        page = await self.open("Train", SETUP + "open Train", has_widget("train.backbone"))
+        page = await self.open("Train", SETUP + "open Train", has_widget("train.recipe"))
+        recipe = page.widget(key="train.recipe")
+        full = next(o for o in recipe.options if o.startswith("Full"))
+        page = await self.step(
+            SETUP + "choose full fine-tuning",
+            lambda: self.session.rerun(values={recipe.id: full}, timeout=self.timeout),
+            has_widget("train.backbone"),
+        )
         chooser = page.widget(key="train.backbone")
         option = next(
             o for o in chooser.options if o.startswith(_BACKBONE_OPTION[settings.backbone])
@@ -405,7 +412,7 @@ class Analyst(User):
             page.widget(key="train.batch").id: settings.batch_size,
             page.widget(key="train.patience").id: settings.epochs,  # no early stop: fixed work
         }
-        submit = page.widget(kind="button", form="train.form")
+        submit = page.widget(key="train.start")
         started = time.perf_counter()
         await self.step(
             "train: start", lambda: self.session.click(submit, values=values, timeout=self.timeout),
