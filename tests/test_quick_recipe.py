@@ -167,3 +167,14 @@ def test_the_estimate_reads_as_seconds_or_minutes():
         "about 90 s",
         "about 7 min",
     )
+
+
+def test_full_fine_tuning_can_start_from_the_quick_head(tiny_bert_dir, split):
+    progress = []
+    config = quick(tiny_bert_dir, recipe="full", head_init="probe", epochs=1, lr=1e-2)
+    result = train_models(*split, config, on_progress=progress.append)
+    phases = [p.phase for p in progress]
+    assert phases.index("head") < phases.index("train")  # probe first, then every weight
+    assert phases[-1] == "train" and result.best_epoch == 1 and not result.cancelled
+    with pytest.raises(ValueError, match="probe"):
+        TrainConfig(backbone="tiny", head_init="probe")

@@ -79,6 +79,9 @@ class TrainConfig:
     device: Literal["auto", "cpu", "cuda"] = "auto"
     max_steps: int | None = None  # stop after this many optimiser steps (quick runs, tests)
     classifier_dropout: float = 0.1  # dropout before the linear head (BERT's own value)
+    # Full recipe: the head starts "random" (BERT's init) or from a "probe": the quick recipe's
+    # head fitted on the frozen encoder's embeddings first (linear probe, then fine-tune).
+    head_init: Literal["random", "probe"] = "random"
     # Tiny backbone only: sinusoidal positions on (order visible) or off (attention is then
     # permutation-equivariant and, pooled, exactly as order-blind as a bag of words).
     positional_encoding: bool = True
@@ -97,6 +100,10 @@ class TrainConfig:
                 "the quick recipe needs a pretrained encoder; the tiny transformer starts from "
                 "random weights, so train it with the full recipe"
             )
+        if self.head_init not in ("random", "probe"):
+            raise ValueError(f"head_init must be 'random' or 'probe', got {self.head_init!r}")
+        if self.head_init == "probe" and (self.backbone == TINY or self.pooling != "mean"):
+            raise ValueError("head_init 'probe' needs a pretrained encoder with mean pooling")
         if self.recipe == QUICK and self.pooling != "mean":
             raise ValueError("the quick recipe fits its head on mean-pooled embeddings; use "
                              "pooling 'mean'")  # fmt: skip

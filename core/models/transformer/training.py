@@ -96,6 +96,10 @@ def fine_tune(
     if config.recipe == QUICK:
         outcome = quick_fit(model, tokenizer, train, val, config, **options)
     else:
+        if config.head_init == "probe":  # the quick recipe's head first, then fine-tune it all
+            probed = quick_fit(model, tokenizer, train, val, config, **options)
+            if probed.cancelled:
+                return TransformerClassifier(model, tokenizer, classes, device=device), probed
         with seeded_dropout(model, job_generator(config.seed, device)):
             outcome = fit_classifier(model, tokenizer, train, val, config, **options)
     if isinstance(tokenizer, PreTrainedTokenizerBase):  # so pipeline(truncation=True) cuts alike
