@@ -24,10 +24,12 @@ from ui.safe import md_escape
 from ui.state import (
     ActiveDataset,
     get_active_dataset,
+    get_active_model,
     get_baseline_run,
     set_active_dataset,
     set_baseline_run,
 )
+from ui.training import render_first_model
 from ui.uploads import Upload, read_upload
 from ui.widgets import shown_frame
 
@@ -207,6 +209,9 @@ if active is None:
 st.subheader(f"Validation report: {md_escape(active.name)}")
 render_report(active)
 render_downloads(active)
+if get_active_model() is None:
+    st.subheader("A transformer model")
+    render_first_model(active, "data", stop=False)
 st.subheader("Bag-of-words baseline")
 render_baseline_form(active)
 run = get_baseline_run()

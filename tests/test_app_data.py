@@ -80,6 +80,15 @@ def test_demo_button_then_baseline(app: AppTest):
     assert twins < accuracy  # the bag of words is capped on twins
 
 
+def test_with_data_and_no_model_a_quick_model_is_one_click_away(
+    app: AppTest, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("GRIEVANCE_LENS_MODELS_DIR", str(tmp_path / "models"))
+    app.button(key="data.demo").click().run()
+    assert any(b.key == "data.first.quick" for b in app.button)
+    assert any("build a **quick model**" in m.value for m in app.markdown)
+
+
 @pytest.mark.slow  # two 60,000-row uploads through the page: about 35 s on the shared machine
 def test_a_re_upload_with_5000_labels_changed_shows_the_new_counts(app: AppTest):
     """60,000 rows: Streamlit hashes only 10,000 of them, so a cache keyed on the frame missed

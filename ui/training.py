@@ -149,10 +149,10 @@ def activate_once(run: TrainingRun) -> bool:
     return True
 
 
-def render_first_model(active: ActiveDataset | None, page_key: str) -> None:
-    """On a page that needs a model and has none: a saved model of this data set to use, or a
-    quick model built in the background (about a minute), with its progress; the page reruns
-    with the model active once it is saved."""
+def render_first_model(active: ActiveDataset | None, page_key: str, *, stop: bool = True) -> None:
+    """When no model is active: a saved model of this data set to use, or a quick model built
+    in the background (about a minute), with its progress; the page reruns with the model
+    active once it is saved. `stop`: a page that needs a model stops here."""
     from core.models.registry import models_of_dataset
     from core.paths import models_dir
     from ui.datasets import use_demo_dataset
@@ -162,7 +162,8 @@ def render_first_model(active: ActiveDataset | None, page_key: str) -> None:
         st.info(f"Building model {md_escape(run.model_name)} on {md_escape(run.dataset_name)}.")
         render_job_progress(run.job, describe=describe_training, key=f"{page_key}.first.cancel",
                             every=1.0, cancel_label="Cancel")  # fmt: skip
-        st.stop()
+        _stop_if(stop)
+        return
     if run is not None and activate_once(run):
         st.rerun()
     st.info("No model is active. Train one or load a saved one on the Train page.")
@@ -185,7 +186,12 @@ def render_first_model(active: ActiveDataset | None, page_key: str) -> None:
             start_training_job(target, TrainConfig(recipe=QUICK), default_model_name("quick"))
             st.rerun()
     st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
-    st.stop()
+    _stop_if(stop)
+
+
+def _stop_if(stop: bool) -> None:
+    if stop:
+        st.stop()
 
 
 def render_quick_model_note(model: LoadedModel) -> None:
