@@ -12,7 +12,7 @@ def test_demo_train_then_classify(page, app_url: str):
     main = page.get_by_test_id("stMainBlockContainer")
     expect(main.get_by_text("Data set: Built-in demo data")).to_be_visible()
     # Quick comes first for a data set without a model (unless another test saved one).
-    page.get_by_text("Full fine-tuning").click()
+    page.get_by_test_id("stRadioGroup").get_by_text("Full fine-tuning").click()
     page.get_by_test_id("stSelectbox").filter(has_text="Backbone").click()
     page.get_by_role("option", name="Tiny transformer").click()
     # Wait for the rerun that puts the tiny backbone's learning rate in the form; elements of
