@@ -18,6 +18,8 @@ from core.models.tiny.model import (
 )
 from core.models.tiny.reference import numpy_params, reference_forward
 from core.models.tiny.tokenizer import CLS_ID, PAD_ID, UNK_ID, TinyTokenizer
+from core.models.transformer.backbone import load_backbone
+from core.models.transformer.config import TINY, TrainConfig
 from core.text import bag_key
 
 CRICKET = ["India defeated Australia", "Australia defeated India"]
@@ -414,10 +416,16 @@ def test_new_models_write_their_embedding_scale(tmp_path):
 
 def test_embedding_scale_multiplies_the_word_embeddings():
     model, tok = _model(positional_encoding=False)
-    louder = TinyTransformerForSequenceClassification(replace(model.config, embedding_scale=2.0))
-    louder.load_state_dict(model.state_dict())
     ids = tok(CRICKET)["input_ids"]
-    torch.testing.assert_close(louder.eval().embed(ids), 2.0 * model.embed(ids))
+    embedded = {}
+    for scale in (1.0, 2.0):
+        scaled = TinyTransformerForSequenceClassification(
+            replace(model.config, embedding_scale=scale)
+        )
+        scaled.load_state_dict(model.state_dict())
+        embedded[scale] = scaled.eval().embed(ids)
+    torch.testing.assert_close(embedded[2.0], 2.0 * embedded[1.0])
+    torch.testing.assert_close(embedded[1.0], model.embeddings(ids))
 
 
 @pytest.mark.parametrize("value", [0, -1.0, float("nan"), float("inf"), "0.5", True])
@@ -463,3 +471,11 @@ def test_default_architecture_without_positions_is_order_blind(pooling):
         )
     probs = out.logits.softmax(-1).numpy()
     np.testing.assert_allclose(probs, np.repeat(probs[:1], len(texts), axis=0), atol=1e-6)
+
+
+def test_the_tiny_backbone_is_built_with_the_architecture_defaults():
+    """`core train --backbone tiny` without flags builds create_tiny_classifier's defaults."""
+    config = TrainConfig(backbone=TINY)
+    model, _ = load_backbone(config, ["a", "b"], texts=CRICKET)
+    expected, _ = create_tiny_classifier(CRICKET, ["a", "b"], max_length=config.max_length)
+    assert model.config == expected.config
