@@ -66,7 +66,8 @@ class Setting:
 
 # The tiny model before this bench existed: one layer, 64 wide, embeddings at scale 1, lr 1e-3,
 # 4 epochs (0.575 on held-out twins with positions, 0.486 without, issue #10).
-BEFORE = Setting("before", {"n_layers": 1, "d_model": 64, "embedding_scale": 1.0}, 1e-3, 4)
+OLD_ARCH = {"n_layers": 1, "d_model": 64, "embedding_scale": 1.0, "dropout": 0.1}
+BEFORE = Setting("before", OLD_ARCH, 1e-3, 4)
 DEFAULTS = Setting("defaults")  # exactly what `core train --backbone tiny` does with no flags
 
 
@@ -79,8 +80,8 @@ def _two_layers(name: str, lr: float = 2e-3, pooling: str = "mean", **arch) -> S
 # One lever at a time on the way from BEFORE to the defaults, then around them.
 GRID = (
     BEFORE,
-    Setting("2 layers", {"n_layers": 2, "embedding_scale": 1.0}, 1e-3, 4),
-    Setting("2 layers, 20 epochs", {"n_layers": 2, "embedding_scale": 1.0}, 1e-3, 20),
+    Setting("2 layers", {**OLD_ARCH, "n_layers": 2}, 1e-3, 4),
+    Setting("2 layers, 20 epochs", {**OLD_ARCH, "n_layers": 2}, 1e-3, 20),
     _two_layers("2 layers, 20 epochs, dropout 0", 1e-3, embedding_scale=1.0),
     _two_layers("... and scale 0.5", 1e-3),
     _two_layers("... and scale 0.5, lr 2e-3"),
