@@ -2,7 +2,8 @@
 saw (whole twin groups held out), with positional encoding on and off, per lever setting.
 
     .venv/bin/python -m bench.bench_tiny_order            # the old and the current defaults
-    .venv/bin/python -m bench.bench_tiny_order --grid     # the wider lever search (slower)
+    .venv/bin/python -m bench.bench_tiny_order --grid     # the wider lever search (~12 min)
+    .venv/bin/python -m bench.bench_tiny_order --split-seed 1 --json   # other groups held out
 
 The demo data's twins are groups of complaints with one bag of words and different desks, so a
 bag-of-words model is capped on them. Split: the test rows are a seeded share of the twin groups
@@ -12,7 +13,8 @@ through `train_models` with positions on and off; the validation rows (twin accu
 macro-F1) choose the best setting, the test rows never choose anything. Reported per run: test
 accuracy and macro-F1, held-out twin accuracy, the largest probability difference within a held-out
 twin group (order-blindness: about 1e-7 without positions), train seconds; and the bag-of-words
-baseline's twin accuracy on the same split.
+baseline's twin accuracy on the same split. One torch thread by default (`--threads`): this
+small model trains fastest that way on a shared machine. Results: BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -257,7 +259,7 @@ def report(args, data: Splits, rows: list[dict], bow: dict, load) -> None:
           f"{len(data.val)}, test {len(data.test)} rows; twin rows {twins}")  # fmt: skip
     print(f"bag of words: held-out twin accuracy {bow['twin_accuracy']:.3f}, max within-group "
           f"probability difference {bow['max_group_prob_diff']:.1e}")  # fmt: skip
-    print(f"{'setting':40s} {'pos':>3} {'val twin':>8} {'val F1':>6} {'test acc':>8} "
+    print(f"{'setting':44s} {'pos':>3} {'val twin':>8} {'val F1':>6} {'test acc':>8} "
           f"{'test F1':>7} {'twin acc':>8} {'max |dp|':>8} {'epoch':>5} {'seconds':>7}"
           )  # fmt: skip
     for row in rows:
@@ -265,7 +267,7 @@ def report(args, data: Splits, rows: list[dict], bow: dict, load) -> None:
             r = row[key]
             mark = "*" if row["chosen_by_validation"] and key == "on" else " "
             print(
-                f"{mark}{row['setting']:39s} {key:>3} {r['val_twin_accuracy']:8.3f} "
+                f"{mark}{row['setting']:43s} {key:>3} {r['val_twin_accuracy']:8.3f} "
                 f"{r['val_macro_f1']:6.3f} {r['test_accuracy']:8.3f} {r['test_macro_f1']:7.3f} "
                 f"{r['twin_accuracy']:8.3f} {r['max_group_prob_diff']:8.1e} {r['best_epoch']:5d} "
                 f"{r['train_seconds']:7.1f}"
