@@ -18,6 +18,8 @@ from core.models.tiny.model import (
 )
 from core.models.tiny.reference import numpy_params, reference_forward
 from core.models.tiny.tokenizer import CLS_ID, PAD_ID, UNK_ID, TinyTokenizer
+from core.models.transformer.backbone import load_backbone
+from core.models.transformer.config import TINY, TrainConfig
 from core.text import bag_key
 
 CRICKET = ["India defeated Australia", "Australia defeated India"]
@@ -387,3 +389,93 @@ def test_absurd_sizes_are_refused_in_one_line(tmp_path, field, value):
     with pytest.raises(ValueError, match=f"{field} must be an integer in 1..") as err:
         TinyTransformerForSequenceClassification.from_pretrained(folder)
     assert "\n" not in str(err.value)
+
+
+# ------------------------------------------------------------------ embedding scale (issue #10)
+
+
+def test_a_config_saved_before_embedding_scale_loads_with_scale_one(tmp_path):
+    model, tok = create_tiny_classifier(CRICKET, ["lost", "won"], embedding_scale=1.0, seed=0)
+    model.eval().save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))
+    del config["embedding_scale"]  # what a folder saved before the field existed holds
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    loaded = TinyTransformerForSequenceClassification.from_pretrained(tmp_path)
+    assert loaded.config.embedding_scale == 1.0
+    batch = tok(CRICKET)
+    torch.testing.assert_close(loaded(**batch).logits, model(**batch).logits)
+
+
+def test_new_models_write_their_embedding_scale(tmp_path):
+    model, _ = create_tiny_classifier(CRICKET, ["lost", "won"])
+    model.save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))
+    assert saved["embedding_scale"] == model.config.embedding_scale
+    assert TinyConfig.from_dict(saved) == model.config
+
+
+def test_embedding_scale_multiplies_the_word_embeddings():
+    model, tok = _model(positional_encoding=False)
+    ids = tok(CRICKET)["input_ids"]
+    embedded = {}
+    for scale in (1.0, 2.0):
+        scaled = TinyTransformerForSequenceClassification(
+            replace(model.config, embedding_scale=scale)
+        )
+        scaled.load_state_dict(model.state_dict())
+        embedded[scale] = scaled.eval().embed(ids)
+    torch.testing.assert_close(embedded[2.0], 2.0 * embedded[1.0])
+    torch.testing.assert_close(embedded[1.0], model.embeddings(ids))
+
+
+@pytest.mark.parametrize("value", [0, -1.0, float("nan"), float("inf"), "0.5", True])
+def test_absurd_embedding_scales_are_refused(value):
+    with pytest.raises(ValueError, match="embedding_scale"):
+        TinyConfig(vocab_size=10, embedding_scale=value)
+
+
+def test_numpy_reference_matches_torch_with_a_scale():
+    texts = ["paid by card not by upi", "kyc pending since march"]
+    model, tok = create_tiny_classifier(
+        texts, ["a", "b"], n_layers=2, embedding_scale=0.3, dropout=0.0, max_length=16
+    )
+    batch = tok(texts)
+    with torch.no_grad():
+        logits = model.eval()(**batch).logits
+    reference, _, _ = reference_forward(
+        numpy_params(model), batch["input_ids"].numpy(), batch["attention_mask"].numpy(),
+        model.config,
+    )  # fmt: skip
+    np.testing.assert_allclose(reference, logits.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_default_architecture_without_positions_is_order_blind(pooling):
+    """The defaults `core train --backbone tiny` builds, positions off: any permutation of the
+    words permutes the token outputs and leaves the probabilities unchanged."""
+    text = "i paid by upi not by card and was charged twice on monday"
+    model, tok = create_tiny_classifier(
+        [text], ["Card", "UPI"], positional_encoding=False, pooling=pooling, seed=3
+    )
+    model.eval()
+    words = text.split()
+    perms = [np.random.default_rng(i).permutation(len(words)) for i in range(5)]
+    texts = [text] + [" ".join(words[j] for j in perm) for perm in perms]
+    with torch.no_grad():
+        out = model(**tok(texts))
+    offset = 1 if pooling == "cls" else 0
+    for row, perm in enumerate(perms, start=1):
+        order = offset + torch.as_tensor(perm)
+        torch.testing.assert_close(
+            out.token_outputs[row, offset:], out.token_outputs[0, order], atol=1e-5, rtol=1e-5
+        )
+    probs = out.logits.softmax(-1).numpy()
+    np.testing.assert_allclose(probs, np.repeat(probs[:1], len(texts), axis=0), atol=1e-6)
+
+
+def test_the_tiny_backbone_is_built_with_the_architecture_defaults():
+    """`core train --backbone tiny` without flags builds create_tiny_classifier's defaults."""
+    config = TrainConfig(backbone=TINY)
+    model, _ = load_backbone(config, ["a", "b"], texts=CRICKET)
+    expected, _ = create_tiny_classifier(CRICKET, ["a", "b"], max_length=config.max_length)
+    assert model.config == expected.config
