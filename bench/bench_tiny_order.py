@@ -64,6 +64,7 @@ class Setting:
     lr: float | None = None
     epochs: int | None = None
     pooling: str = "mean"
+    patience: int | None = None  # None: TrainConfig's
 
 
 # The tiny model before this bench existed: one layer, 64 wide, embeddings at scale 1, lr 1e-3,
@@ -73,10 +74,12 @@ BEFORE = Setting("before", OLD_ARCH, 1e-3, 4)
 DEFAULTS = Setting("defaults")  # exactly what `core train --backbone tiny` does with no flags
 
 
-def _two_layers(name: str, lr: float = 2e-3, pooling: str = "mean", **arch) -> Setting:
+def _two_layers(
+    name: str, lr: float = 2e-3, pooling: str = "mean", patience: int | None = None, **arch
+) -> Setting:
     """A setting of the search around the chosen one: two layers, no dropout, 20 epochs."""
     arch = {"n_layers": 2, "dropout": 0.0, "embedding_scale": 0.5, **arch}
-    return Setting(name, arch, lr, 20, pooling)
+    return Setting(name, arch, lr, 20, pooling, patience)
 
 
 # One lever at a time on the way from BEFORE to the defaults, then around them.
@@ -91,6 +94,10 @@ GRID = (
     _two_layers("... and scale 8 = sqrt(d_model), lr 2e-3", embedding_scale=8.0),
     _two_layers("... and scale 0.5, lr 2e-3, 3 layers", n_layers=3),
     _two_layers("... and scale 0.5, lr 2e-3, [CLS] pooling", pooling="cls"),
+    _two_layers("... and scale 0.5, lr 2e-3, patience 5", patience=5),
+    _two_layers("... and scale 0.5, lr 2e-3, no early stop", patience=20),
+    _two_layers("... and scale 0.5, lr 2e-3, d_model 128", d_model=128, d_ff=256),
+    _two_layers("... and scale 0.5, lr 3e-3", lr=3e-3),
 )
 
 
@@ -195,9 +202,10 @@ def bow_twin_accuracy(result: TrainResult, test: Dataset) -> dict:
 
 def run_setting(setting: Setting, data: Splits, *, positions: bool, seed: int) -> TrainResult:
     """`train_models` on the tiny backbone with this setting's architecture and options."""
+    patience = {} if setting.patience is None else {"patience": setting.patience}
     config = TrainConfig(
         backbone=TINY, positional_encoding=positions, lr=setting.lr, epochs=setting.epochs,
-        pooling=setting.pooling, seed=seed,
+        pooling=setting.pooling, seed=seed, **patience,
     )  # fmt: skip
     # load_backbone builds the tiny model with create_tiny_classifier's defaults; a setting
     # that changes the architecture hands it those arguments for this run only.

@@ -132,7 +132,7 @@ def embed_dataset(
 
     features = embed_texts(
         model, tokenizer, mask_texts(texts), max_length=config.max_length, device=device,
-        on_rows=on_rows, cancel=cancel,
+        truncation=config.truncation, on_rows=on_rows, cancel=cancel,
     )  # fmt: skip
     return None if features is None else EmbeddedTexts(texts, features)
 

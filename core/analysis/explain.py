@@ -40,6 +40,7 @@ from core.checks import check_complaint, check_int
 from core.data.privacy import mask_personal_data
 from core.models.classifier import Prediction, shared_classes
 from core.models.transformer.inference import inference_view
+from core.models.transformer.truncation import HEAD, head_tail_pieces, reads_head_and_tail
 from core.text import WordSpan, cut_for_tokens, word_spans
 
 
@@ -211,6 +212,14 @@ def encode_text(transformer: Any, text: str) -> EncodedText:
         raise ValueError(
             "explanations need a fast tokenizer (tokenizer.json); save the model again"
         )
+    if reads_head_and_tail(tokenizer, getattr(transformer, "truncation", HEAD)):
+        (read,) = head_tail_pieces(tokenizer, [text], transformer.max_length)
+        return EncodedText(
+            input_ids=torch.tensor([read.ids]), attention_mask=torch.ones(1, len(read.ids),
+                                                                         dtype=torch.long),
+            tokens=tuple(tokenizer.convert_ids_to_tokens(list(read.ids))),
+            offsets=read.offsets, special=read.special,
+        )  # fmt: skip
     batch = tokenizer(
         cut_for_tokens(text, transformer.max_length),  # a prefix: offsets still index `text`
         truncation=True,

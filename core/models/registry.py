@@ -47,6 +47,7 @@ from core.models.tiny.tokenizer import TinyTokenizer
 from core.models.transformer import head as _registers_mean_pool  # noqa: F401  (Auto classes)
 from core.models.transformer.config import FULL, QUICK
 from core.models.transformer.inference import TransformerClassifier
+from core.models.transformer.truncation import HEAD, TRUNCATIONS
 from core.models.weights import check_config_fits_weights
 
 if TYPE_CHECKING:  # training brings sklearn's metrics and splitting: loading needs neither
@@ -245,6 +246,7 @@ def load_model(
     transformer = TransformerClassifier(
         model, tokenizer, labels,
         max_length=int(card["max_length"]), device=device, precision=precision,
+        truncation=card_truncation(card),
     )  # fmt: skip
     baseline = BagOfWordsClassifier.load(folder)
     if [str(c) for c in baseline.classes_] != labels:
@@ -334,6 +336,12 @@ def _summary(folder: Path, card: dict[str, Any]) -> ModelSummary:
 def models_of_dataset(root: str | Path, fingerprint: str) -> list[ModelSummary]:
     """The saved models trained on the data set with `fingerprint`, newest first."""
     return [s for s in list_models(root) if s.data_fingerprint == fingerprint]
+
+
+def card_truncation(card: dict[str, Any]) -> str:
+    """How the saved model reads long texts (cards from before head_tail: "head")."""
+    saved = (card.get("train_config") or {}).get("truncation")
+    return saved if saved in TRUNCATIONS else HEAD
 
 
 def card_recipe(card: dict[str, Any]) -> str:

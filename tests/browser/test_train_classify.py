@@ -18,7 +18,7 @@ def test_demo_train_then_classify(page, app_url: str):
     # Wait for the rerun that puts the tiny backbone's learning rate in the form; elements of
     # the previous run stay on screen, marked stale, until it ends.
     live = page.locator('[data-testid="stElementContainer"][data-stale="false"]')
-    expect(live.get_by_role("spinbutton", name="Learning rate")).to_have_value("1e-3")
+    expect(live.get_by_role("spinbutton", name="Learning rate")).to_have_value("2e-3")
     steps = live.get_by_label("Stop after steps (0 = no limit)")
     steps.fill("5")
     steps.press("Tab")  # number inputs commit on blur

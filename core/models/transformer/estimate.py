@@ -212,7 +212,7 @@ def _inference_costs(model, tokenizer, texts, classes, config, pieces, device, s
     padded = _padded(lengths, batches)
     classifier = TransformerClassifier(
         model, tokenizer, classes, max_length=config.max_length, device=device,
-        precision="bf16" if device.type == "cuda" else "fp32",
+        precision="bf16" if device.type == "cuda" else "fp32", truncation=config.truncation,
     )  # fmt: skip
     timed = []
     for i, pick in enumerate(_timed_picks(padded)):
@@ -235,7 +235,7 @@ def _quick_costs(model, tokenizer, train, train_texts, val_texts, config, pieces
         rows = batches[pick]
         started = time.perf_counter()
         embed_texts(model, tokenizer, [texts[r] for r in rows], max_length=config.max_length,
-                    device=device)  # fmt: skip
+                    device=device, truncation=config.truncation)  # fmt: skip
         if i > 0:
             timed.append((padded[pick], time.perf_counter() - started))
     head_s = _head_seconds(len(train), model.classifier.in_features, len(set(train.labels)),

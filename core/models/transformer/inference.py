@@ -25,6 +25,14 @@ from core.checks import check_fraction, check_int, check_texts
 from core.data.privacy import mask_texts
 from core.models.classifier import Prediction
 from core.models.device import autocast, resolve_precision
+from core.models.transformer.truncation import (
+    HEAD,
+    TRUNCATIONS,
+    Pieces,
+    cut_text,
+    head_tail_pieces,
+    reads_head_and_tail,
+)
 from core.text import cut_for_tokens
 
 DEFAULT_BATCH_SIZE = 64  # texts per forward pass of predict_proba
@@ -50,14 +58,21 @@ def inference_view(model: nn.Module) -> nn.Module:
 
 
 def encode_batch(
-    tokenizer: Any, texts: Sequence[str], max_length: int, device: torch.device
+    tokenizer: Any,
+    texts: Sequence[str],
+    max_length: int,
+    device: torch.device,
+    truncation: str = HEAD,
 ) -> BatchEncoding:
     """Tokenise a batch with dynamic padding: a BatchEncoding of input_ids and attention_mask
-    (batch, seq) on `device`, ready for `model(**batch)`.
+    (batch, seq) on `device`, ready for `model(**batch)`. Long texts keep their head, or their
+    head and tail (core.models.transformer.truncation).
 
-    Each text is first cut to `token_char_cap(max_length)` characters: the tokenizer would drop
-    the rest anyway, after spending time and memory on all of it.
+    Each text is first cut to `token_char_cap(max_length)` characters (at each end): the
+    tokenizer would drop the rest anyway, after spending time and memory on all of it.
     """
+    if reads_head_and_tail(tokenizer, truncation):
+        return _padded(head_tail_pieces(tokenizer, texts, max_length), tokenizer, device)
     batch = tokenizer(
         [cut_for_tokens(text, max_length) for text in texts],
         padding=True,
@@ -71,12 +86,24 @@ def encode_batch(
     return BatchEncoding(wanted).to(device)
 
 
+def _padded(read: Sequence[Pieces], tokenizer: Any, device: torch.device) -> BatchEncoding:
+    """Pieces padded to the longest: input_ids and attention_mask (batch, seq)."""
+    width = max(len(p.ids) for p in read)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    ids = torch.full((len(read), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(read), width), dtype=torch.long)
+    for row, pieces in enumerate(read):
+        ids[row, : len(pieces.ids)] = torch.tensor(pieces.ids)
+        mask[row, : len(pieces.ids)] = 1
+    return BatchEncoding({"input_ids": ids, "attention_mask": mask}).to(device)
+
+
 class TransformerClassifier:
     """Batch classifier over a fine-tuned (model, tokenizer) pair; meets the `predict_proba`
     protocol of the baseline.
 
-    Texts longer than `max_length` word pieces are truncated (head kept): complaints name
-    their problem early, and the model was fine-tuned on the same truncation.
+    Texts longer than `max_length` word pieces are truncated as the model was fine-tuned:
+    `truncation` "head" keeps their start, "head_tail" their start and end.
 
     Parameters
     ----------
@@ -105,8 +132,12 @@ class TransformerClassifier:
         max_length: int = 128,
         device: str | torch.device = "cpu",
         precision: str = "auto",
+        truncation: str = HEAD,
     ) -> None:
         check_int("max_length", max_length, minimum=2)
+        if truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
+        self.truncation = truncation
         self.device = torch.device(device)
         self.precision = resolve_precision(precision, self.device)
         self.model = model.to(self.device).eval()
@@ -125,9 +156,10 @@ class TransformerClassifier:
         restored at the end.
         """
         # Cut first: masking a 10 MB complaint would scan text the model never reads.
-        texts = mask_texts(
-            [cut_for_tokens(t, self.max_length) for t in check_texts(texts, allow_empty=True)]
-        )
+        texts = mask_texts([
+            cut_text(t, self.max_length, self.truncation)
+            for t in check_texts(texts, allow_empty=True)
+        ])  # fmt: skip
         check_int("batch_size", batch_size, minimum=1)
         order = np.argsort([len(t) for t in texts], kind="stable")
         pred_probs = np.empty((len(texts), len(self.classes_)), dtype=np.float64)
@@ -138,7 +170,7 @@ class TransformerClassifier:
         return pred_probs
 
     def _batch_proba(self, texts: list[str]) -> np.ndarray:
-        batch = encode_batch(self.tokenizer, texts, self.max_length, self.device)
+        batch = encode_batch(self.tokenizer, texts, self.max_length, self.device, self.truncation)
         with autocast(self.device, self.precision):
             logits = self._predictor(**batch).logits
         return torch.softmax(logits.float(), dim=-1).cpu().numpy()

@@ -147,8 +147,9 @@ def fit_classifier(
     )
     state = _LoopState(started=time.perf_counter(), total_steps=total)
     predictor = TransformerClassifier(
-        model, tokenizer, classes, max_length=config.max_length, device=device
-    )
+        model, tokenizer, classes, max_length=config.max_length, device=device,
+        truncation=config.truncation,
+    )  # fmt: skip
     history: list[EpochRecord] = []
     model.train()
     lengths = [len(t) for t in train.texts]  # characters: a free, close proxy of word pieces
@@ -189,7 +190,7 @@ def train_step(
     device: torch.device,
 ) -> float:
     """One optimiser step on one batch; returns the batch loss."""
-    batch = encode_batch(tokenizer, texts, config.max_length, device)
+    batch = encode_batch(tokenizer, texts, config.max_length, device, config.truncation)
     # bf16 autocast on CUDA only: on CPU without bf16 units it is slower than fp32.
     with autocast(device, "bf16" if device.type == "cuda" else "fp32"):
         logits = model(**batch).logits

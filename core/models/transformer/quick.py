@@ -38,6 +38,7 @@ from core.models.transformer.loop import (
     ProgressCallback,
     TrainProgress,
 )
+from core.models.transformer.truncation import HEAD
 
 EMBED_BATCH = 64  # texts per forward pass while embedding (inference: no activations kept)
 # Logistic-regression strengths tried, weakest first; the validation split picks one. Frozen
@@ -69,6 +70,7 @@ def embed_texts(
     *,
     max_length: int,
     device: torch.device,
+    truncation: str = HEAD,
     on_rows: BatchCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> np.ndarray | None:
@@ -85,7 +87,9 @@ def embed_texts(
             if cancel is not None and cancel.is_set():
                 return None
             rows = order[start : start + EMBED_BATCH]
-            batch = encode_batch(tokenizer, [texts[i] for i in rows], max_length, device)
+            batch = encode_batch(
+                tokenizer, [texts[i] for i in rows], max_length, device, truncation
+            )
             # bf16 on CUDA only, as in training: on a CPU without bf16 units it is slower.
             with autocast(device, "bf16" if device.type == "cuda" else "fp32"):
                 states = view.encoder(**batch).last_hidden_state
@@ -204,7 +208,7 @@ def quick_fit(
     for part in (train, val):
         features = embed_texts(
             model, tokenizer, part.texts, max_length=config.max_length, device=device,
-            on_rows=on_rows, cancel=cancel,
+            truncation=config.truncation, on_rows=on_rows, cancel=cancel,
         )  # fmt: skip
         if features is None:
             return FitOutcome((), 0, done_before[0], True)

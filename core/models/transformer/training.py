@@ -105,8 +105,9 @@ def fine_tune(
     if isinstance(tokenizer, PreTrainedTokenizerBase):  # so pipeline(truncation=True) cuts alike
         tokenizer.model_max_length = config.max_length
     transformer = TransformerClassifier(
-        model, tokenizer, classes, max_length=config.max_length, device=device
-    )
+        model, tokenizer, classes, max_length=config.max_length, device=device,
+        truncation=config.truncation,
+    )  # fmt: skip
     return transformer, outcome
 
 
