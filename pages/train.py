@@ -104,6 +104,7 @@ def _follow_backbone() -> None:
     backbone = st.session_state["train.backbone"]
     defaults = backbone_defaults(backbone)
     st.session_state["train.lr"], st.session_state["train.epochs"] = defaults.lr, defaults.epochs
+    st.session_state["train.patience"] = defaults.patience
     st.session_state["train.model_name"] = model_name_for(backbone, st.session_state[RECIPE_KEY])
 
 
@@ -164,6 +165,7 @@ def render_train_form(active: ActiveDataset) -> TrainRequest | None:
     # both a default and a session-state value makes Streamlit warn.
     st.session_state.setdefault("train.lr", backbone_defaults(MINILM).lr)
     st.session_state.setdefault("train.epochs", backbone_defaults(MINILM).epochs)
+    st.session_state.setdefault("train.patience", backbone_defaults(MINILM).patience)
     last: TrainingRun | None = st.session_state.get(TRAIN_JOB)
     if last is not None and st.session_state.get("train.model_name") == last.model_name:
         st.session_state["train.model_name"] = model_name_for(choice, recipe)  # name is taken
@@ -182,7 +184,7 @@ def render_train_form(active: ActiveDataset) -> TrainRequest | None:
         "Stop after steps (0 = no limit)", 0, 1_000_000, 0, key="train.max_steps", disabled=quick
     )
     c = st.columns(4)
-    patience = c[0].number_input("Early-stopping patience", 1, 20, 2, key="train.patience",
+    patience = c[0].number_input("Early-stopping patience", 1, 50, key="train.patience",
                                  disabled=quick)  # fmt: skip
     class_weights = c[1].checkbox("Weight small desks", True, key="train.class_weights")
     device = c[2].selectbox("Device", ["auto", "cpu", "cuda"], key="train.device")
