@@ -111,6 +111,7 @@ _TRAIN_OPTIONS = {  # CLI flag dest -> TrainConfig field
     "max_length": "max_length", "val_fraction": "val_fraction", "seed": "seed",
     "device": "device", "pooling": "pooling", "max_steps": "max_steps",
     "positional_encoding": "positional_encoding", "recipe": "recipe",
+    "truncation": "truncation", "patience": "patience",
 }  # fmt: skip
 
 
@@ -310,6 +311,13 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"))
     p.add_argument("--pooling", choices=("mean", "cls"), help="head over mean of tokens or [CLS]")
     p.add_argument("--max-steps", type=int, help="stop after this many steps (quick runs)")
+    p.add_argument("--patience", type=int, help="epochs without a better validation macro-F1 "
+                   "before stopping; default: the backbone's own")  # fmt: skip
+    p.add_argument(
+        "--truncation", choices=("head", "head_tail"),
+        help="how a text longer than --max-length is cut: its start, or its start and end "
+        "(default for Hugging Face backbones; the tiny transformer reads heads)",
+    )  # fmt: skip
     p.add_argument(
         "--positional-encoding", choices=("on", "off"),
         help="tiny backbone: sinusoidal positions on (default) or off (order-blind)",

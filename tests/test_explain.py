@@ -58,7 +58,7 @@ def baseline(corpus):
 def _bert(tiny_bert_dir, corpus, pooling: str, max_length: int = 48) -> TransformerClassifier:
     torch.manual_seed(0)
     classes = sorted(set(corpus[1]))
-    config = TrainConfig(backbone=str(tiny_bert_dir), pooling=pooling)
+    config = TrainConfig(backbone=str(tiny_bert_dir), pooling=pooling, max_length=max_length)
     model, tokenizer = load_backbone(config, classes)
     # fp32 like explain's own forward pass; "auto" picks bf16 on a CPU with AMX or AVX512-BF16.
     return TransformerClassifier(model, tokenizer, classes, max_length=max_length, precision="fp32")

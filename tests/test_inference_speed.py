@@ -27,7 +27,9 @@ TEXTS = [
 @pytest.fixture(scope="module", params=["mean", "cls"])
 def classifier(request, tiny_bert_dir) -> TransformerClassifier:
     torch.manual_seed(0)
-    config = TrainConfig(backbone=str(tiny_bert_dir), pooling=request.param, classifier_dropout=0.5)
+    config = TrainConfig(
+        backbone=str(tiny_bert_dir), pooling=request.param, classifier_dropout=0.5, max_length=32
+    )
     model, tokenizer = load_backbone(config, ["Card Fraud", "Loan Query", "UPI Dispute"])
     return TransformerClassifier(model, tokenizer, model.config.id2label.values(), precision="fp32")
 

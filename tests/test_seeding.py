@@ -67,7 +67,7 @@ def test_the_tiny_transformer_is_seeded_by_its_own_generator():
 def test_seeded_dropout_draws_from_its_generator_and_is_restored(tiny_bert_dir):
     from core.models.transformer.backbone import load_backbone
 
-    model, _ = load_backbone(TrainConfig(backbone=str(tiny_bert_dir)), ["a", "b"])
+    model, _ = load_backbone(TrainConfig(backbone=str(tiny_bert_dir), max_length=32), ["a", "b"])
     ids = torch.randint(5, 20, (2, 9), generator=torch.Generator().manual_seed(0))
     mask = torch.ones_like(ids)
     model.train()
@@ -89,7 +89,7 @@ def test_seeded_dropout_draws_from_its_generator_and_is_restored(tiny_bert_dir):
 def test_seeded_attention_matches_eager_attention_without_dropout(tiny_bert_dir):
     from core.models.transformer.backbone import load_backbone
 
-    model, _ = load_backbone(TrainConfig(backbone=str(tiny_bert_dir)), ["a", "b"])
+    model, _ = load_backbone(TrainConfig(backbone=str(tiny_bert_dir), max_length=32), ["a", "b"])
     model.eval()
     ids = torch.randint(5, 20, (2, 9), generator=torch.Generator().manual_seed(0))
     mask = torch.ones_like(ids)
