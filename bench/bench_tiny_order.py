@@ -96,8 +96,6 @@ GRID = (
     _two_layers("... and scale 0.5, lr 2e-3, [CLS] pooling", pooling="cls"),
     _two_layers("... and scale 0.5, lr 2e-3, patience 5", patience=5),
     _two_layers("... and scale 0.5, lr 2e-3, no early stop", patience=20),
-    _two_layers("... and scale 0.5, lr 2e-3, d_model 128", d_model=128, d_ff=256),
-    _two_layers("... and scale 0.5, lr 3e-3", lr=3e-3),
 )
 
 
