@@ -57,11 +57,19 @@ def head_tail_pieces(tokenizer: Any, texts: Sequence[str], max_length: int) -> l
     cap = token_char_cap(max_length)
     tail_starts = [max(min(len(t), cap), len(t) - cap) for t in texts]
     parts = {
-        "head": tokenizer([t[:cap] for t in texts], add_special_tokens=False,
-                          return_offsets_mapping=True),
-        "tail": tokenizer([t[s:] for t, s in zip(texts, tail_starts, strict=True)],
-                          add_special_tokens=False, return_offsets_mapping=True),
-    }  # fmt: skip
+        "head": tokenizer(
+            [t[:cap] for t in texts],
+            add_special_tokens=False,
+            return_offsets_mapping=True,
+            verbose=False,
+        ),
+        "tail": tokenizer(
+            [t[s:] for t, s in zip(texts, tail_starts, strict=True)],
+            add_special_tokens=False,
+            return_offsets_mapping=True,
+            verbose=False,
+        ),
+    }  # fmt: skip  (verbose: the pieces are cut below, so "longer than 512" does not apply)
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
     read = []
     for i, start in enumerate(tail_starts):
