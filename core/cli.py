@@ -315,8 +315,8 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
                    "before stopping; default: the backbone's own")  # fmt: skip
     p.add_argument(
         "--truncation", choices=("head", "head_tail"),
-        help="how a text longer than --max-length is cut: its start, or its start and end "
-        "(default for Hugging Face backbones; the tiny transformer reads heads)",
+        help="how a text longer than --max-length is cut: its start (default), or its start "
+        "and end (Hugging Face backbones only)",
     )  # fmt: skip
     p.add_argument(
         "--positional-encoding", choices=("on", "off"),

@@ -139,20 +139,20 @@ def test_the_duration_estimate_counts_every_pass_the_run_makes(tiny_bert_dir, sp
     train, val = split  # 30 and 9 rows
     config = quick(tiny_bert_dir, recipe=recipe, epochs=3, batch_size=8)
     estimate = estimate_duration(train, val, config)
-    expected = 1 if recipe == "quick" else 4 * 3 + 1 * 3  # embedding batches; steps + val
+    # quick: one embedding batch, then the report's validation batch; full: 4 steps an epoch
+    # and one validation batch, 3 epochs, then the report's validation batch
+    expected = 1 + 1 if recipe == "quick" else 4 * 3 + 1 * 3 + 1
     assert estimate.passes == expected and estimate.recipe == recipe
     assert min(estimate.load_s, estimate.epoch_s, estimate.rest_s) > 0
     if recipe == "full":
         longer = estimate.for_budget(6, None)
-        assert longer.passes == 4 * 6 + 6
-        steps_and_validation = estimate.seconds - estimate.load_s - estimate.rest_s
-        assert longer.seconds - longer.load_s - longer.rest_s == pytest.approx(
-            2 * steps_and_validation
-        )
+        assert longer.passes == 4 * 6 + 6 + 1
+        fixed = estimate.load_s + estimate.rest_s + estimate.report_s  # whatever the epochs
+        assert longer.seconds - fixed == pytest.approx(2 * (estimate.seconds - fixed))
     capped = estimate_duration(
         train, val, quick(tiny_bert_dir, recipe="full", batch_size=8, max_steps=2)
     )
-    assert capped.passes == 2 + 1  # two steps, one epoch's validation
+    assert capped.passes == 2 + 1 + 1  # two steps, one epoch's validation, the report
 
 
 def test_the_estimate_reads_as_seconds_or_minutes():

@@ -58,6 +58,9 @@ class DurationEstimate:
     rest_s: float  # the bag of words, and the quick head
     steps_per_epoch: int  # training steps (full) or embedding batches (quick) of one epoch
     validation_passes: int  # batches of one validation pass
+    # The reports at the end: the transformer on the validation rows once more (both recipes).
+    report_s: float = 0.0
+    report_passes: int = 0
     epochs: int = 1
     max_steps: int | None = None
 
@@ -74,12 +77,13 @@ class DurationEstimate:
     @property
     def passes(self) -> int:
         """Forward passes the run makes: steps, and each epoch's validation batches."""
-        return self.steps + self.validation_passes * self.epochs_run
+        return self.steps + self.validation_passes * self.epochs_run + self.report_passes
 
     @property
     def seconds(self) -> float:
         steps_s = self.epoch_s * self.steps / self.steps_per_epoch
-        return self.load_s + steps_s + self.validation_s * self.epochs_run + self.rest_s
+        validation_s = self.validation_s * self.epochs_run + self.report_s
+        return self.load_s + steps_s + validation_s + self.rest_s
 
     def for_budget(self, epochs: int, max_steps: int | None) -> DurationEstimate:
         """The same run with another number of epochs or step limit (full recipe)."""
@@ -173,6 +177,21 @@ def _timed_picks(padded: Sequence[int]) -> list[int]:
     return [int(order[min(len(order) - 1, int(q * len(order)))]) for q in spots]
 
 
+def _timed_passes(run: Callable[[int], None], padded: Sequence[int]) -> list[tuple[int, float]]:
+    """(padded word pieces, seconds) of TIMED_PASSES batches, short to long, after a warm-up
+    pass; each batch runs twice and its second run is timed: the first run of a new shape
+    also prepares its kernels, which a whole run pays once per shape, not once per batch."""
+    picks = _timed_picks(padded)
+    run(picks[0])  # allocations, lazy initialisation, the optimiser's state
+    timed = []
+    for pick in picks[1:]:
+        run(pick)
+        started = time.perf_counter()
+        run(pick)
+        timed.append((padded[pick], time.perf_counter() - started))
+    return timed
+
+
 def _full_costs(model, tokenizer, train, train_texts, val_texts, config, classes, pieces, device):
     """Seconds and passes of every training step and validation pass of a full run."""
     train_lengths = np.asarray(pieces(train_texts))
@@ -185,23 +204,22 @@ def _full_costs(model, tokenizer, train, train_texts, val_texts, config, classes
     weights = class_weight_tensor(targets_all, len(classes)).to(device)
     optimizer = make_optimizer(model, lr=config.lr, weight_decay=config.weight_decay)
     model.train()
-    timed: list[tuple[int, float]] = []
+
+    def step(pick: int) -> None:
+        rows = batches[pick]
+        targets = torch.as_tensor(targets_all[rows], device=device)
+        train_step(model, tokenizer, [train_texts[r] for r in rows], targets, weights,
+                   optimizer, config, device)  # fmt: skip
+
     with seeded_dropout(model, job_generator(config.seed, device)):  # as the real run does
-        for i, pick in enumerate(_timed_picks(padded)):
-            rows = batches[pick]
-            targets = torch.as_tensor(targets_all[rows], device=device)
-            started = time.perf_counter()
-            train_step(model, tokenizer, [train_texts[r] for r in rows], targets, weights,
-                       optimizer, config, device)  # fmt: skip
-            if i > 0:  # the first pass warms up (allocations, lazy initialisation)
-                timed.append((padded[pick], time.perf_counter() - started))
+        timed = _timed_passes(step, padded)
     val_s, val_passes = _inference_costs(model, tokenizer, val_texts, classes, config, pieces,
                                          device, DEFAULT_BATCH_SIZE)  # fmt: skip
     # The epochs' batches differ in order only: each epoch costs what epoch one costs.
     return DurationEstimate(
         recipe=config.recipe, load_s=0.0, epoch_s=_CostLine.fit(timed).total(padded),
         validation_s=val_s, rest_s=0.0, steps_per_epoch=len(batches),
-        validation_passes=val_passes,
+        validation_passes=val_passes, report_s=val_s, report_passes=val_passes,
     )  # fmt: skip
 
 
@@ -210,17 +228,18 @@ def _inference_costs(model, tokenizer, texts, classes, config, pieces, device, s
     lengths = np.asarray(pieces(texts))
     batches = _sorted_batches(len(texts), lengths, size)
     padded = _padded(lengths, batches)
+    # The precision a training's validation uses: "auto" (bf16 on CUDA and on CPUs with bf16
+    # units, fp32 elsewhere).
     classifier = TransformerClassifier(
         model, tokenizer, classes, max_length=config.max_length, device=device,
-        precision="bf16" if device.type == "cuda" else "fp32", truncation=config.truncation,
+        truncation=config.truncation,
     )  # fmt: skip
-    timed = []
-    for i, pick in enumerate(_timed_picks(padded)):
-        started = time.perf_counter()
+
+    def predict(pick: int) -> None:
         with torch.inference_mode():
             classifier._batch_proba([texts[r] for r in batches[pick]])
-        if i > 0:
-            timed.append((padded[pick], time.perf_counter() - started))
+
+    timed = _timed_passes(predict, padded)
     return _CostLine.fit(timed).total(padded), len(batches)
 
 
@@ -230,20 +249,22 @@ def _quick_costs(model, tokenizer, train, train_texts, val_texts, config, pieces
     lengths = np.asarray(pieces(texts))
     batches = _sorted_batches(len(texts), lengths, EMBED_BATCH)
     padded = _padded(lengths, batches)
-    timed = []
-    for i, pick in enumerate(_timed_picks(padded)):
-        rows = batches[pick]
-        started = time.perf_counter()
-        embed_texts(model, tokenizer, [texts[r] for r in rows], max_length=config.max_length,
-                    device=device, truncation=config.truncation)  # fmt: skip
-        if i > 0:
-            timed.append((padded[pick], time.perf_counter() - started))
+
+    def embed(pick: int) -> None:
+        embed_texts(model, tokenizer, [texts[r] for r in batches[pick]],
+                    max_length=config.max_length, device=device,
+                    truncation=config.truncation)  # fmt: skip
+
+    timed = _timed_passes(embed, padded)
     head_s = _head_seconds(len(train), model.classifier.in_features, len(set(train.labels)),
                            config)  # fmt: skip
+    line = _CostLine.fit(timed)
+    val_lengths = lengths[len(train_texts) :]
+    val_padded = _padded(val_lengths, _sorted_batches(len(val_texts), val_lengths, EMBED_BATCH))
     return DurationEstimate(
-        recipe=config.recipe, load_s=0.0, epoch_s=_CostLine.fit(timed).total(padded),
-        validation_s=0.0, rest_s=head_s,
-        steps_per_epoch=len(batches), validation_passes=0,
+        recipe=config.recipe, load_s=0.0, epoch_s=line.total(padded),
+        validation_s=0.0, rest_s=head_s, steps_per_epoch=len(batches), validation_passes=0,
+        report_s=line.total(val_padded), report_passes=len(val_padded),
     )  # fmt: skip
 
 

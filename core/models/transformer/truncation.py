@@ -3,10 +3,11 @@
 A text longer than `max_length` word pieces must lose some. "head" keeps the first ones (the
 tokenizer's own truncation). "head_tail" keeps the first HEAD_PIECES and the last ones, up to
 `max_length` with [CLS] and [SEP]: a complaint often names its product at the start and says
-what went wrong, or what it wants, at the end. Chosen on validation rows of the CFPB sample,
-where a quarter of the narratives are longer than 128 word pieces (BENCHMARKS.md, "Engine v2").
-Only Hugging Face tokenizers (with [CLS] and [SEP]) read heads and tails; the tiny
-transformer's word tokenizer keeps the head.
+what went wrong, or what it wants, at the end. Measured on the validation rows of the CFPB
+sample (a quarter of its narratives are longer than 128 word pieces) and of the demo data, it
+tied "head" (BENCHMARKS.md, "Engine v2"), so "head" stays the default and "head_tail" is an
+option (`--truncation head_tail`). Only Hugging Face tokenizers (with [CLS] and [SEP]) read
+heads and tails; the tiny transformer's word tokenizer keeps the head.
 """
 
 from __future__ import annotations
