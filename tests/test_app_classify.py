@@ -112,3 +112,33 @@ def test_a_control_character_still_downloads_and_the_xlsx_waits_for_a_click(app:
     app.button(key="classify.xlsx.prepare").click().run()
     assert not app.exception
     assert [b.proto.label for b in app.get("download_button")] == ["Download CSV", "Download XLSX"]
+
+
+def test_without_a_model_a_saved_model_of_this_data_set_is_one_click_away(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import json
+    import shutil
+
+    from core.data.demo import DemoConfig, generate_demo_data
+    from core.data.validation import validate
+    from ui.datasets import DEMO_NAME
+    from ui.state import ActiveDataset
+
+    demo, report = validate(generate_demo_data(DemoConfig()), text_col="text", label_col="desk")
+    folder = shutil.copytree(tiny_model_dir, tmp_path / "models" / "tiny-demo")
+    card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
+    card["data_fingerprint"] = demo.fingerprint  # as if trained on the demo data
+    (folder / "card.json").write_text(json.dumps(card), encoding="utf-8")
+    monkeypatch.setenv("GRIEVANCE_LENS_MODELS_DIR", str(tmp_path / "models"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    assert not any(b.key == "first_model.first.use" for b in at.button)  # no data set yet
+    at.button(key="first_model.first.quick")  # the quick model is offered instead
+
+    at.session_state["active_dataset"] = ActiveDataset(DEMO_NAME, demo, report)
+    at.run()
+    at.button(key="first_model.first.use").click().run()
+    assert not at.exception
+    assert at.session_state["active_model"] == str(folder)
+    assert any(t.key == "classify.text" for t in at.text_area)  # the page itself now

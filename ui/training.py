@@ -166,12 +166,15 @@ def render_first_model(active: ActiveDataset | None, page_key: str, *, stop: boo
         return
     if run is not None and activate_once(run):
         st.rerun()
+    if run is not None and run.job.snapshot().status is JobStatus.FAILED:
+        st.error(f"Training {md_escape(run.model_name)} failed: "
+                 f"{md_escape(run.job.snapshot().error)}")  # fmt: skip
     st.info("No model is active. Train one or load a saved one on the Train page.")
     saved_models = models_of_dataset(models_dir(), active.dataset.fingerprint) if active else []
     if saved_models:
         newest = saved_models[0]
-        if st.button(f"Use {newest.name}, trained on this data set", key=f"{page_key}.first.use",
-                     type="primary"):  # fmt: skip
+        label = f"Use {md_escape(newest.name)}, trained on this data set"
+        if st.button(label, key=f"{page_key}.first.use", type="primary"):
             set_active_model(newest.path)
             st.rerun()
     elif current_actor().can(Permission.TRAIN):
@@ -183,8 +186,8 @@ def render_first_model(active: ActiveDataset | None, page_key: str, *, stop: boo
         )
         if st.button("Build a quick model", key=f"{page_key}.first.quick", type="primary"):
             target = active if active is not None else use_demo_dataset()
-            start_training_job(target, TrainConfig(recipe=QUICK), default_model_name("quick"))
-            st.rerun()
+            if start_training_job(target, TrainConfig(recipe=QUICK), default_model_name("quick")):
+                st.rerun()  # else the refusal stays on screen
     st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
     _stop_if(stop)
 
