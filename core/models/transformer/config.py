@@ -22,9 +22,6 @@ class BackboneDefaults:
 
     lr: float
     epochs: int
-    # Head and tail tied head on the validation rows of the CFPB sample and the demo data
-    # (BENCHMARKS.md, "Engine v2"), so the head stays the default; head_tail is an option.
-    truncation: str = "head"  # core.models.transformer.truncation
     patience: int = 2  # epochs without a better validation macro-F1 before stopping early
 
 
@@ -73,8 +70,9 @@ class TrainConfig:
     epochs: int | None = None
     lr: float | None = None
     # How a text longer than max_length is cut: "head" keeps its start; "head_tail" its first
-    # 64 word pieces and its last ones (Hugging Face backbones only; None: "head").
-    truncation: Literal["head", "head_tail"] | None = None
+    # 64 word pieces and its last ones (Hugging Face backbones only). The two tied on the
+    # validation rows of the CFPB sample and the demo data (BENCHMARKS.md, "Engine v2").
+    truncation: Literal["head", "head_tail"] = "head"
     batch_size: int = 16
     # 128 word pieces hold the whole of 96% of demo complaints (median 43, p95 122) and the head
     # of CFPB narratives (median 69; 24% longer), where the product is usually named early;
@@ -103,8 +101,6 @@ class TrainConfig:
             object.__setattr__(self, "epochs", defaults.epochs)
         if self.lr is None:
             object.__setattr__(self, "lr", defaults.lr)
-        if self.truncation is None:
-            object.__setattr__(self, "truncation", defaults.truncation)
         if self.patience is None:
             object.__setattr__(self, "patience", defaults.patience)
         if self.truncation not in ("head", "head_tail"):
