@@ -12,11 +12,11 @@ between variants*; the test rows are scored once, at the end, and never choose a
 - bag of words: the project's baseline (`BaselineConfig()`), as `core train` fits it;
 - full: `train_models` with `TrainConfig()` (plus any overrides given here);
 - full, VARIANT (`--variants`): the same with one lever changed: `probe` (head_init="probe":
-  the quick head first, then fine-tune), `head` (truncation="head": long texts keep their
-  first 126 word pieces, the default before issue #10), `head_tail_text` (head truncation in
-  the engine, the texts cut to their first 64 and last 62 word pieces beforehand, decoded from
-  the tokenizer's own pieces: how head_tail was measured before the engine had it), `len256`
-  (max_length 256);
+  the quick head first, then fine-tune), `head_tail` (truncation="head_tail": long texts keep
+  their first 64 and last 62 word pieces instead of the first 126), `head_tail_text` (the same
+  cut made in the texts beforehand, decoded from the tokenizer's own pieces, read with head
+  truncation: how head_tail was measured before the engine had it), `len256` (max_length
+  256);
 - quick: `train_models` with `recipe="quick"` (frozen encoder, fitted linear head);
 - blend: full's and the bag of words' probabilities averaged with a weight chosen on the
   validation rows (the transformer's share, 0 to 1 by 0.1).
@@ -48,7 +48,7 @@ from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.training import train_models
 
-VARIANTS = ("probe", "head", "head_tail_text", "len256")
+VARIANTS = ("probe", "head_tail", "head_tail_text", "len256")
 HEAD_PIECES = 64  # head_tail_text: pieces kept from the start; the rest of max_length from the end
 BLEND_WEIGHTS = tuple(i / 10 for i in range(11))
 
@@ -140,7 +140,9 @@ def variant_config(name: str, config: TrainConfig) -> TrainConfig:
         return replace(config, head_init="probe")
     if name == "len256":
         return replace(config, max_length=256)
-    if name in ("head", "head_tail_text"):
+    if name == "head_tail":
+        return replace(config, truncation="head_tail")
+    if name == "head_tail_text":
         return replace(config, truncation="head")
     return config
 

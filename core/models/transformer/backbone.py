@@ -120,7 +120,7 @@ def load_backbone(
             generator=generator, positional_encoding=config.positional_encoding,
         )  # fmt: skip
     source = resolve_backbone(config.backbone)
-    check_positions(config)
+    _refuse_beyond_positions(config, _positions(source))  # before any weight is read
     id2label = {i: label for i, label in enumerate(classes)}
     label2id = {label: i for i, label in id2label.items()}
     options = {"attn_implementation": "eager", "use_safetensors": True, "local_files_only": True}
@@ -161,8 +161,15 @@ def backbone_positions(backbone: str) -> int | None:
     if backbone == TINY:
         return None
     try:
-        source = resolve_backbone(backbone)
-        config = AutoConfig.from_pretrained(source, local_files_only=True)
+        return _positions(resolve_backbone(backbone))
+    except ValueError:
+        return None  # loading the model says what is wrong, with the advice
+
+
+def _positions(source: str) -> int | None:
+    """max_position_embeddings of the config.json at `source` (a folder or a cached id)."""
+    try:
+        config = AutoConfig.from_pretrained(source, local_files_only=True, trust_remote_code=False)
     except (OSError, ValueError):
         return None  # loading the model says what is wrong, with the advice
     positions = getattr(config, "max_position_embeddings", None)
@@ -172,7 +179,10 @@ def backbone_positions(backbone: str) -> int | None:
 def check_positions(config: TrainConfig) -> None:
     """Refuse a max_length beyond the backbone's learned positions before anything runs (it
     would fail deep inside the first batch long enough to need them)."""
-    positions = backbone_positions(config.backbone)
+    _refuse_beyond_positions(config, backbone_positions(config.backbone))
+
+
+def _refuse_beyond_positions(config: TrainConfig, positions: int | None) -> None:
     if positions is not None and config.max_length > positions:
         raise ValueError(
             f"max_length {config.max_length} is more than the {positions} positions backbone "

@@ -18,7 +18,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -133,8 +133,7 @@ def fit_linear_head(
             labels=[str(y) for y in range(n_classes)],
         )  # fmt: skip
         if best is None or report.macro_f1 > best.val_macro_f1:
-            best = LinearHead(**{**vars(head), "val_accuracy": report.accuracy,
-                                 "val_macro_f1": report.macro_f1})  # fmt: skip
+            best = replace(head, val_accuracy=report.accuracy, val_macro_f1=report.macro_f1)
     assert best is not None  # strengths is never empty
     return best
 
