@@ -11,13 +11,15 @@ def test_demo_train_then_classify(page, app_url: str):
     page.get_by_role("button", name="Use the demo data").click()
     main = page.get_by_test_id("stMainBlockContainer")
     expect(main.get_by_text("Data set: Built-in demo data")).to_be_visible()
-    # Quick comes first for a data set without a model (unless another test saved one).
-    page.get_by_test_id("stRadioGroup").get_by_text("Full fine-tuning").click()
-    page.get_by_test_id("stSelectbox").filter(has_text="Backbone").click()
-    page.get_by_role("option", name="Tiny transformer").click()
-    # Wait for the rerun that puts the tiny backbone's learning rate in the form; elements of
-    # the previous run stay on screen, marked stale, until it ends.
+    # Elements of the previous run stay on screen, marked stale, until a rerun ends.
     live = page.locator('[data-testid="stElementContainer"][data-stale="false"]')
+    # Quick comes first for a data set without a model (unless another test saved one); the
+    # full recipe's rerun enables the settings and offers the tiny backbone.
+    page.get_by_test_id("stRadioGroup").get_by_text("Full fine-tuning").click()
+    expect(live.get_by_role("spinbutton", name="Epochs")).to_be_enabled()
+    live.get_by_test_id("stSelectbox").filter(has_text="Backbone").click()
+    page.get_by_role("option", name="Tiny transformer").click()
+    # Wait for the rerun that puts the tiny backbone's learning rate in the form.
     expect(live.get_by_role("spinbutton", name="Learning rate")).to_have_value("2e-3")
     steps = live.get_by_label("Stop after steps (0 = no limit)")
     steps.fill("5")
