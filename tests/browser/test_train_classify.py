@@ -17,6 +17,9 @@ def test_demo_train_then_classify(page, app_url: str):
     # full recipe's rerun enables the settings and offers the tiny backbone.
     page.get_by_test_id("stRadioGroup").get_by_text("Full fine-tuning").click()
     expect(live.get_by_role("spinbutton", name="Epochs")).to_be_enabled()
+    # The run ends with the duration estimate (seconds of timed steps): a list opened before
+    # it ends is closed by the rerun's end.
+    expect(live.get_by_text("Estimated duration")).to_be_visible(timeout=120_000)
     live.get_by_test_id("stSelectbox").filter(has_text="Backbone").click()
     page.get_by_role("option", name="Tiny transformer").click()
     # Wait for the rerun that puts the tiny backbone's learning rate in the form.
