@@ -46,6 +46,13 @@ def test_without_models_or_data_the_page_says_what_to_do(app: AppTest, tmp_path:
     assert str(tmp_path) not in shown_text(app)  # the server's models path is never shown
 
 
+def test_the_demo_data_replaces_the_prompt_in_the_same_run(app: AppTest):
+    app.button(key="train.use_demo").click().run()
+    assert not any("No data set is loaded" in i.value for i in app.info)
+    assert not any(b.key == "train.use_demo" for b in app.button)
+    assert any("3,000 complaints · 5 desks" in c.value for c in app.caption)  # the form is on
+
+
 def shown_text(at: AppTest) -> str:
     """Every caption, message, markdown and widget label of the page, joined."""
     elements = [*at.caption, *at.markdown, *at.info, *at.error, *at.warning, *at.success]

@@ -46,7 +46,11 @@ def require_dataset(page_key: str) -> ActiveDataset | None:
     active = get_active_dataset()
     if active is not None:
         return active
-    st.info("No data set is loaded. Load one on the Data page, or use the built-in demo data.")
-    if st.button("Use the demo data", key=f"{page_key}.use_demo", type="primary"):
-        return use_demo_dataset()
-    return None
+    prompt = st.empty()
+    with prompt.container():
+        st.info("No data set is loaded. Load one on the Data page, or use the built-in demo data.")
+        clicked = st.button("Use the demo data", key=f"{page_key}.use_demo", type="primary")
+    if not clicked:
+        return None
+    prompt.empty()  # the page goes on with the demo data: the prompt no longer applies
+    return use_demo_dataset()

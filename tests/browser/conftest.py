@@ -62,11 +62,33 @@ def browser():
         chromium.close()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Keep each phase's report on the test, so `page` can tell that its test failed."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
 @pytest.fixture()
-def page(browser, app_url: str):
+def page(browser, app_url: str, request: pytest.FixtureRequest):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(60_000)
     page.goto(app_url)
     yield page
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        show_failed_page(page, request.node.name)
     context.close()
+
+
+def show_failed_page(page, test_name: str) -> None:
+    """What the browser showed when its test failed: the page's text in the test's output (CI
+    keeps only that) and a full screenshot under $BROWSER_FAILURES, when set."""
+    print(f"--- page at failure: {page.url}")
+    print(page.locator("body").inner_text(timeout=5_000)[:6_000])
+    folder = os.environ.get("BROWSER_FAILURES")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{test_name}.png"), full_page=True)

@@ -13,7 +13,14 @@ def use_saved_model(page, name: str) -> None:
     nav = page.get_by_test_id("stSidebarNav")
     expect(nav).to_be_visible(timeout=FIRST_LOAD_MS)
     nav.get_by_role("link", name="Train", exact=True).click()
-    page.get_by_test_id("stSelectbox").filter(has_text="Model").click()
-    page.get_by_role("option", name=name, exact=True).click()
+    choose_option(page, page.get_by_test_id("stSelectbox").filter(has_text="Model"), name)
     page.get_by_role("button", name="Use this model").click()
     expect(page.get_by_test_id("stSidebar")).to_contain_text(f"Model: {name}")
+
+
+def choose_option(page, selectbox, option: str) -> None:
+    """Pick `option` (its exact text) in a Streamlit selectbox. The list is opened mid-window:
+    one opened at the window's bottom edge closes as the page scrolls to show it."""
+    selectbox.evaluate("element => element.scrollIntoView({block: 'center'})")
+    selectbox.click()
+    page.get_by_role("option", name=option, exact=True).click()

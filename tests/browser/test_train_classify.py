@@ -3,6 +3,8 @@
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.steps import choose_option
+
 pytestmark = pytest.mark.browser
 
 
@@ -20,8 +22,8 @@ def test_demo_train_then_classify(page, app_url: str):
     # The run ends with the duration estimate (seconds of timed steps): a list opened before
     # it ends is closed by the rerun's end.
     expect(live.get_by_text("Estimated duration")).to_be_visible(timeout=120_000)
-    live.get_by_test_id("stSelectbox").filter(has_text="Backbone").click()
-    page.get_by_role("option", name="Tiny transformer").click()
+    backbone = live.get_by_test_id("stSelectbox").filter(has_text="Backbone")
+    choose_option(page, backbone, "Tiny transformer (from scratch, seconds)")
     # Wait for the rerun that puts the tiny backbone's learning rate in the form.
     expect(live.get_by_role("spinbutton", name="Learning rate")).to_have_value("2e-3")
     steps = live.get_by_label("Stop after steps (0 = no limit)")
