@@ -28,8 +28,8 @@ from ui.jobs import (
     JobProgress,
     eta_text,
     get_job_queue,
+    idle_progress,
     job_requester,
-    queued_progress,
     render_job_progress,
     run_short,
 )
@@ -146,10 +146,8 @@ def pick_text_column(table: pd.DataFrame, name: str) -> str | None:
 def describe_progress(job: ClassifyJob) -> JobProgress | None:
     """Rows classified so far and the time left; None once the job has ended."""
     snapshot = job.snapshot()
-    if snapshot.status is JobStatus.QUEUED:
-        return queued_progress(snapshot)
     if snapshot.status is not JobStatus.RUNNING:
-        return None
+        return idle_progress(snapshot)
     latest = snapshot.latest
     done, total = (latest.done, latest.total) if latest else (0, 1)
     eta = eta_seconds(done, total, snapshot.elapsed_s)

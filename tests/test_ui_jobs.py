@@ -80,3 +80,17 @@ def test_once_the_job_has_ended_the_whole_page_reruns():
     assert not at.exception
     assert [t.value for t in at.text] == ["ended"] and not at.get("progress")
     assert job.polls == 3  # the page, the fragment, the page again
+
+
+def test_a_job_not_running_shows_its_place_in_the_queue_or_nothing_once_ended():
+    from core.jobs import JobSnapshot, JobStatus
+    from ui.jobs import idle_progress
+
+    def snapshot(status: JobStatus) -> JobSnapshot:
+        return JobSnapshot(status, None, (), None, None, 0.0, position=2, start_eta_s=40.0)
+
+    queued = idle_progress(snapshot(JobStatus.QUEUED))
+    assert queued is not None and queued.fraction == 0.0
+    assert "number 2 in the queue, starts in about 40 s" in queued.text
+    for ended in (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED):
+        assert idle_progress(snapshot(ended)) is None

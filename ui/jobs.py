@@ -53,6 +53,12 @@ def run_short(work: Callable[[], R], *, title: str, kind: str) -> R:
     return get_job_queue().call(work, ticket, actor=requester.actor, timeout_s=SHORT_TIMEOUT_S)
 
 
+def idle_progress(snapshot: JobSnapshot) -> JobProgress | None:
+    """What a job that is not running shows: its place in the queue while queued, nothing (None)
+    once it has ended. Callers describe a running job themselves."""
+    return queued_progress(snapshot) if snapshot.status is JobStatus.QUEUED else None
+
+
 def queued_progress(snapshot: JobSnapshot | Any) -> JobProgress:
     """What a queued job shows: its place in the queue and, when known, when it should start
     (`snapshot` is a JobSnapshot or anything with `position` and `start_eta_s`)."""
@@ -128,10 +134,8 @@ def counted_progress(job: Any, text: Callable[[int, int, str, Any], str]) -> Job
     with an `eta_s`: the bar at done/total, labelled `text(done, total, eta_text, latest)`
     (`latest` is None before the first report); None once the job has ended."""
     snapshot = job.snapshot()
-    if snapshot.status is JobStatus.QUEUED:
-        return queued_progress(snapshot)
     if snapshot.status is not JobStatus.RUNNING:
-        return None
+        return idle_progress(snapshot)
     latest = snapshot.latest
     done, total = (latest.done, latest.total) if latest else (0, 1)
     eta = eta_text(latest.eta_s if latest else None)

@@ -18,8 +18,8 @@ from ui.auth import current_actor
 from ui.jobs import (
     JobProgress,
     get_job_queue,
+    idle_progress,
     job_requester,
-    queued_progress,
     render_job_progress,
     run_short,
 )
@@ -51,10 +51,8 @@ def describe_training(job: BackgroundJob[TrainProgress, SavedTraining]) -> JobPr
     """Step (or rows embedded), epoch, loss and time left, with the curves so far; None once
     training has ended."""
     snapshot = job.snapshot()
-    if snapshot.status is JobStatus.QUEUED:
-        return queued_progress(snapshot)
     if snapshot.status is not JobStatus.RUNNING:
-        return None
+        return idle_progress(snapshot)
     latest = snapshot.latest
     if latest is None:
         return JobProgress(0.0, "Loading the backbone and preparing batches…")
