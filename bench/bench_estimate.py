@@ -3,6 +3,8 @@
     .venv/bin/python -m bench.bench_estimate                       # demo data: quick, then full
     .venv/bin/python -m bench.bench_estimate --data ../shared/data/cfpb-sample/train.csv
     .venv/bin/python -m bench.bench_estimate --short-queries 10003 --recipes quick
+    .venv/bin/python -m bench.bench_estimate --short-queries 10003 --recipes quick \
+        --truncations head head_tail     # what reading heads and tails costs, one process
 
 `--short-queries N`: N demo complaints cut to their first 12 words (about 16 word pieces, the
 length of a banking-intent query), for the "quick model on 10k short queries" figure.
@@ -32,6 +34,7 @@ from core.data.validation import load_dataset
 from core.models.training_job import estimate_training
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.training import train_models
+from core.models.transformer.truncation import HEAD, TRUNCATIONS
 
 RECIPES = ("quick", "full")
 SHORT_WORDS = 12
@@ -43,6 +46,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--recipes", nargs="+", choices=RECIPES, default=list(RECIPES))
     parser.add_argument("--backbone", default="minilm")
     parser.add_argument("--max-length", type=int, default=TrainConfig.max_length)
+    parser.add_argument("--truncations", nargs="+", choices=TRUNCATIONS, default=[HEAD])
     parser.add_argument("--epochs", type=int, default=1, help="full recipe (default 1: minutes)")
     parser.add_argument("--short-queries", type=int, help="N demo complaints cut to 12 words")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
@@ -71,10 +75,11 @@ def main() -> int:
             source = short_queries(source, Path(scratch) / "short.csv")
         dataset, _ = load_dataset(source)
     rows = []
-    for recipe in args.recipes:
+    settings = [(r, t) for r in args.recipes for t in args.truncations]
+    for recipe, truncation in settings:
         config = TrainConfig(
             backbone=args.backbone, recipe=recipe, epochs=args.epochs, patience=args.epochs,
-            max_length=args.max_length, device="cpu",
+            max_length=args.max_length, truncation=truncation, device="cpu",
         )  # fmt: skip
         started = time.perf_counter()
         estimate = estimate_training(dataset, config)
@@ -84,7 +89,8 @@ def main() -> int:
         train_models(train, val, config)
         real = time.perf_counter() - started
         rows.append({
-            "recipe": recipe, "epochs": config.epochs if recipe == "full" else None,
+            "recipe": recipe, "truncation": truncation,
+            "epochs": config.epochs if recipe == "full" else None,
             "estimate_s": round(estimate.seconds, 1), "real_s": round(real, 1),
             "ratio": round(estimate.seconds / real, 3), "estimate_cost_s": round(estimate_cost, 1),
             "passes": estimate.passes,
@@ -100,11 +106,12 @@ def main() -> int:
             print(json.dumps(document, indent=2))
         else:
             print(f"{document['data']}: {len(dataset)} rows, backbone {args.backbone}")
-            print(f"{'recipe':8s} {'epochs':>6} {'estimate s':>10} {'real s':>8} {'ratio':>6} "
-                  f"{'cost s':>7}")  # fmt: skip
+            print(f"{'recipe':8s} {'reads':9s} {'epochs':>6} {'estimate s':>10} {'real s':>8} "
+                  f"{'ratio':>6} {'cost s':>7}")  # fmt: skip
             for row in rows:
                 print(
-                    f"{row['recipe']:8s} {row['epochs'] or '':>6} {row['estimate_s']:10.1f} "
+                    f"{row['recipe']:8s} {row['truncation']:9s} {row['epochs'] or '':>6} "
+                    f"{row['estimate_s']:10.1f} "
                     f"{row['real_s']:8.1f} {row['ratio']:6.2f} {row['estimate_cost_s']:7.1f}"
                 )
     print_load(load, file=sys.stderr if args.json else None)
