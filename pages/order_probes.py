@@ -135,8 +135,9 @@ def render_ablation(model: LoadedModel, text: str) -> None:
     transformer = model.transformer
     try:
         result = order_ablation(
-            transformer.model, transformer.tokenizer, text, max_length=transformer.max_length
-        )
+            transformer.model, transformer.tokenizer, text, max_length=transformer.max_length,
+            truncation=transformer.truncation,
+        )  # fmt: skip
     except ValueError as exc:
         st.info(f"Not available for this model: {md_escape(exc)}")
         return

@@ -148,3 +148,21 @@ def test_mean_pooled_head_takes_position_ids_too(bert):
     np.testing.assert_allclose(pa, pb, atol=1e-6)  # mean pooling + one position: a bag
     na, nb = (np.array(list(r.normal.prediction.probabilities.values())) for r in (a, b))
     assert np.abs(na - nb).max() > 1e-4
+
+
+@pytest.mark.parametrize("truncation", ["head", "head_tail"])
+def test_a_long_complaint_is_cut_as_the_model_reads_it(bert, truncation):
+    from core.models.transformer.inference import TransformerClassifier
+
+    model, tokenizer = bert
+    text = "paid by card " * 20 + "not by upi refund"  # 66 word pieces, cut to 16
+    result = order_ablation(model, tokenizer, text, max_length=16, truncation=truncation)
+    reads_end = result.tokens[-5:] == ("not", "by", "upi", "refund", "[SEP]")
+    assert reads_end == (truncation == "head_tail") and len(result.tokens) == 16
+    classifier = TransformerClassifier(
+        model, tokenizer, LABELS, max_length=16, device="cpu", precision="fp32",
+        truncation=truncation,
+    )  # fmt: skip
+    own = classifier.predict_proba([text])[0]
+    normal = [result.normal.prediction.probabilities[label] for label in LABELS]
+    np.testing.assert_allclose(normal, own, atol=1e-5)  # the normal variant is the model's call

@@ -20,6 +20,7 @@ import torch
 
 from core.data.privacy import mask_personal_data
 from core.models.classifier import Prediction
+from core.models.transformer.truncation import HEAD, head_tail_pieces, reads_head_and_tail
 from core.text import cut_for_tokens
 
 VARIANTS = ("normal", "shuffled positions", "one position")
@@ -95,26 +96,25 @@ def _variant(model, encoding: dict, name: str, position_ids: np.ndarray) -> Posi
 
 
 def order_ablation(
-    model: torch.nn.Module, tokenizer, text: str, *, seed: int = 0, max_length: int = 256
+    model: torch.nn.Module,
+    tokenizer,
+    text: str,
+    *,
+    seed: int = 0,
+    max_length: int = 256,
+    truncation: str = HEAD,
 ) -> OrderAblation:
     """Classify `text` normally, with shuffled word positions, and with all positions at 0.
 
     `model` is a Hugging Face sequence classifier in eval mode whose forward accepts position_ids;
     `tokenizer` is its fast tokenizer. The text is masked (core.data.privacy), as every trained
-    model reads it, and truncated to `max_length` wordpieces.
+    model reads it, and cut to `max_length` wordpieces the way the model reads long texts
+    (`truncation`, core.models.transformer.truncation): the normal variant is the model's own
+    prediction.
     """
     _check_model(model)
     text = mask_personal_data(text)
-    encoding = dict(
-        tokenizer(
-            cut_for_tokens(text, max_length),
-            truncation=True,
-            max_length=max_length,
-            return_tensors="pt",
-            return_special_tokens_mask=True,
-        )
-    )
-    special = encoding.pop("special_tokens_mask")[0].tolist()
+    encoding, special = _encode(tokenizer, text, max_length, truncation)
     if all(special):
         raise ValueError("the text has no words to reorder; enter a complaint text")
     input_ids = encoding["input_ids"][0].tolist()
@@ -125,3 +125,21 @@ def order_ablation(
         _variant(model, encoding, VARIANTS[1], shuffled_position_ids(special, seed=seed)),
         _variant(model, encoding, VARIANTS[2], single_position_ids(len(input_ids))),
     )
+
+
+def _encode(tokenizer, text: str, max_length: int, truncation: str) -> tuple[dict, list[bool]]:
+    """The model's inputs for `text` (batch of one) and which wordpieces are special."""
+    if reads_head_and_tail(tokenizer, truncation):
+        (read,) = head_tail_pieces(tokenizer, [text], max_length)
+        ids = torch.tensor([read.ids])
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, list(read.special)
+    encoding = dict(
+        tokenizer(
+            cut_for_tokens(text, max_length),
+            truncation=True,
+            max_length=max_length,
+            return_tensors="pt",
+            return_special_tokens_mask=True,
+        )
+    )
+    return encoding, encoding.pop("special_tokens_mask")[0].tolist()
