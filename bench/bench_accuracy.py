@@ -19,7 +19,11 @@ between variants*; the test rows are scored once, at the end, and never choose a
   256);
 - quick: `train_models` with `recipe="quick"` (frozen encoder, fitted linear head);
 - blend: full's and the bag of words' probabilities averaged with a weight chosen on the
-  validation rows (the transformer's share, 0 to 1 by 0.1).
+  validation rows (the transformer's share, 0 to 1 by 0.1);
+- chunks: full's model reading a long text in chunks of `max_length` word pieces (up to
+  CHUNK_PIECES in all) and averaging the chunks' probabilities, at prediction only (the model
+  was fine-tuned on heads); a text that fits is one chunk, so only long rows can change. Its
+  seconds are those of predicting the validation and test rows.
 Scores: accuracy and macro-F1 on all rows, on the rows the data marks as word-order twins (demo
 data), and on long rows (more than `max_length` word pieces, so truncated), for validation and
 test. One JSON document on stdout (`--json`) or a table; seconds are wall time on this machine.
@@ -51,6 +55,7 @@ from core.models.transformer.training import train_models
 VARIANTS = ("probe", "head_tail", "head_tail_text", "len256")
 HEAD_PIECES = 64  # head_tail_text: pieces kept from the start; the rest of max_length from the end
 BLEND_WEIGHTS = tuple(i / 10 for i in range(11))
+CHUNK_PIECES = 512  # chunks: word pieces read in all (BERT's positions), in max_length chunks
 
 
 def parse_args() -> argparse.Namespace:
@@ -158,6 +163,23 @@ def chosen_weight(val_full: np.ndarray, val_bow: np.ndarray, truth: list[str], c
     return max(scores)[1]
 
 
+def chunk_probabilities(model, tokenizer, texts: list[str], max_length: int) -> np.ndarray:
+    """Each text's probabilities averaged over its chunks of `max_length` word pieces (the
+    tokenizer's pieces, decoded), up to CHUNK_PIECES pieces; `model` is a TransformerClassifier."""
+    room = max_length - 2  # [CLS] and [SEP]
+    pieces = tokenizer(mask_texts(texts), add_special_tokens=False, verbose=False)["input_ids"]
+    chunks, owners = [], []
+    for row, ids in enumerate(pieces):
+        ids = ids[:CHUNK_PIECES] or [tokenizer.unk_token_id]
+        for start in range(0, len(ids), room):
+            chunks.append(tokenizer.decode(ids[start : start + room]))
+            owners.append(row)
+    chunk_probs = model.predict_proba(chunks)
+    summed = np.zeros((len(texts), chunk_probs.shape[1]))
+    np.add.at(summed, owners, chunk_probs)
+    return summed / np.bincount(owners, minlength=len(texts))[:, None]
+
+
 # ------------------------------------------------------------------------------ scoring
 
 
@@ -210,6 +232,8 @@ def main() -> int:
         record(name, trained.transformer, trained.train_seconds, used,
                best_epoch=trained.best_epoch,
                val_macro_f1=[round(r.val_macro_f1, 4) for r in trained.history])  # fmt: skip
+        if name == "full":
+            full_model = trained.transformer
     if not args.no_quick:
         trained = train_models(data.train, data.val, replace(config, recipe="quick"))
         record("quick", trained.transformer, trained.train_seconds, data,
@@ -221,6 +245,12 @@ def main() -> int:
                                           probabilities["bag of words"][part], weight)
                               for part in ("val", "test")}  # fmt: skip
     results["blend"] = {"seconds": 0.0, "weight": weight}
+    started = time.perf_counter()
+    probabilities["chunks"] = {part: chunk_probabilities(full_model, tokenizer,
+                                                         list(getattr(data, part).texts),
+                                                         config.max_length)
+                               for part in ("val", "test")}  # fmt: skip
+    results["chunks"] = {"seconds": round(time.perf_counter() - started, 1)}
     for name, result in results.items():
         for part in ("val", "test"):
             split = getattr(data, part)
