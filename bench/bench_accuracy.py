@@ -18,8 +18,9 @@ between variants*; the test rows are scored once, at the end, and never choose a
   truncation: how head_tail was measured before the engine had it), `len256` (max_length
   256);
 - quick: `train_models` with `recipe="quick"` (frozen encoder, fitted linear head);
-- blend: full's and the bag of words' probabilities averaged with a weight chosen on the
-  validation rows (the transformer's share, 0 to 1 by 0.1);
+- full + blend, quick + blend: the decision a saved model routes with (core.models.blend):
+  both models' probabilities, each calibrated by a temperature, mixed with the transformer's
+  share chosen on the validation rows by `train_models` itself;
 - chunks: full's model reading a long text in chunks of `max_length` word pieces (up to
   CHUNK_PIECES in all) and averaging the chunks' probabilities, at prediction only (the model
   was fine-tuned on heads); a text that fits is one chunk, so only long rows can change. Its
@@ -48,13 +49,13 @@ from core.data.demo import DemoConfig, write_demo_data
 from core.data.privacy import mask_texts
 from core.data.validation import load_dataset
 from core.models.baseline import BagOfWordsClassifier
+from core.models.blend import Blend
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.training import train_models
 
 VARIANTS = ("probe", "head_tail", "head_tail_text", "len256")
 HEAD_PIECES = 64  # head_tail_text: pieces kept from the start; the rest of max_length from the end
-BLEND_WEIGHTS = tuple(i / 10 for i in range(11))
 CHUNK_PIECES = 512  # chunks: word pieces read in all (BERT's positions), in max_length chunks
 
 
@@ -75,10 +76,16 @@ def parse_args() -> argparse.Namespace:
         help="full-recipe levers to compare on the validation rows",
     )
     parser.add_argument("--no-quick", action="store_true", help="skip the quick recipe")
-    for name, kind in (("epochs", int), ("lr", float), ("batch-size", int), ("max-length", int)):
+    overrides = (("epochs", int), ("lr", float), ("batch-size", int), ("max-length", int),
+                 ("label-smoothing", float))  # fmt: skip
+    for name, kind in overrides:
         parser.add_argument(f"--{name}", type=kind, help="TrainConfig override")
     parser.add_argument("--backbone", help="TrainConfig override (default minilm)")
     parser.add_argument("--pooling", choices=("mean", "cls"), help="TrainConfig override")
+    parser.add_argument("--save-probs", type=Path,
+                        help="write every model's validation and test probabilities and the "
+                             "labels to this .npz (to score other blend rules without "
+                             "training again)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--force", action="store_true", help="report even on a busy machine")
     return parser.parse_args()
@@ -107,7 +114,15 @@ def splits(args: argparse.Namespace, scratch: Path) -> Splits:
 def train_config(args: argparse.Namespace) -> TrainConfig:
     options = {
         field: getattr(args, field)
-        for field in ("epochs", "lr", "batch_size", "max_length", "backbone", "pooling")
+        for field in (
+            "epochs",
+            "lr",
+            "batch_size",
+            "max_length",
+            "backbone",
+            "pooling",
+            "label_smoothing",
+        )  # fmt: skip
         if getattr(args, field) is not None
     }
     return TrainConfig(seed=args.seed, **options)  # a new config: the backbone's own defaults
@@ -150,17 +165,6 @@ def variant_config(name: str, config: TrainConfig) -> TrainConfig:
     if name == "head_tail_text":
         return replace(config, truncation="head")
     return config
-
-
-def blend(full: np.ndarray, bow: np.ndarray, weight: float) -> np.ndarray:
-    return weight * full + (1 - weight) * bow
-
-
-def chosen_weight(val_full: np.ndarray, val_bow: np.ndarray, truth: list[str], classes) -> float:
-    """The transformer's share in the blend with the best validation accuracy (ties: larger)."""
-    scores = [(np.mean(np.asarray(classes)[blend(val_full, val_bow, w).argmax(1)] ==
-                       np.asarray(truth)), w) for w in BLEND_WEIGHTS]  # fmt: skip
-    return max(scores)[1]
 
 
 def chunk_probabilities(model, tokenizer, texts: list[str], max_length: int) -> np.ndarray:
@@ -222,6 +226,14 @@ def main() -> int:
                                for part in ("val", "test")}  # fmt: skip
         results[name] = {"seconds": round(seconds, 1), **info}
 
+    def record_blend(name: str, blend: Blend) -> None:
+        """The decision of `name`'s saved model: its blend with the bag of words."""
+        probabilities[f"{name} + blend"] = {
+            part: blend.combine(probabilities[name][part], probabilities["bag of words"][part])
+            for part in ("val", "test")
+        }
+        results[f"{name} + blend"] = {"seconds": 0.0, "blend": blend.to_json()}
+
     started = time.perf_counter()
     bow = BagOfWordsClassifier().fit(list(data.train.texts), list(data.train.labels))
     record("bag of words", bow, time.perf_counter() - started, data)
@@ -234,17 +246,13 @@ def main() -> int:
                val_macro_f1=[round(r.val_macro_f1, 4) for r in trained.history])  # fmt: skip
         if name == "full":
             full_model = trained.transformer
+            record_blend(name, trained.blend)
     if not args.no_quick:
         trained = train_models(data.train, data.val, replace(config, recipe="quick"))
         record("quick", trained.transformer, trained.train_seconds, data,
                C=trained.head_strength)  # fmt: skip
+        record_blend("quick", trained.blend)
     classes = list(data.train.classes)
-    weight = chosen_weight(probabilities["full"]["val"], probabilities["bag of words"]["val"],
-                           list(data.val.labels), classes)  # fmt: skip
-    probabilities["blend"] = {part: blend(probabilities["full"][part],
-                                          probabilities["bag of words"][part], weight)
-                              for part in ("val", "test")}  # fmt: skip
-    results["blend"] = {"seconds": 0.0, "weight": weight}
     started = time.perf_counter()
     probabilities["chunks"] = {part: chunk_probabilities(full_model, tokenizer,
                                                          list(getattr(data, part).texts),
@@ -256,11 +264,26 @@ def main() -> int:
             split = getattr(data, part)
             predicted = [classes[i] for i in probabilities[name][part].argmax(1)]
             result[part] = scores(split, predicted, long[part])
+    if args.save_probs:
+        save_probabilities(args.save_probs, probabilities, data, classes, long)
     load = guard.finish()
     if shows_figures(load):
         report(args, config, data, results, load)
     print_load(load, file=sys.stderr if args.json else None)
     return 0
+
+
+def save_probabilities(
+    path: Path, probabilities: dict, data: Splits, classes: list[str], long: dict
+) -> None:
+    arrays = {f"{name}/{part}": probs for name, parts in probabilities.items()
+              for part, probs in parts.items()}  # fmt: skip
+    for part in ("val", "test"):
+        split = getattr(data, part)
+        arrays[f"labels/{part}"] = np.asarray(split.labels, dtype=str)
+        arrays[f"slices/{part}"] = np.asarray(slice_names(split), dtype=str)
+        arrays[f"long/{part}"] = np.asarray(long[part], dtype=int)
+    np.savez_compressed(path, classes=np.asarray(classes, dtype=str), **arrays)
 
 
 def report(args, config: TrainConfig, data: Splits, results: dict, load) -> None:

@@ -155,6 +155,8 @@ def _cmd_train(args: argparse.Namespace) -> None:
     document = {
         "transformer": result.transformer_report.to_json(),
         "bow": result.baseline_report.to_json(),
+        "decision": result.decision_report.to_json(),
+        "blend": result.blend.to_json(),
         "model_dir": str(folder),
         "train_seconds": round(result.train_seconds, 3),
         "device": result.device,
@@ -165,6 +167,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
         document["twin"] = {
             "transformer": result.transformer_twin_report.to_json(),
             "bow": result.baseline_twin_report.to_json(),
+            "decision": result.decision_twin_report.to_json(),
         }
     if args.json:
         _emit_json(document)
@@ -193,16 +196,19 @@ def _train_progress(bar):
 
 
 def _print_scores(document: dict, headline: str) -> None:
+    from core.models.blend import Blend
+
     print(headline)
-    for name in ("transformer", "bow"):
+    for name in ("transformer", "bow", "decision"):
         scores = document[name]
         print(f"  {name:12s} accuracy {scores['accuracy']:.4f}  macro-F1 {scores['macro_f1']:.4f}")
+    print(f"  decision: {Blend.from_card(document).describe()}")
     for name, scores in document.get("twin", {}).items():
         print(f"  twin slice {name:12s} accuracy {scores['accuracy']:.4f}")
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> None:
-    from core.analysis.metrics import evaluate_model, evaluate_proba
+    from core.analysis.metrics import evaluate_proba
     from core.data.validation import load_dataset
 
     loaded = _load_model(args.model)
@@ -212,12 +218,15 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
     texts, labels = list(dataset.texts), list(dataset.labels)
     with _progress_bar("evaluate", total=len(texts), unit="text") as bar:
         pred_probs = chunked_proba(loaded.transformer, texts, on_progress=_advance(bar))
+    bow_probs = loaded.baseline.predict_proba(texts)
+    classes = loaded.transformer.classes_
     document = {
-        "transformer": evaluate_proba(labels, pred_probs, loaded.transformer.classes_),
-        "bow": evaluate_model(loaded.baseline, texts, labels),
+        "transformer": evaluate_proba(labels, pred_probs, classes),
+        "bow": evaluate_proba(labels, bow_probs, loaded.baseline.classes_),
+        "decision": evaluate_proba(labels, loaded.blend.combine(pred_probs, bow_probs), classes),
     }
     document = {name: report.to_json() for name, report in document.items()}
-    document.update(model_dir=str(loaded.path), rows=len(dataset))
+    document.update(model_dir=str(loaded.path), rows=len(dataset), blend=loaded.blend.to_json())
     if args.json:
         _emit_json(document)
     else:
@@ -528,9 +537,16 @@ def _cmd_explain(args: argparse.Namespace) -> None:
     config = ExplainConfig(target=args.target, **options)  # bad options fail first
     model = _load_model(args.model)
     expl = explain_text(model.transformer, model.baseline, _complaint(args.text), config)
+    decision = model.blend.decide(expl.transformer, expl.bow)
     if args.json:
-        _emit_json(expl.to_json())
+        _emit_json(
+            {
+                **expl.to_json(),
+                "decision": {**decision.to_json(), "decided_by": model.blend.decided_by},
+            }
+        )
         return
+    print(f"decision: {decision.label} ({model.blend.describe()})")
     print(f"transformer: {expl.transformer.label}   bag of words: {expl.bow.label}")
     relative = "n/a" if expl.relative_delta is None else f"{expl.relative_delta:.1%}"
     print(f"scores for {expl.target} (convergence delta {expl.delta:+.4f}, {relative} of gap)")

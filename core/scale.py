@@ -51,7 +51,10 @@ _READ_CPUS = 0.1
 # Workers import `core` from this checkout (on a cluster: the same path on shared storage).
 _RUNTIME_ENV = {"env_vars": {"PYTHONPATH": str(_PROJECT_ROOT)}}
 # Columns that scoring adds (plus one prob_<label> per desk); an input that has them is refused.
-_CONTRACT_COLUMNS = ("predicted_label", "confidence", "needs_review", "bow_label", "bow_confidence")
+_CONTRACT_COLUMNS = (
+    "predicted_label", "confidence", "needs_review", "decided_by", "transformer_label",
+    "transformer_confidence", "bow_label", "bow_confidence",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

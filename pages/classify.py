@@ -15,8 +15,8 @@ from core.jobs import BackgroundJob, JobStatus, eta_seconds
 from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 from core.models.classify import (
     ClassifyProgress,
-    classification_columns,
     classify_in_background,
+    classify_one,
     routed_predictions,
 )
 from core.models.registry import LoadedModel
@@ -65,31 +65,28 @@ def render_single(model: LoadedModel, threshold: float) -> None:
         st.error("Type a complaint first.")
         return
     try:
-        row = run_short(
-            lambda: classification_columns(model, [text], review_threshold=threshold),
+        routed = run_short(
+            lambda: classify_one(model, text, review_threshold=threshold),
             title="Classify one complaint", kind="classify-one",
-        ).iloc[0]  # fmt: skip
+        )  # fmt: skip
     except ValueError as exc:
         st.error(md_escape(exc))
         return
-    left, middle, right = st.columns(3)
-    left.metric("Transformer", md_escape(row["predicted_label"]), f"{row['confidence']:.0%} sure",
-                delta_color="off")  # fmt: skip
-    middle.metric("Bag of words", md_escape(row["bow_label"]), f"{row['bow_confidence']:.0%} sure",
-                  delta_color="off")  # fmt: skip
+    row = routed.row
+    decision, transformer, bow = st.columns(3)
+    decision.metric("Decision", md_escape(row["predicted_label"]), f"{row['confidence']:.0%} sure",
+                    delta_color="off")  # fmt: skip
+    transformer.metric("Transformer", md_escape(row["transformer_label"]),
+                       f"{row['transformer_confidence']:.0%} sure", delta_color="off")  # fmt: skip
+    bow.metric("Bag of words", md_escape(row["bow_label"]), f"{row['bow_confidence']:.0%} sure",
+               delta_color="off")  # fmt: skip
+    st.caption(f"The decision is made by {model.blend.describe()}, as this model's validation "
+               "rows chose (Train page, card).")  # fmt: skip
     if row["needs_review"]:
-        right.warning(f"Needs review: confidence below {threshold:.0%}.")
+        st.warning(f"Needs review: confidence below {threshold:.0%}.")
     else:
-        right.success("Confident enough to route.")
-    classes = [str(c) for c in model.transformer.classes_]
-    bow_probs = model.baseline.predict_proba([text])[0]
-    chart = probability_chart(
-        {
-            "transformer": {c: float(row[f"prob_{c}"]) for c in classes},
-            "bag of words": dict(zip(map(str, model.baseline.classes_), bow_probs, strict=True)),
-        }
-    )
-    st.altair_chart(chart, width="stretch")
+        st.success("Confident enough to route.")
+    st.altair_chart(probability_chart(routed.probabilities), width="stretch")
 
 
 def render_file(model: LoadedModel, threshold: float) -> None:
@@ -175,7 +172,7 @@ def render_result(result: pd.DataFrame, file_name: str) -> None:
     cols[0].metric("Classified", f"{len(result):,}")
     cols[1].metric("Need review", f"{review:,}")
     cols[2].metric(
-        "Models disagree", f"{int((result['predicted_label'] != result['bow_label']).sum()):,}"
+        "Models disagree", f"{int((result['transformer_label'] != result['bow_label']).sum()):,}"
     )
     st.dataframe(shown_frame(result), hide_index=True, width="stretch")
     stem = file_name.rsplit(".", 1)[0] + "_classified"
@@ -194,6 +191,7 @@ def render_send_to_triage(result: pd.DataFrame, run: ClassifyRun) -> None:
             added = enqueue_uncertain(
                 get_store(), texts, routed_predictions(result), threshold=run.threshold,
                 batch=triage_batch_id(run.file_name, texts), rows=range(2, len(texts) + 2),
+                decided_by=str(result["decided_by"].iloc[0]),
             )  # fmt: skip
         except StoreError as exc:
             st.error(f"Not sent to the triage queue: {md_escape(exc)}")

@@ -21,6 +21,7 @@ from core.charts.explain import (
 )
 from core.data.dataset import Dataset
 from core.jobs import BackgroundJob, JobStatus
+from core.models.blend import BLEND, Blend
 from core.models.registry import LoadedModel
 from ui.auth import current_actor
 from ui.datasets import require_dataset
@@ -143,25 +144,30 @@ def render_target(model: LoadedModel) -> str | None:
     return None if choice == PREDICTED else choice
 
 
-def render_predictions(expl: Explanation) -> None:
-    left, right = st.columns(2)
+def render_predictions(expl: Explanation, blend: Blend) -> None:
+    decided, left, right = st.columns(3)
     t, b = expl.transformer, expl.bow
+    decision = blend.decide(t, b)
+    decided.metric("Decision", md_escape(decision.label))
     left.metric("Transformer", md_escape(t.label))
     right.metric("Bag of words", md_escape(b.label))
-    frame = pd.DataFrame(
-        {
-            "desk": list(t.probabilities),
-            "transformer": list(t.probabilities.values()),
-            "bag of words": [b.probabilities[d] for d in t.probabilities],
-        }
-    )
+    st.caption(f"The decision is made by {blend.describe()}; the words below show why each model "
+               "gave its own answer.")  # fmt: skip
+    columns = {
+        "desk": list(t.probabilities),
+        "transformer": list(t.probabilities.values()),
+        "bag of words": [b.probabilities[d] for d in t.probabilities],
+    }
+    if blend.decided_by == BLEND:
+        columns["decision"] = [decision.probabilities[d] for d in t.probabilities]
+    frame = pd.DataFrame(columns)
     st.dataframe(frame, hide_index=True, column_config=_probability_columns())
 
 
 def _probability_columns() -> dict:
     return {
         c: st.column_config.ProgressColumn(c, min_value=0.0, max_value=1.0, format="%.3f")
-        for c in ("transformer", "bag of words")
+        for c in ("transformer", "bag of words", "decision")
     }
 
 
@@ -226,7 +232,7 @@ def render_explanation(model: LoadedModel, text: str, target: str | None, max_st
     except ValueError as exc:
         st.error(md_escape(exc))
         return
-    render_predictions(expl)
+    render_predictions(expl, model.blend)
     render_words(expl)
     render_attention(expl)
 

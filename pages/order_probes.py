@@ -292,6 +292,8 @@ st.title("Order probes")
 st.write("Where word order decides the desk, and which model notices.")
 actor = current_actor()
 model = require_model()
+st.caption(f"This model routes with {model.blend.describe()}; the probes below test the "
+           "transformer and the bag of words each on its own.")  # fmt: skip
 render_one_complaint(model)
 render_demo(model)
 render_scan(model, actor)

@@ -13,6 +13,7 @@ from core.charts.results import (
     f1_comparison_chart,
 )
 from core.jobs import JobStatus
+from core.models.blend import BLEND
 from core.models.card import model_folder
 from core.models.registry import delete_model, list_models, models_of_dataset, rename_model
 from core.models.training_job import SavedTraining, TrainingRun
@@ -250,8 +251,13 @@ def render_result(run: TrainingRun, saved: SavedTraining) -> None:
     )
     if result.config.recipe == QUICK:
         st.info(QUICK_MODEL_NOTE, icon=":material/bolt:")
+    st.caption(f"Routing decision: {result.blend.describe()}, chosen on these validation rows "
+               "(the mix that got most of them right; the transformer alone on a tie), so the "
+               "decision's figures below flatter it a little.")  # fmt: skip
     rows = [("Transformer", result.transformer_report, result.transformer_twin_report),
             ("Bag of words", result.baseline_report, result.baseline_twin_report)]  # fmt: skip
+    if result.blend.decided_by == BLEND:
+        rows.append(("Decision (blend)", result.decision_report, result.decision_twin_report))
     st.dataframe(
         pd.DataFrame(
             [

@@ -82,6 +82,20 @@ def save_tiny_model(folder: Path) -> Path:
     )
 
 
+def with_blend(model_dir: Path, folder: Path, blend) -> Path:
+    """A copy of the saved model `model_dir` at `folder` whose card routes with `blend`
+    (core.models.blend.Blend); the card pins the other files, so the copy still loads."""
+    import json
+    import shutil
+
+    shutil.copytree(model_dir, folder)
+    card_path = folder / "card.json"
+    card = json.loads(card_path.read_text(encoding="utf-8"))
+    card["blend"] = blend.to_json()
+    card_path.write_text(json.dumps(card, indent=2), encoding="utf-8")
+    return folder
+
+
 def open_page(page: str, state: dict | None = None):
     """The page file `page` opened through app.py's router (st.page_link needs the pages that
     st.navigation registers), with `state` in the session; returned before it runs."""

@@ -6,9 +6,15 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.models.blend import Blend
+from tests.helpers import with_blend
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages" / "classify.py")
-CONTRACT = ["predicted_label", "confidence", "needs_review", "bow_label", "bow_confidence"]
+CONTRACT = [
+    "predicted_label", "confidence", "needs_review", "decided_by", "transformer_label",
+    "transformer_confidence", "bow_label", "bow_confidence",
+]  # fmt: skip
 
 
 @pytest.fixture()
@@ -38,6 +44,22 @@ def test_one_complaint_gets_both_predictions(app: AppTest):
     desks = {"UPI Dispute", "Card Fraud", "Loan Query", "KYC Update"}
     assert labels["Transformer"] in desks and labels["Bag of words"] in desks
     assert labels["Bag of words"] == "UPI Dispute"
+    assert labels["Decision"] in desks
+    assert any(c.value.startswith("The decision is made by the ") for c in app.caption)
+
+
+def test_a_blended_model_decides_with_both_and_says_so(tiny_model_dir: Path, tmp_path: Path):
+    blended = with_blend(tiny_model_dir, tmp_path / "blended", Blend(0.0))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.session_state["active_model"] = str(blended)
+    at.run()
+    at.switch_page(PAGE).run()
+    at.text_area(key="classify.text").set_value("upi payment failed, money debited")
+    at.button(key="FormSubmitter:classify.one-Classify").click().run()
+    assert not at.exception
+    labels = {m.label: m.value for m in at.metric}
+    assert labels["Decision"] == labels["Bag of words"]
+    assert any("the bag of words alone" in c.value for c in at.caption)
 
 
 def test_empty_complaint_is_refused(app: AppTest):

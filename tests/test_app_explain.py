@@ -9,6 +9,9 @@ from streamlit.testing.v1 import AppTest
 
 from core.analysis.probe_compare import DEMO_TEXT
 from core.jobs import JobStatus
+from core.models.blend import Blend
+from core.models.registry import load_model
+from tests.helpers import with_blend
 from ui.state import ACTIVE_MODEL, EXPLAIN_REVIEW
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +40,7 @@ def test_example_complaint_is_explained_with_both_models(tiny_bert_cls_model_dir
     at = _open(tiny_bert_cls_model_dir)
     assert at.text[0].value == DEMO_TEXT
     labels = {m.label: m.value for m in at.metric}
-    assert set(labels) == {"Transformer", "Bag of words"}
+    assert set(labels) == {"Decision", "Transformer", "Bag of words"}
     assert labels["Bag of words"] in {"UPI Dispute", "Card Fraud", "Loan Query"}
     fragment = at.get("html")[0].value
     for word in ("Croma", "card", "UPI"):
@@ -114,3 +117,27 @@ def test_model_without_cls_says_so(tiny_model_dir):
     at = _open(tiny_model_dir)
     assert any("no [CLS] token" in i.value for i in at.info)
     assert at.get("html")
+
+
+def test_a_blended_model_says_who_decides_and_shows_the_decision(tiny_bert_cls_model_dir, tmp_path):
+    blended = with_blend(tiny_bert_cls_model_dir, tmp_path / "blended", Blend(0.5))
+    at = _open(blended)
+    labels = {m.label: m.value for m in at.metric}
+    transformer, bow = predictions_of(*_models(blended), DEMO_TEXT)
+    assert labels["Decision"] == Blend(0.5).decide(transformer, bow).label
+    assert any("a blend of 50% transformer and 50% bag of words" in c.value for c in at.caption)
+    assert "decision" in at.dataframe[0].value.columns
+
+
+def _models(folder: Path):
+    loaded = load_model(folder)
+    return loaded.transformer, loaded.baseline
+
+
+def predictions_of(transformer, baseline, text: str):
+    """Both models' predictions of `text`, as the Explain page shows them."""
+    from core.models.classifier import Prediction
+
+    classes = [str(c) for c in transformer.classes_]
+    return (Prediction.of(classes, transformer.predict_proba([text])[0]),
+            Prediction.of(classes, baseline.predict_proba([text])[0]))  # fmt: skip

@@ -76,8 +76,11 @@ def test_a_training_saves_itself_under_the_name_given_and_becomes_active(
     saved = f"Saved as {md_escape('tiny-demo')}"
     assert any("Trained in" in s.value and saved in s.value for s in app.success)
     table = app.dataframe[-1].value
-    assert list(table["model"]) == ["Transformer", "Bag of words"]
+    result = app.session_state["train.job"].job.snapshot().result.result
+    decision = ["Decision (blend)"] if result.blend.decided_by == "blend" else []
+    assert list(table["model"]) == ["Transformer", "Bag of words", *decision]
     assert table["accuracy"].between(0, 1).all()
+    assert f"Routing decision: {result.blend.describe()}" in shown_text(app)
     assert (tmp_path / "models" / "tiny-demo" / "card.json").is_file()
     assert app.session_state["active_model"].endswith("tiny-demo")
     app.run()

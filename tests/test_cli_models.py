@@ -19,7 +19,10 @@ from tests.helpers import CliRun, add_remote_code, run_cli, run_cli_process
 from tests.test_cli import assert_one_line_error
 
 DESKS = ["Card Fraud", "Loan Query", "UPI Dispute"]
-CONTRACT_COLUMNS = ["predicted_label", "confidence", "needs_review", "bow_label", "bow_confidence"]
+CONTRACT_COLUMNS = [
+    "predicted_label", "confidence", "needs_review", "decided_by", "transformer_label",
+    "transformer_confidence", "bow_label", "bow_confidence",
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import pytest
 from core.access import OPERATOR
 from core.models import registry
 from core.models.baseline import BagOfWordsClassifier
+from core.models.blend import Blend
 from core.models.card import ModelChange, card_digest, model_change, validate_model_name
 from core.models.registry import (
     delete_model,
@@ -56,14 +57,16 @@ def test_save_then_load_gives_identical_probabilities(result, saved):
     assert loaded.transformer.classes_.tolist() == ["Card Fraud", "Loan Query", "UPI Dispute"]
 
 
-def test_folder_layout_and_card(saved):
+def test_folder_layout_and_card(result, saved):
     names = {p.name for p in saved.iterdir()}
     assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} <= names
     assert {"baseline.npz", "baseline.json", "card.json"} <= names
     card = json.loads((saved / "card.json").read_text(encoding="utf-8"))
     assert card["labels"] == ["Card Fraud", "Loan Query", "UPI Dispute"]
     assert card["data_fingerprint"] == "f" * 64
-    assert set(card["metrics"]) == {"transformer", "bow"}
+    assert set(card["metrics"]) == {"transformer", "bow", "decision"}
+    assert Blend.from_card(card) == result.blend == load_model(saved).blend
+    assert card["blend"]["decided_by"] == result.blend.decided_by
     assert 0.0 <= card["metrics"]["transformer"]["accuracy"] <= 1.0
     assert "macro_f1" in card["metrics"]["bow"] and "per_class" in card["metrics"]["bow"]
     assert card["train_config"]["max_steps"] == 2 and card["train_config"]["pooling"] == "mean"

@@ -368,13 +368,14 @@ def test_a_version_1_store_is_migrated_keeping_every_row(tmp_path):
     path = tmp_path / "v1.db"
     _version_1_file(path)
     with Store.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 2
+        assert store.schema_version == SCHEMA_VERSION == 3
         assert [(d.row, d.reviewer) for d in store.decisions(FP)] == [(2, "asha")]
         assert [r.kind for r in store.runs()] == ["a"]
         decided, waiting = store.triage_items()
         assert (decided.row, decided.status, decided.final_label) == (7, "corrected", "Other")
         assert (decided.reviewer, decided.decided_at) == ("ben", "t2")
         assert (waiting.row, waiting.status, waiting.reviewer) == (8, "open", None)
+        assert decided.decided_by == waiting.decided_by == ""  # queued before models blended
         store.decide_triage(waiting.id, final_label="UPI Dispute", reviewer="asha", actor=OPERATOR)
         assert store.open_triage() == []
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
@@ -750,6 +751,16 @@ def test_enqueue_uncertain_queues_only_predictions_below_the_threshold(store):
     assert queued[0].probabilities == {"UPI Dispute": 0.41, "Other": 0.59}
     assert queued[0].confidence == pytest.approx(0.41) and queued[0].batch == "file.csv · abc"
     assert [e.action for e in store.trail(limit=2, actor=OPERATOR)] == ["triage.enqueued"] * 2
+
+
+def test_enqueued_items_say_which_model_made_the_call(store, tmp_path):
+    texts, predictions = ["upi failed", "card gone"], [_Prediction("UPI Dispute", 0.3)] * 2
+    enqueue_uncertain(store, texts[:1], predictions[:1], threshold=0.6, batch="a")
+    enqueue_uncertain(store, texts[1:], predictions[1:], threshold=0.6, batch="b",
+                      decided_by="blend")  # fmt: skip
+    assert [(i.batch, i.decided_by) for i in store.open_triage()] == [("a", ""), ("b", "blend")]
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        store._query("UPDATE triage_items SET decided_by = 'transformer'")
 
 
 def test_enqueue_uncertain_twice_queues_each_row_once(store):

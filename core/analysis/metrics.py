@@ -164,7 +164,15 @@ def evaluate_with_slices(
 ) -> tuple[EvalReport, dict[str, EvalReport]]:
     """`evaluate_model` on all of `dataset` and `slice_reports` on its slices, predicting once."""
     classes = [str(c) for c in model.classes_]
-    pred_probs = np.asarray(model.predict_proba(list(dataset.texts)))
+    return reports_with_slices(model.predict_proba(list(dataset.texts)), classes, dataset)
+
+
+def reports_with_slices(
+    pred_probs: np.ndarray, classes: Sequence[str], dataset: Dataset
+) -> tuple[EvalReport, dict[str, EvalReport]]:
+    """The report of `pred_probs` (n, k; columns in `classes` order) on every row of `dataset`
+    and on each slice it marks."""
+    pred_probs = np.asarray(pred_probs)
     labels = _model_labels(classes, dataset.labels)
     report = evaluate_proba(list(dataset.labels), pred_probs, classes, labels=labels)
     slices = slice_reports(dataset, _argmax_labels(pred_probs, classes), labels=labels)

@@ -1,7 +1,10 @@
 """Route many complaints at once with a saved model: the contract columns of `classify`.
 
 The output keeps every input column and the row order and adds `predicted_label`, `confidence`,
-`needs_review`, `bow_label`, `bow_confidence` and one `prob_<label>` column per class.
+`needs_review`, `bow_label`, `bow_confidence` and one `prob_<label>` column per class: the
+decision of the model's blend (core.models.blend), with `decided_by` naming who made it and
+`transformer_label`, `transformer_confidence` the transformer's own answer beside the bag of
+words'.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import pandas as pd
 
 from core.access import Permission
 from core.jobs import BackgroundJob, JobQueue, Requester
+from core.models.blend import BLEND
 from core.models.classifier import Prediction, device_name
 from core.models.registry import LoadedModel
 from core.models.transformer.inference import DEFAULT_BATCH_SIZE
@@ -67,28 +71,79 @@ def classification_columns(
 ) -> pd.DataFrame | None:
     """The contract columns for `texts` (one row each, same order); None when cancelled.
 
-    `needs_review` is set when the transformer's top probability is below `review_threshold`,
-    and always for an empty text, which is never routed blind.
+    The decision is the model's blend of both models (`loaded.blend`; the transformer alone for
+    models saved before blends). `needs_review` is set when the decision's top probability is
+    below `review_threshold`, and always for an empty text, which is never routed blind.
     """
+    _check_threshold(review_threshold)
+    texts = ["" if t is None else str(t) for t in texts]
+    transformer_probs = chunked_proba(
+        loaded.transformer, texts, on_progress=on_progress, cancel=cancel
+    )
+    if transformer_probs is None:
+        return None
+    return _columns(loaded, texts, transformer_probs, loaded.baseline.predict_proba(texts),
+                    review_threshold)  # fmt: skip
+
+
+def _check_threshold(review_threshold: float) -> None:
     if not 0.0 <= review_threshold <= 1.0:
         raise ValueError(f"the review threshold must lie in 0..1, got {review_threshold}")
-    texts = ["" if t is None else str(t) for t in texts]
-    pred_probs = chunked_proba(loaded.transformer, texts, on_progress=on_progress, cancel=cancel)
-    if pred_probs is None:
-        return None
-    bow_probs = loaded.baseline.predict_proba(texts)
+
+
+def _columns(
+    loaded: LoadedModel,
+    texts: list[str],
+    transformer_probs: np.ndarray,
+    bow_probs: np.ndarray,
+    review_threshold: float,
+) -> pd.DataFrame:
+    pred_probs = loaded.blend.combine(transformer_probs, bow_probs)
     classes = [str(c) for c in loaded.transformer.classes_]
     confidence = pred_probs.max(axis=1)
     blank = np.array([not t.strip() for t in texts], dtype=bool)
     columns = {
-        "predicted_label": [classes[i] for i in pred_probs.argmax(axis=1)],
+        "predicted_label": _top_labels(classes, pred_probs),
         "confidence": confidence,
         "needs_review": (confidence < review_threshold) | blank,
-        "bow_label": [str(loaded.baseline.classes_[i]) for i in bow_probs.argmax(axis=1)],
+        "decided_by": loaded.blend.decided_by,
+        "transformer_label": _top_labels(classes, transformer_probs),
+        "transformer_confidence": transformer_probs.max(axis=1),
+        "bow_label": _top_labels(loaded.baseline.classes_, bow_probs),
         "bow_confidence": bow_probs.max(axis=1),
     }
     columns.update({f"prob_{label}": pred_probs[:, i] for i, label in enumerate(classes)})
-    return pd.DataFrame(columns)
+    return pd.DataFrame(columns, index=range(len(texts)))
+
+
+@dataclass(frozen=True)
+class OneComplaint:
+    """One typed complaint routed: its contract columns and every model's probabilities."""
+
+    row: pd.Series  # the columns of `classification_columns`
+    # model -> label -> probability: "transformer", "bag of words", and "decision" when the
+    # decision mixes both (otherwise it is one of them, shown already)
+    probabilities: dict[str, dict[str, float]]
+
+
+def classify_one(loaded: LoadedModel, text: str, *, review_threshold: float) -> OneComplaint:
+    """Route one complaint, each model predicting once (the Classify page's single text)."""
+    _check_threshold(review_threshold)
+    transformer_probs = loaded.transformer.predict_proba([text])
+    bow_probs = loaded.baseline.predict_proba([text])
+    row = _columns(loaded, [text], transformer_probs, bow_probs, review_threshold).iloc[0]
+    classes = [str(c) for c in loaded.transformer.classes_]
+    shown = {
+        "transformer": dict(zip(classes, map(float, transformer_probs[0]), strict=True)),
+        "bag of words": dict(zip(classes, map(float, bow_probs[0]), strict=True)),
+    }
+    if loaded.blend.decided_by == BLEND:
+        shown["decision"] = {c: float(row[f"prob_{c}"]) for c in classes}
+    return OneComplaint(row, shown)
+
+
+def _top_labels(classes: Sequence[str], pred_probs: np.ndarray) -> list[str]:
+    return [str(classes[i]) for i in pred_probs.argmax(axis=1)]
 
 
 def classify_table(

@@ -28,6 +28,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreT
 from core.access import Actor, Permission
 from core.data.privacy import MASKING_VERSION
 from core.models.baseline import BagOfWordsClassifier
+from core.models.blend import Blend
 from core.models.card import (
     CARD_FORMAT,
     CARD_NAME,
@@ -78,13 +79,15 @@ class ModelSummary:
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """A saved model ready to classify: both classifiers and the card they were saved with."""
+    """A saved model ready to classify: both classifiers, how they decide together, and the card
+    they were saved with."""
 
     transformer: TransformerClassifier
     baseline: BagOfWordsClassifier
     card: dict[str, Any]
     path: Path
     digest: str  # SHA-256 of card.json, which pins every file (see core.models.card.card_digest)
+    blend: Blend = Blend()  # the routing decision (core.models.blend); older cards: transformer
 
     @property
     def key(self) -> str:
@@ -109,13 +112,17 @@ def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> d
         # Both models read texts with personal data masked (core.data.privacy), when fitted and
         # when predicting; a card without this key predates masking.
         "text_masking": MASKING_VERSION,
+        # Who routes: the two models mixed as the validation rows chose (core.models.blend).
+        "blend": result.blend.to_json(),
         "metrics": {
             "transformer": _report_json(result.transformer_report),
             "bow": _report_json(result.baseline_report),
+            "decision": _report_json(result.decision_report),
         },
         "twin_metrics": {
             "transformer": _report_json(result.transformer_twin_report),
             "bow": _report_json(result.baseline_twin_report),
+            "decision": _report_json(result.decision_twin_report),
         },
         "history": [asdict(record) for record in result.history],
         "best_epoch": result.best_epoch,
@@ -254,8 +261,9 @@ def load_model(
     if card_digest(folder) != found:  # a save swapped the folder while its files were read
         raise ValueError(f"model {folder.name!r} changed on disk while loading; load it again")
     return LoadedModel(
-        transformer=transformer, baseline=baseline, card=card, path=folder, digest=found
-    )
+        transformer=transformer, baseline=baseline, card=card, path=folder, digest=found,
+        blend=Blend.from_card(card),
+    )  # fmt: skip
 
 
 def load_named_model(root: str | Path, name: str, **options: Any) -> LoadedModel:

@@ -121,6 +121,11 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs
     BEGIN SELECT RAISE(ABORT, 'run history is append-only: rows cannot be deleted'); END;
     """,
+    # 3: which model made each queued call (core.models.blend: "transformer", "bag of words" or
+    # "blend"); '' for items queued before models blended, which the transformer decided.
+    """
+    ALTER TABLE triage_items ADD COLUMN decided_by TEXT NOT NULL DEFAULT '';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -355,7 +355,8 @@ def _prepare(conn: sqlite3.Connection, path: Path, *, read_only: bool) -> None:
 # item's current state is its row in triage_items plus its row in triage_decisions.
 _TRIAGE_COLUMNS = (
     "i.batch, i.text, i.predicted_label, i.confidence, i.probabilities, i.row,"
-    " coalesce(d.status, 'open'), d.reviewer, d.final_label, i.id, i.created_at, d.created_at"
+    " coalesce(d.status, 'open'), d.reviewer, d.final_label, i.id, i.created_at, d.created_at,"
+    " i.decided_by"
 )
 _TRIAGE_JOIN = "triage_items AS i LEFT JOIN triage_decisions AS d ON d.item_id = i.id"
 _TRIAGE_BY_ID = f"SELECT {_TRIAGE_COLUMNS} FROM {_TRIAGE_JOIN} WHERE i.id = ?"
@@ -396,7 +397,7 @@ def _check_limit(limit: object) -> None:
 def _insert_triage(conn: sqlite3.Connection, item: TriageItem, now: str) -> int:
     cursor = conn.execute(
         "INSERT INTO triage_items (batch, row, text, predicted_label, confidence, probabilities,"
-        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        " created_at, decided_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (
             item.batch,
             item.row,
@@ -405,6 +406,7 @@ def _insert_triage(conn: sqlite3.Connection, item: TriageItem, now: str) -> int:
             float(item.confidence),
             _to_json(item.probabilities, "probabilities"),
             now,
+            item.decided_by,
         ),
     )
     item_id = int(cursor.lastrowid)
@@ -448,4 +450,5 @@ def _triage_from_row(r: tuple) -> TriageItem:
         id=r[9],
         created_at=r[10],
         decided_at=r[11],
+        decided_by=r[12],
     )

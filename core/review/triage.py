@@ -48,6 +48,7 @@ def enqueue_uncertain(
     threshold: float,
     batch: str,
     rows: Sequence[int] | None = None,
+    decided_by: str = "",
 ) -> list[int]:
     """Queue for review the predictions whose confidence is below `threshold`; return new ids.
 
@@ -60,6 +61,7 @@ def enqueue_uncertain(
     threshold : review threshold in [0, 1]: confidence below it goes to the queue.
     batch : where the predictions came from, e.g. `triage_batch_id(file name, texts)`.
     rows : (n,) 1-based spreadsheet rows of the texts in their file, when known.
+    decided_by : which model made these calls (core.models.blend.Blend.decided_by).
 
     Everything is written in one transaction; a (batch, row, text) already queued is skipped.
     """
@@ -74,7 +76,7 @@ def enqueue_uncertain(
     if not ok or not math.isfinite(threshold) or not 0 <= threshold <= 1:
         raise ValueError(f"threshold must be a number in [0, 1], got {threshold!r}")
     items = [
-        _triage_item(batch, text, prediction, row)
+        _triage_item(batch, text, prediction, row, decided_by)
         for text, prediction, row in zip(texts, predictions, rows, strict=True)
         if prediction.confidence < threshold
     ]
@@ -82,7 +84,7 @@ def enqueue_uncertain(
 
 
 def _triage_item(
-    batch: str, text: str, prediction: RoutedPrediction, row: int | None
+    batch: str, text: str, prediction: RoutedPrediction, row: int | None, decided_by: str
 ) -> TriageItem:
     return TriageItem(
         batch=batch,
@@ -91,6 +93,7 @@ def _triage_item(
         confidence=float(prediction.confidence),
         probabilities={str(k): float(v) for k, v in prediction.probabilities.items()},
         row=None if row is None else int(row),
+        decided_by=decided_by,
     )
 
 

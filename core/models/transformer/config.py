@@ -81,6 +81,9 @@ class TrainConfig:
     warmup_ratio: float = 0.1  # share of steps with a linearly rising lr: protects the encoder
     weight_decay: float = 0.01  # AdamW decay, never on biases and LayerNorm weights
     class_weights: bool = True  # inverse-frequency loss weights so small desks are not ignored
+    # Share of each target's probability spread over the other desks in the loss (Szegedy et
+    # al.'s label smoothing); 0 trains on the hard labels (BENCHMARKS.md, "Engine v2").
+    label_smoothing: float = 0.0
     val_fraction: float = 0.2  # for callers that split one data set (CLI, Train page); <= 0.5
     patience: int | None = None  # epochs without a better validation macro-F1 before stopping
     seed: int = 0
@@ -133,6 +136,7 @@ class TrainConfig:
         check_fraction("lr", self.lr, low=0.0, high=1.0)
         check_fraction("warmup_ratio", self.warmup_ratio, low=-1e-12, high=1.0)
         check_fraction("weight_decay", self.weight_decay, low=-1e-12, high=1.0)
+        check_fraction("label_smoothing", self.label_smoothing, low=-1e-12, high=0.5)
         check_fraction("val_fraction", self.val_fraction, low=0.0, high=0.5)
         check_fraction("classifier_dropout", self.classifier_dropout, low=-1e-12, high=0.9)
         if not isinstance(self.positional_encoding, bool):

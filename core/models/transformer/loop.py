@@ -194,7 +194,9 @@ def train_step(
     # bf16 autocast on CUDA only: on CPU without bf16 units it is slower than fp32.
     with autocast(device, "bf16" if device.type == "cuda" else "fp32"):
         logits = model(**batch).logits
-    loss = nn.functional.cross_entropy(logits.float(), targets, weight=weights)
+    loss = nn.functional.cross_entropy(
+        logits.float(), targets, weight=weights, label_smoothing=config.label_smoothing
+    )
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP_NORM)

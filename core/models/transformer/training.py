@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 from transformers import PreTrainedTokenizerBase
 
-from core.analysis.metrics import EvalReport, evaluate_with_slices
+from core.analysis.metrics import EvalReport, reports_with_slices
 from core.data.dataset import TWIN_SLICE, Dataset
 from core.data.privacy import mask_dataset
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
+from core.models.blend import TRANSFORMER_ONLY, Blend, choose_blend
 from core.models.device import resolve_device
 from core.models.seeding import job_generator, seeded_dropout
 from core.models.transformer.backbone import load_backbone
@@ -49,6 +50,11 @@ class TrainResult:
     transformer_twin_report: EvalReport | None = None  # val rows whose "slice" is "twin"
     baseline_twin_report: EvalReport | None = None
     head_strength: float | None = None  # quick recipe: the logistic regression's chosen C
+    # How the saved model routes: both models mixed as the validation rows chose
+    # (core.models.blend), and that decision's validation reports.
+    blend: Blend = TRANSFORMER_ONLY
+    decision_report: EvalReport | None = None
+    decision_twin_report: EvalReport | None = None
 
 
 def check_split(train: Dataset, val: Dataset) -> tuple[str, ...]:
@@ -153,10 +159,17 @@ def train_models(
 
 def _validation_reports(
     transformer: TransformerClassifier, baseline: BagOfWordsClassifier, val: Dataset
-) -> dict[str, EvalReport | None]:
-    """Both models on `val`, and on its twin slice when the data marks one."""
-    reports: dict[str, EvalReport | None] = {}
-    for name, model in (("transformer", transformer), ("baseline", baseline)):
-        reports[f"{name}_report"], slices = evaluate_with_slices(model, val)
+) -> dict[str, EvalReport | Blend | None]:
+    """Both models on `val`, the blend chosen on it and the decision it makes there, each also
+    on the twin slice when the data marks one; every model predicts once."""
+    classes = [str(c) for c in transformer.classes_]
+    texts, labels = list(val.texts), list(val.labels)
+    pred_probs = {"transformer": transformer.predict_proba(texts),
+                  "baseline": baseline.predict_proba(texts)}  # fmt: skip
+    blend = choose_blend(pred_probs["transformer"], pred_probs["baseline"], labels, classes)
+    pred_probs["decision"] = blend.combine(pred_probs["transformer"], pred_probs["baseline"])
+    reports: dict[str, EvalReport | Blend | None] = {"blend": blend}
+    for name, probs in pred_probs.items():
+        reports[f"{name}_report"], slices = reports_with_slices(probs, classes, val)
         reports[f"{name}_twin_report"] = slices.get(TWIN_SLICE)
     return reports

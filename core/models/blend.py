@@ -1,0 +1,183 @@
+"""The routing decision of a saved model: the transformer's and the bag of words' probabilities,
+each calibrated by a temperature, mixed with a weight chosen on the validation rows
+(`choose_blend`). A model saved before blends existed routes on the transformer alone."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from core.checks import check_fraction, check_positive
+from core.models.classifier import Prediction
+
+TRANSFORMER, BAG_OF_WORDS, BLEND = "transformer", "bag of words", "blend"
+# The transformer's share, searched in tenths: finer steps would fit a few hundred validation
+# rows' noise, and each step must move at least a handful of answers to be worth saying.
+WEIGHTS = tuple(i / 10 for i in range(11))
+# Softmax temperatures tried when calibrating one model on the validation rows (0.1 sharpens
+# ten-fold, 10 flattens ten-fold); log-spaced because their effect is multiplicative.
+TEMPERATURES = tuple(float(t) for t in np.geomspace(0.1, 10.0, 41))
+_FLOOR = 1e-12  # keeps log(0) out of the calibration of a model that is sure and wrong
+# A mix must fix more validation rows than it breaks with at most this chance of a fluke (a
+# one-sided sign test): on 480 demo rows a share of 0.6 fixed 2 rows more than it broke and
+# cost the word-order twins a row (BENCHMARKS.md, "Engine v2"); that is not evidence enough.
+SIGNIFICANCE = 0.05
+
+
+@dataclass(frozen=True)
+class Blend:
+    """How the two models' probabilities become the decision.
+
+    decision = w * softmax(log p_transformer / T_t) + (1 - w) * softmax(log p_bow / T_b)
+    with w = `transformer_weight`. The default, w = 1 and both temperatures 1, is the
+    transformer's own probabilities: the decision of every model saved before blends.
+    """
+
+    transformer_weight: float = 1.0
+    transformer_temperature: float = 1.0
+    bow_temperature: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_fraction("transformer_weight", self.transformer_weight, low=-1e-12, high=1.0)
+        check_positive("transformer_temperature", self.transformer_temperature)
+        check_positive("bow_temperature", self.bow_temperature)
+
+    @property
+    def decided_by(self) -> str:
+        """Which model makes the call: "transformer", "bag of words" or "blend"."""
+        if self.transformer_weight >= 1.0:
+            return TRANSFORMER
+        return BAG_OF_WORDS if self.transformer_weight <= 0.0 else BLEND
+
+    def describe(self) -> str:
+        """One line for the pages: who decides, with the shares when both do."""
+        if self.decided_by != BLEND:
+            return f"the {self.decided_by} alone"
+        share = round(100 * self.transformer_weight)
+        return f"a blend of {share}% transformer and {100 - share}% bag of words"
+
+    def combine(self, transformer_probs: np.ndarray, bow_probs: np.ndarray) -> np.ndarray:
+        """The decision's probabilities (n, k) from both models' (n, k), columns alike."""
+        transformer_probs, bow_probs = np.asarray(transformer_probs), np.asarray(bow_probs)
+        if transformer_probs.shape != bow_probs.shape:
+            raise ValueError(
+                f"both models must score the same texts and labels: {transformer_probs.shape} "
+                f"against {bow_probs.shape}"
+            )
+        if self.decided_by == TRANSFORMER:  # exactly the transformer's own numbers
+            return transformer_probs
+        if self.decided_by == BAG_OF_WORDS:
+            return bow_probs
+        weight = self.transformer_weight
+        return weight * tempered(transformer_probs, self.transformer_temperature) + (
+            1 - weight
+        ) * tempered(bow_probs, self.bow_temperature)
+
+    def decide(self, transformer: Prediction, bow: Prediction) -> Prediction:
+        """The decision for one text from both models' predictions of it."""
+        classes = list(transformer.probabilities)
+        pred_probs = self.combine(
+            np.array([[transformer.probabilities[c] for c in classes]]),
+            np.array([[bow.probabilities[c] for c in classes]]),
+        )
+        return Prediction.of(classes, pred_probs[0])
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "decided_by": self.decided_by}
+
+    @classmethod
+    def from_card(cls, card: dict[str, Any]) -> Blend:
+        """The blend a card was saved with; the transformer alone for older cards."""
+        saved = card.get("blend")
+        if saved is None:
+            return TRANSFORMER_ONLY
+        if not isinstance(saved, dict):
+            raise ValueError("the card's blend is damaged; save the model again")
+        fields = ("transformer_weight", "transformer_temperature", "bow_temperature")
+        return cls(**{name: float(saved[name]) for name in fields if name in saved})
+
+
+TRANSFORMER_ONLY = Blend()
+
+
+def tempered(pred_probs: np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(log p / T) row by row: T > 1 flattens, T < 1 sharpens, argmax unchanged."""
+    logits = np.log(np.clip(pred_probs, _FLOOR, 1.0)) / temperature
+    logits -= logits.max(axis=1, keepdims=True)
+    exp = np.exp(logits)
+    return exp / exp.sum(axis=1, keepdims=True)
+
+
+def calibrated_temperature(pred_probs: np.ndarray, label_ids: np.ndarray) -> float:
+    """The temperature of TEMPERATURES with the lowest log-loss on these rows (ties: nearest 1)."""
+    rows = np.arange(len(label_ids))
+
+    def log_loss(temperature: float) -> float:
+        chosen = tempered(pred_probs, temperature)[rows, label_ids]
+        return float(-np.mean(np.log(np.clip(chosen, _FLOOR, 1.0))))
+
+    return min(TEMPERATURES, key=lambda t: (round(log_loss(t), 9), abs(np.log(t))))
+
+
+def choose_blend(
+    transformer_probs: np.ndarray,
+    bow_probs: np.ndarray,
+    labels: Sequence[str],
+    classes: Sequence[str],
+) -> Blend:
+    """The blend that gets the most validation rows right, kept only where it clearly helps.
+
+    Each model is first calibrated on the rows (a temperature, so that a confident model does
+    not drown a timid one), then the transformer's share is chosen from WEIGHTS; ties go to the
+    larger share. The transformer reads word order and the bag of words cannot, so a mix is kept
+    only when the rows it fixes clearly outnumber the rows it breaks (`clearly_better`);
+    otherwise, and at a share of 1, the transformer decides alone. A share of 0 is the bag of
+    words alone. Both return their model's own probabilities, uncalibrated.
+
+    Parameters
+    ----------
+    transformer_probs, bow_probs : (n, k) validation probabilities, columns in `classes` order
+    labels : the n validation labels
+    classes : the k class names
+    """
+    label_ids = _label_ids(labels, classes)
+    temperatures = (calibrated_temperature(transformer_probs, label_ids),
+                    calibrated_temperature(bow_probs, label_ids))  # fmt: skip
+    transformer_right = transformer_probs.argmax(1) == label_ids
+
+    def right(weight: float) -> np.ndarray:
+        blend = Blend(weight, *temperatures)
+        return blend.combine(transformer_probs, bow_probs).argmax(1) == label_ids
+
+    weight = max(WEIGHTS, key=lambda w: (int(right(w).sum()), w))
+    if weight == 1.0 or not clearly_better(right(weight), transformer_right):
+        return TRANSFORMER_ONLY
+    return Blend(transformer_weight=0.0) if weight == 0.0 else Blend(weight, *temperatures)
+
+
+def clearly_better(new_right: np.ndarray, old_right: np.ndarray) -> bool:
+    """Whether the rows the new decision fixes outnumber those it breaks beyond chance: a
+    one-sided sign test on the rows where exactly one of the two is right, at SIGNIFICANCE."""
+    fixed = int((new_right & ~old_right).sum())
+    broken = int((old_right & ~new_right).sum())
+    return sign_test_p(fixed, broken) < SIGNIFICANCE
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """P(at least `wins` wins of wins + losses fair coin flips): the one-sided sign test."""
+    n = wins + losses
+    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n
+
+
+def _label_ids(labels: Sequence[str], classes: Sequence[str]) -> np.ndarray:
+    index = {str(c): i for i, c in enumerate(classes)}
+    if len(labels) == 0:
+        raise ValueError("choosing a blend needs validation rows; add data")
+    unknown = sorted(set(map(str, labels)) - set(index))
+    if unknown:
+        raise ValueError(f"validation labels {unknown} are not among the models' classes")
+    return np.array([index[str(label)] for label in labels])

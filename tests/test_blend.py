@@ -1,0 +1,165 @@
+"""core.models.blend: the routing decision chosen on validation rows, calibrated and explained."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.models.blend import (
+    BAG_OF_WORDS,
+    BLEND,
+    TRANSFORMER,
+    TRANSFORMER_ONLY,
+    Blend,
+    calibrated_temperature,
+    choose_blend,
+    clearly_better,
+    sign_test_p,
+    tempered,
+)
+from core.models.classifier import Prediction
+
+CLASSES = ["Card Fraud", "Loan Query", "UPI Dispute"]
+
+
+def one_hot_ish(label_ids: list[int], sure: float) -> np.ndarray:
+    """Rows that give `sure` to the label of `label_ids` and split the rest evenly."""
+    probs = np.full((len(label_ids), 3), (1 - sure) / 2)
+    probs[np.arange(len(label_ids)), label_ids] = sure
+    return probs
+
+
+def names(label_ids: list[int]) -> list[str]:
+    return [CLASSES[i] for i in label_ids]
+
+
+def test_a_transformer_that_gets_every_row_right_decides_alone():
+    truth = [0, 1, 2, 0, 1, 2]
+    transformer = one_hot_ish(truth, 0.9)
+    bow = one_hot_ish([1, 1, 2, 2, 1, 2], 0.8)  # wrong on two rows
+    blend = choose_blend(transformer, bow, names(truth), CLASSES)
+    assert blend == TRANSFORMER_ONLY
+    assert blend.decided_by == TRANSFORMER
+    assert blend.describe() == "the transformer alone"
+
+
+def test_a_tie_goes_to_the_transformer():
+    truth = [0, 1, 2]
+    both = one_hot_ish(truth, 0.7)
+    assert choose_blend(both, both.copy(), names(truth), CLASSES) == TRANSFORMER_ONLY
+
+
+def rescue(n_sure: int, n_rescued: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Rows where the transformer is right and sure (n_sure) or unsure and wrong (n_rescued),
+    and a bag of words that is wrong but timid on the first and right and sure on the second."""
+    truth = [i % 3 for i in range(n_sure + n_rescued)]
+    wrong = [(t + 1) % 3 for t in truth]
+    transformer = np.vstack([one_hot_ish(truth[:n_sure], 0.95),
+                             one_hot_ish(wrong[n_sure:], 0.40)])  # fmt: skip
+    bow = np.vstack([one_hot_ish(wrong[:n_sure], 0.40), one_hot_ish(truth[n_sure:], 0.95)])
+    return transformer, bow, truth
+
+
+def test_the_bag_of_words_is_mixed_in_where_it_clearly_gets_more_rows_right():
+    transformer, bow, truth = rescue(20, 10)
+    blend = choose_blend(transformer, bow, names(truth), CLASSES)
+    assert blend.decided_by == BLEND
+    assert 0 < blend.transformer_weight < 1
+    decision = blend.combine(transformer, bow)
+    assert (decision.argmax(1) == truth).all()  # the 10 rescued rows, and no row broken
+    np.testing.assert_allclose(decision.sum(axis=1), 1.0)
+    share = round(100 * blend.transformer_weight)
+    assert blend.describe() == f"a blend of {share}% transformer and {100 - share}% bag of words"
+
+
+def test_a_few_rows_more_are_no_evidence_and_leave_the_call_to_the_transformer():
+    transformer, bow, truth = rescue(20, 2)  # the best mix fixes 2 rows and breaks none
+    assert Blend(0.5).combine(transformer, bow).argmax(1).tolist() == truth
+    assert choose_blend(transformer, bow, names(truth), CLASSES) == TRANSFORMER_ONLY
+
+
+def test_the_sign_test():
+    assert sign_test_p(0, 0) == 1.0
+    assert sign_test_p(2, 0) == pytest.approx(0.25)
+    assert sign_test_p(5, 0) == pytest.approx(1 / 32)
+    assert sign_test_p(9, 2) == pytest.approx(67 / 2048)
+    assert clearly_better(np.array([True] * 5), np.array([False] * 5))
+    assert not clearly_better(np.array([True, True, False]), np.array([False, False, True]))
+
+
+def test_a_sure_but_always_wrong_transformer_is_calibrated_down_and_outvoted():
+    truth = [0, 1, 2, 0, 1, 2]
+    transformer = one_hot_ish([1, 2, 0, 1, 2, 0], 0.99)
+    bow = one_hot_ish(truth, 0.6)
+    blend = choose_blend(transformer, bow, names(truth), CLASSES)
+    assert blend.decided_by != TRANSFORMER
+    assert blend.transformer_temperature > 1 > blend.bow_temperature or blend == Blend(0.0)
+    assert blend.combine(transformer, bow).argmax(1).tolist() == truth
+
+
+def test_the_bag_of_words_alone_returns_its_own_numbers():
+    rng = np.random.default_rng(1)
+    transformer, bow = rng.dirichlet(np.ones(3), size=4), rng.dirichlet(np.ones(3), size=4)
+    assert Blend(0.0).decided_by == BAG_OF_WORDS
+    assert Blend(0.0).describe() == "the bag of words alone"
+    np.testing.assert_array_equal(Blend(0.0).combine(transformer, bow), bow)
+
+
+def test_the_transformer_alone_returns_its_own_numbers_unchanged():
+    rng = np.random.default_rng(0)
+    transformer, bow = rng.dirichlet(np.ones(3), size=5), rng.dirichlet(np.ones(3), size=5)
+    np.testing.assert_array_equal(TRANSFORMER_ONLY.combine(transformer, bow), transformer)
+
+
+def test_models_that_scored_different_rows_cannot_be_combined():
+    with pytest.raises(ValueError, match="same texts and labels"):
+        Blend(0.5).combine(np.ones((2, 3)) / 3, np.ones((3, 3)) / 3)
+
+
+def test_temperature_keeps_the_answer_and_changes_only_the_confidence():
+    probs = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    for temperature in (0.2, 1.0, 5.0):
+        scaled = tempered(probs, temperature)
+        np.testing.assert_array_equal(scaled.argmax(1), probs.argmax(1))
+        np.testing.assert_allclose(scaled.sum(1), 1.0)
+    np.testing.assert_allclose(tempered(probs, 1.0), probs)
+    assert tempered(probs, 5.0).max() < probs.max() < tempered(probs, 0.2).max()
+
+
+def test_an_overconfident_model_is_calibrated_by_a_temperature_above_one():
+    # Sure (0.99) and right on 6 of 10 rows: its log-loss falls when it is flattened.
+    label_ids = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 0])
+    predicted = np.array([0, 1, 2, 0, 1, 2, 1, 2, 0, 1])
+    probs = one_hot_ish(list(predicted), 0.99)
+    assert calibrated_temperature(probs, label_ids) > 1.0
+    # and a timid model that is always right is sharpened
+    assert calibrated_temperature(one_hot_ish(list(label_ids), 0.4), label_ids) < 1.0
+
+
+def test_the_card_round_trip_and_older_cards():
+    blend = Blend(0.3, transformer_temperature=2.0, bow_temperature=0.5)
+    saved = blend.to_json()
+    assert saved["decided_by"] == BLEND
+    assert Blend.from_card({"blend": saved}) == blend
+    assert Blend.from_card({}) == TRANSFORMER_ONLY  # cards saved before blends
+    with pytest.raises(ValueError, match="damaged"):
+        Blend.from_card({"blend": "0.3"})
+    with pytest.raises(ValueError, match="transformer_weight"):
+        Blend.from_card({"blend": {"transformer_weight": 1.5}})
+
+
+def test_the_decision_for_one_text_from_both_predictions():
+    transformer = Prediction.of(CLASSES, np.array([0.2, 0.3, 0.5]))
+    bow = Prediction.of(CLASSES, np.array([0.9, 0.05, 0.05]))
+    assert TRANSFORMER_ONLY.decide(transformer, bow) == transformer
+    decision = Blend(0.5).decide(transformer, bow)
+    assert decision.label == "Card Fraud"
+    assert decision.probabilities["Card Fraud"] == pytest.approx(0.55)
+
+
+def test_choosing_needs_validation_rows_with_known_labels():
+    probs = one_hot_ish([0], 0.9)
+    with pytest.raises(ValueError, match="validation rows"):
+        choose_blend(probs[:0], probs[:0], [], CLASSES)
+    with pytest.raises(ValueError, match="KYC Update"):
+        choose_blend(probs, probs, ["KYC Update"], CLASSES)
