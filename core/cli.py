@@ -111,7 +111,7 @@ _TRAIN_OPTIONS = {  # CLI flag dest -> TrainConfig field
     "max_length": "max_length", "val_fraction": "val_fraction", "seed": "seed",
     "device": "device", "pooling": "pooling", "max_steps": "max_steps",
     "positional_encoding": "positional_encoding", "recipe": "recipe",
-    "truncation": "truncation", "patience": "patience",
+    "truncation": "truncation", "patience": "patience", "label_smoothing": "label_smoothing",
 }  # fmt: skip
 
 
@@ -322,6 +322,8 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-steps", type=int, help="stop after this many steps (quick runs)")
     p.add_argument("--patience", type=int, help="epochs without a better validation macro-F1 "
                    "before stopping; default: the backbone's own")  # fmt: skip
+    p.add_argument("--label-smoothing", type=float, help="share of each target spread over the "
+                   "other desks in the loss, 0 to 0.5 (default 0)")  # fmt: skip
     p.add_argument(
         "--truncation", choices=("head", "head_tail"),
         help="how a text longer than --max-length is cut: its start (default), or its start "

@@ -7,6 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.models.blend import Blend
+from core.models.registry import load_model
 from tests.helpers import with_blend
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +37,7 @@ def test_without_a_model_the_page_points_to_train():
     assert any("No model is active" in i.value for i in at.info)
 
 
-def test_one_complaint_gets_both_predictions(app: AppTest):
+def test_one_complaint_gets_both_predictions(app: AppTest, tiny_model_dir: Path):
     app.text_area(key="classify.text").set_value("<b>UPI</b> payment failed, money debited")
     app.button(key="FormSubmitter:classify.one-Classify").click().run()
     assert not app.exception
@@ -45,7 +46,8 @@ def test_one_complaint_gets_both_predictions(app: AppTest):
     assert labels["Transformer"] in desks and labels["Bag of words"] in desks
     assert labels["Bag of words"] == "UPI Dispute"
     assert labels["Decision"] in desks
-    assert any(c.value.startswith("The decision is made by the ") for c in app.caption)
+    said = f"The decision is made by {load_model(tiny_model_dir).blend.describe()},"
+    assert any(c.value.startswith(said) for c in app.caption)
 
 
 def test_a_blended_model_decides_with_both_and_says_so(tiny_model_dir: Path, tmp_path: Path):

@@ -50,11 +50,13 @@ def trained(labelled, tiny_bert_dir) -> tuple[Path, dict, CliRun]:
 def test_train_json_has_the_contract_keys_and_saves_a_model(trained):
     out, document, result = trained
     assert document["model_dir"] == str(out) and document["train_seconds"] > 0
-    for name in ("transformer", "bow"):
+    for name in ("transformer", "bow", "decision"):
         assert {"accuracy", "macro_f1", "per_class"} <= set(document[name])
         assert set(document[name]["per_class"]) == set(DESKS)
     assert document["rows"] == {"train": 18, "val": 6}
     card = json.loads((out / "card.json").read_text(encoding="utf-8"))
+    assert document["blend"] == card["blend"]
+    assert document["blend"]["decided_by"] in {"transformer", "bag of words", "blend"}
     assert card["train_config"]["epochs"] == 2 and card["train_config"]["lr"] == 0.01
     assert "train" in result.stderr  # the tqdm bar goes to stderr
 
@@ -66,6 +68,9 @@ def test_train_refuses_an_existing_folder_and_bad_names(trained, labelled):
     assert "already exists" in result.stderr and "Traceback" not in result.stderr
     bad = run_cli("train", str(labelled), "--out", str(labelled.parent / "bad name"))
     assert bad.returncode == 2 and "model name" in bad.stderr
+    smooth = run_cli("train", str(labelled), "--out", str(labelled.parent / "smooth"),
+                     "--label-smoothing", "0.7")  # fmt: skip
+    assert smooth.returncode == 2 and smooth.stderr.startswith("error: label_smoothing must be")
 
 
 def test_train_quick_recipe_saves_a_quick_model(labelled, tiny_bert_dir):
@@ -107,9 +112,11 @@ def test_evaluate_json(trained, labelled):
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["rows"] == 24
-    for name in ("transformer", "bow"):
+    for name in ("transformer", "bow", "decision"):
         assert 0.0 <= document[name]["accuracy"] <= 1.0
         assert {"macro_f1", "per_class"} <= set(document[name])
+    card = json.loads((out / "card.json").read_text(encoding="utf-8"))
+    assert document["blend"] == card["blend"]
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".xlsx"])

@@ -34,6 +34,8 @@ from core.charts.explain import (
 )
 from core.cli import main
 from core.models.baseline import BagOfWordsClassifier
+from core.models.classifier import Prediction
+from core.models.registry import load_model
 from core.models.tiny.model import create_tiny_classifier
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
@@ -341,11 +343,21 @@ def test_cli_explain_prints_the_contract_json(tiny_model_dir, capsys):
     assert len(document["transformer_scores"]) == len(document["bow_scores"]) == 4
     assert document["target"] == document["transformer"]["label"]
     assert set(document["attention"]) >= {"layers", "heads", "tokens"}
+    blend = load_model(tiny_model_dir).blend
+    decision = document["decision"]
+    assert decision["decided_by"] == blend.decided_by
+    expected = blend.decide(
+        Prediction(document["transformer"]["label"], document["transformer"]["probabilities"]),
+        Prediction(document["bow"]["label"], document["bow"]["probabilities"]),
+    )
+    assert decision["label"] == expected.label
+    assert decision["probabilities"] == pytest.approx(expected.probabilities)
 
 
 def test_cli_explain_text_output_and_one_line_errors(tiny_model_dir, tmp_path, capsys):
     assert main(["explain", "--model", str(tiny_model_dir), "kyc documents rejected"]) == 0
-    assert "bag of words" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "bag of words" in printed and printed.startswith("decision: ")
     for argv in (
         ["explain", "--model", str(tmp_path), "kyc"],  # a folder that is not a model
         ["explain", "--model", str(tiny_model_dir), "?!"],  # no words

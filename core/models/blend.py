@@ -4,7 +4,6 @@ each calibrated by a temperature, mixed with a weight chosen on the validation r
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -22,10 +21,13 @@ WEIGHTS = tuple(i / 10 for i in range(11))
 # ten-fold, 10 flattens ten-fold); log-spaced because their effect is multiplicative.
 TEMPERATURES = tuple(float(t) for t in np.geomspace(0.1, 10.0, 41))
 _FLOOR = 1e-12  # keeps log(0) out of the calibration of a model that is sure and wrong
-# A mix must fix more validation rows than it breaks with at most this chance of a fluke (a
-# one-sided sign test): on 480 demo rows a share of 0.6 fixed 2 rows more than it broke and
-# cost the word-order twins a row (BENCHMARKS.md, "Engine v2"); that is not evidence enough.
-SIGNIFICANCE = 0.05
+# A mix must get at least this share of the validation rows more right than the transformer
+# alone. Mixing in an order-blind model costs word order (on the demo data a mix 2 rows better
+# of 480 got one word-order twin wrong that the transformer got right), and every call then
+# depends on two models that reviewers must read: one complaint in a hundred is worth that
+# (BENCHMARKS.md, "Engine v2": kept on the CFPB sample at +5 points, not on the demo data at
+# +0.4 or BANKING77 at +0.1).
+MIN_GAIN = 0.01
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ def choose_blend(
     labels: Sequence[str],
     classes: Sequence[str],
 ) -> Blend:
-    """The blend that gets the most validation rows right, kept only where it clearly helps.
+    """The blend that gets the most validation rows right, kept only where it clearly pays.
 
     Each model is first calibrated on the rows (a temperature, so that a confident model does
     not drown a timid one), then the transformer's share is chosen from WEIGHTS; ties go to the
@@ -154,23 +156,10 @@ def choose_blend(
         return blend.combine(transformer_probs, bow_probs).argmax(1) == label_ids
 
     weight = max(WEIGHTS, key=lambda w: (int(right(w).sum()), w))
-    if weight == 1.0 or not clearly_better(right(weight), transformer_right):
+    gain = int(right(weight).sum()) - int(transformer_right.sum())
+    if weight == 1.0 or gain < MIN_GAIN * len(label_ids):
         return TRANSFORMER_ONLY
     return Blend(transformer_weight=0.0) if weight == 0.0 else Blend(weight, *temperatures)
-
-
-def clearly_better(new_right: np.ndarray, old_right: np.ndarray) -> bool:
-    """Whether the rows the new decision fixes outnumber those it breaks beyond chance: a
-    one-sided sign test on the rows where exactly one of the two is right, at SIGNIFICANCE."""
-    fixed = int((new_right & ~old_right).sum())
-    broken = int((old_right & ~new_right).sum())
-    return sign_test_p(fixed, broken) < SIGNIFICANCE
-
-
-def sign_test_p(wins: int, losses: int) -> float:
-    """P(at least `wins` wins of wins + losses fair coin flips): the one-sided sign test."""
-    n = wins + losses
-    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n
 
 
 def _label_ids(labels: Sequence[str], classes: Sequence[str]) -> np.ndarray:
