@@ -136,7 +136,7 @@ def choose_blend(
     Each model is first calibrated on the rows (a temperature, so that a confident model does
     not drown a timid one), then the transformer's share is chosen from WEIGHTS; ties go to the
     larger share. The transformer reads word order and the bag of words cannot, so a mix is kept
-    only when the rows it fixes clearly outnumber the rows it breaks (`clearly_better`);
+    only when it gets at least MIN_GAIN of the rows more right than the transformer alone;
     otherwise, and at a share of 1, the transformer decides alone. A share of 0 is the bag of
     words alone. Both return their model's own probabilities, uncalibrated.
 
