@@ -112,19 +112,8 @@ def splits(args: argparse.Namespace, scratch: Path) -> Splits:
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
-    options = {
-        field: getattr(args, field)
-        for field in (
-            "epochs",
-            "lr",
-            "batch_size",
-            "max_length",
-            "backbone",
-            "pooling",
-            "label_smoothing",
-        )  # fmt: skip
-        if getattr(args, field) is not None
-    }
+    fields = ("epochs", "lr", "batch_size", "max_length", "backbone", "pooling", "label_smoothing")
+    options = {field: getattr(args, field) for field in fields if getattr(args, field) is not None}
     return TrainConfig(seed=args.seed, **options)  # a new config: the backbone's own defaults
 
 

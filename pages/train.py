@@ -252,8 +252,9 @@ def render_result(run: TrainingRun, saved: SavedTraining) -> None:
     if result.config.recipe == QUICK:
         st.info(QUICK_MODEL_NOTE, icon=":material/bolt:")
     st.caption(f"Routing decision: {result.blend.describe()}, chosen on these validation rows "
-               "(the mix that got most of them right; the transformer alone on a tie), so the "
-               "decision's figures below flatter it a little.")  # fmt: skip
+               "(the mix that got most of them right, kept only when it gets at least one row in "
+               "a hundred more right than the transformer alone), so the decision's figures "
+               "below flatter it a little.")  # fmt: skip
     rows = [("Transformer", result.transformer_report, result.transformer_twin_report),
             ("Bag of words", result.baseline_report, result.baseline_twin_report)]  # fmt: skip
     if result.blend.decided_by == BLEND:

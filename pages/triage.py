@@ -15,7 +15,6 @@ import pandas as pd
 import streamlit as st
 
 from core.access import AccessDenied, Actor, Permission
-from core.models.blend import TRANSFORMER
 from core.review.records import TriageItem
 from core.review.store import Store
 from core.review.triage import triage_training_rows, with_training_rows
@@ -55,7 +54,7 @@ def queue_frame(items: list[TriageItem]) -> pd.DataFrame:
             "row": pd.array([i.row for i in items], dtype="Int64"),
             "text": [i.text for i in items],
             "predicted": [i.predicted_label for i in items],
-            "decided by": [i.decided_by or TRANSFORMER for i in items],
+            "decided by": [i.decided_by for i in items],
             "confidence": [i.confidence for i in items],
             "final": [i.final_label or "" for i in items],
             "status": [i.status for i in items],

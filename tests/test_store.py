@@ -375,7 +375,7 @@ def test_a_version_1_store_is_migrated_keeping_every_row(tmp_path):
         assert (decided.row, decided.status, decided.final_label) == (7, "corrected", "Other")
         assert (decided.reviewer, decided.decided_at) == ("ben", "t2")
         assert (waiting.row, waiting.status, waiting.reviewer) == (8, "open", None)
-        assert decided.decided_by == waiting.decided_by == ""  # queued before models blended
+        assert decided.decided_by == waiting.decided_by == "transformer"  # before blends
         store.decide_triage(waiting.id, final_label="UPI Dispute", reviewer="asha", actor=OPERATOR)
         assert store.open_triage() == []
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
@@ -758,7 +758,8 @@ def test_enqueued_items_say_which_model_made_the_call(store, tmp_path):
     enqueue_uncertain(store, texts[:1], predictions[:1], threshold=0.6, batch="a")
     enqueue_uncertain(store, texts[1:], predictions[1:], threshold=0.6, batch="b",
                       decided_by="blend")  # fmt: skip
-    assert [(i.batch, i.decided_by) for i in store.open_triage()] == [("a", ""), ("b", "blend")]
+    queued = [(i.batch, i.decided_by) for i in store.open_triage()]
+    assert queued == [("a", "transformer"), ("b", "blend")]
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
         store._query("UPDATE triage_items SET decided_by = 'transformer'")
 

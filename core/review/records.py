@@ -73,14 +73,13 @@ class TriageItem:
     id: int | None = None
     created_at: str | None = None
     decided_at: str | None = None
-    # Which model made the call (core.models.blend.Blend.decided_by); "" for items queued
-    # before models blended, which the transformer decided.
-    decided_by: str = ""
+    # Which model made the call (core.models.blend.Blend.decided_by); before models blended,
+    # always the transformer.
+    decided_by: str = "transformer"
 
     def __post_init__(self) -> None:
         check_non_empty_str("batch", self.batch)
-        if not isinstance(self.decided_by, str):
-            raise ValueError(f"decided_by must be a string, got {self.decided_by!r}")
+        check_non_empty_str("decided_by", self.decided_by)
         if not isinstance(self.text, str):
             raise ValueError(f"text must be a string, got {type(self.text).__name__}")
         check_non_empty_str("predicted_label", self.predicted_label)

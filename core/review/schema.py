@@ -122,9 +122,9 @@ MIGRATIONS: tuple[str, ...] = (
     BEGIN SELECT RAISE(ABORT, 'run history is append-only: rows cannot be deleted'); END;
     """,
     # 3: which model made each queued call (core.models.blend: "transformer", "bag of words" or
-    # "blend"); '' for items queued before models blended, which the transformer decided.
+    # "blend"); items queued before models blended were decided by the transformer.
     """
-    ALTER TABLE triage_items ADD COLUMN decided_by TEXT NOT NULL DEFAULT '';
+    ALTER TABLE triage_items ADD COLUMN decided_by TEXT NOT NULL DEFAULT 'transformer';
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

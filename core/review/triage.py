@@ -48,7 +48,7 @@ def enqueue_uncertain(
     threshold: float,
     batch: str,
     rows: Sequence[int] | None = None,
-    decided_by: str = "",
+    decided_by: str = "transformer",
 ) -> list[int]:
     """Queue for review the predictions whose confidence is below `threshold`; return new ids.
 
