@@ -43,11 +43,11 @@ from pathlib import Path
 import numpy as np
 
 from bench.machine import LoadGuard, print_load, refuse_busy_start, shows_figures
-from core.analysis.metrics import EvalReport, evaluate_predictions
 from core.data.dataset import Dataset, slice_names, split_dataset
 from core.data.demo import DemoConfig, write_demo_data
 from core.data.privacy import mask_texts
 from core.data.validation import load_dataset
+from core.metrics import EvalReport, evaluate_predictions
 from core.models.baseline import BagOfWordsClassifier
 from core.models.blend import Blend
 from core.models.transformer.backbone import load_backbone

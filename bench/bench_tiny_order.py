@@ -42,10 +42,10 @@ from bench.machine import (
     refuse_busy_start,
     shows_figures,
 )
-from core.analysis.metrics import evaluate_predictions
 from core.data.dataset import TWIN_SLICE, Dataset, slice_names
 from core.data.demo import DemoConfig, write_demo_data
 from core.data.validation import load_dataset
+from core.metrics import evaluate_predictions
 from core.models.tiny import model as tiny_model
 from core.models.transformer import backbone
 from core.models.transformer.config import TINY, TrainConfig

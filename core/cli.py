@@ -208,8 +208,8 @@ def _print_scores(document: dict, headline: str) -> None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> None:
-    from core.analysis.metrics import evaluate_proba
     from core.data.validation import load_dataset
+    from core.metrics import evaluate_proba
 
     loaded = _load_model(args.model)
     from core.models.classify import chunked_proba

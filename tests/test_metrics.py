@@ -7,14 +7,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import f1_score
 
-from core.analysis.metrics import (
-    ClassMetrics,
-    confusion_frame,
-    evaluate_model,
-    evaluate_predictions,
-    evaluate_proba,
-    evaluate_with_slices,
-)
+from core.metrics import ClassMetrics, confusion_frame, evaluate_predictions, evaluate_proba
+from core.models.evaluation import evaluate_model, evaluate_with_slices
 from tests.conftest import make_dataset
 
 Y_TRUE = ["A", "A", "A", "B", "B", "C"]

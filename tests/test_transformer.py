@@ -12,7 +12,7 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, pipeline
 
-from core.analysis.metrics import evaluate_predictions
+from core.metrics import evaluate_predictions
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import (
     BACKBONE_DEFAULTS,

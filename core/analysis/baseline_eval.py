@@ -7,9 +7,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from core.analysis.metrics import EvalReport, evaluate_predictions, slice_reports
 from core.data.dataset import Dataset, split_dataset
+from core.metrics import EvalReport, evaluate_predictions
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
+from core.models.evaluation import slice_reports
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.analysis.metrics import EvalReport
 from core.data.dataset import Dataset
 from core.data.validation import ValidationReport
+from core.metrics import EvalReport
 from core.text import words
 
 

@@ -15,6 +15,8 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
+from core.numeric import softmax
+
 TEXTBOOK_TOKENS = ("UPI", "failed", "instantly")
 TEXTBOOK_X = ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0))
 TEXTBOOK_W_Q = ((1.0, 0.0), (0.0, 1.0))
@@ -71,13 +73,6 @@ class MultiHeadSteps:
     concat: np.ndarray
     W_O: np.ndarray
     output: np.ndarray
-
-
-def softmax(values: np.ndarray, *, axis: int = -1) -> np.ndarray:
-    """Numerically stable softmax along `axis` (the max is subtracted first)."""
-    shifted = values - values.max(axis=axis, keepdims=True)
-    exp = np.exp(shifted)
-    return exp / exp.sum(axis=axis, keepdims=True)
 
 
 def _as_matrix(name: str, values: object) -> np.ndarray:
@@ -230,24 +225,6 @@ def multi_head_attention(
             "columns; W_O needs one row per concatenated value dimension"
         )
     return MultiHeadSteps(heads[0].tokens, heads, concat, W_O, concat @ W_O)
-
-
-def positional_encoding(n_positions: int, d_model: int) -> np.ndarray:
-    """Sinusoidal positional encoding, (n_positions, d_model).
-
-    PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).
-    """
-    if n_positions < 1 or d_model < 1:
-        raise ValueError(
-            f"need at least one position and one dimension; got {n_positions}, {d_model}"
-        )
-    positions = np.arange(n_positions, dtype=float)[:, None]
-    even_dims = np.arange(0, d_model, 2, dtype=float)
-    angles = positions / np.power(10000.0, even_dims / d_model)  # (n, ceil(d/2))
-    pe = np.zeros((n_positions, d_model))
-    pe[:, 0::2] = np.sin(angles)
-    pe[:, 1::2] = np.cos(angles[:, : d_model // 2])
-    return pe
 
 
 def unique_labels(tokens: Sequence[str]) -> list[str]:

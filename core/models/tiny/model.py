@@ -21,10 +21,10 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from core.lab.self_attention import positional_encoding
 from core.models.seeding import reset_parameters
 from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer, read_saved_json
 from core.models.weights import read_safetensors_shapes
+from core.numeric import positional_encoding
 from core.paths import write_json
 
 MODEL_TYPE = "tiny-transformer"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from torch import nn
 
-from core.lab.self_attention import positional_encoding, softmax
 from core.models.tiny.model import TinyConfig
+from core.numeric import positional_encoding, softmax
 
 
 def numpy_params(model: nn.Module) -> dict[str, np.ndarray]:

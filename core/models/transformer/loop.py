@@ -16,8 +16,8 @@ import torch
 from torch import nn
 from transformers import get_linear_schedule_with_warmup
 
-from core.analysis.metrics import evaluate_predictions
 from core.data.dataset import Dataset
+from core.metrics import evaluate_predictions
 from core.models.device import autocast
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.inference import TransformerClassifier, encode_batch

@@ -26,8 +26,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from torch import nn
 
-from core.analysis.metrics import evaluate_predictions
 from core.data.dataset import Dataset
+from core.metrics import evaluate_predictions
 from core.models.device import autocast
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.head import MeanPoolForSequenceClassification, mean_pool

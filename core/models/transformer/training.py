@@ -11,12 +11,13 @@ from dataclasses import dataclass
 
 from transformers import PreTrainedTokenizerBase
 
-from core.analysis.metrics import EvalReport, reports_with_slices
 from core.data.dataset import TWIN_SLICE, Dataset
 from core.data.privacy import mask_dataset
+from core.metrics import EvalReport
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
 from core.models.blend import TRANSFORMER_ONLY, Blend, choose_blend
 from core.models.device import resolve_device
+from core.models.evaluation import reports_with_slices
 from core.models.seeding import job_generator, seeded_dropout
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import QUICK, TrainConfig

@@ -1,7 +1,6 @@
-"""Classification metrics over label lists or `pred_probs` arrays, for any model with the protocol.
-
-Both classifiers expose `classes_` and `predict_proba(texts)`; everything here sees only arrays.
-"""
+"""Classification metrics over label lists and `pred_probs` arrays: reports, per-class figures
+and confusion matrices. It sees only arrays and labels (the bottom layer: no data sets, no
+models; core.models.evaluation applies it to them)."""
 
 from __future__ import annotations
 
@@ -11,9 +10,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
-
-from core.data.dataset import Dataset, slice_names, slice_rows
-from core.models.classifier import ProbabilisticClassifier
 
 
 @dataclass(frozen=True)
@@ -119,64 +115,18 @@ def evaluate_proba(
     if len(set(classes)) != len(classes):
         raise ValueError(f"classes must be distinct, got {classes}")
     if labels is None:
-        labels = _model_labels(classes, _check_label_list(y_true, "y_true"))
-    return evaluate_predictions(y_true, _argmax_labels(pred_probs, classes), labels=labels)
+        labels = model_labels(classes, _check_label_list(y_true, "y_true"))
+    return evaluate_predictions(y_true, argmax_labels(pred_probs, classes), labels=labels)
 
 
-def _argmax_labels(pred_probs: np.ndarray, classes: Sequence[str]) -> list[str]:
+def argmax_labels(pred_probs: np.ndarray, classes: Sequence[str]) -> list[str]:
+    """The label of each row's most probable column (`pred_probs` (n, k), columns `classes`)."""
     return [classes[i] for i in pred_probs.argmax(axis=1)]
 
 
-def _model_labels(classes: Sequence[str], y_true: Sequence[str]) -> list[str]:
+def model_labels(classes: Sequence[str], y_true: Sequence[str]) -> list[str]:
     """Every class of the model, reported even if never predicted, and every true label."""
     return sorted(set(classes) | set(y_true))
-
-
-def evaluate_model(
-    model: ProbabilisticClassifier, texts: Sequence[str], labels: Sequence[str]
-) -> EvalReport:
-    """Evaluate any model with `classes_` and `predict_proba(texts)` against gold `labels`."""
-    if len(texts) != len(labels):
-        raise ValueError(f"got {len(texts)} texts but {len(labels)} labels; give one per text")
-    classes = [str(c) for c in model.classes_]
-    return evaluate_proba(labels, model.predict_proba(texts), classes)
-
-
-def slice_reports(
-    dataset: Dataset, y_pred: Sequence[str], *, labels: Sequence[str]
-) -> dict[str, EvalReport]:
-    """One report per slice the data set marks in its `slice` column (e.g. the demo's "twin"
-    rows, where a bag of words is provably capped); empty when it marks none.
-
-    `y_pred` (n,) are the predictions for every row of `dataset`, in order.
-    """
-    truth, pred = list(dataset.labels), list(y_pred)
-    reports = {}
-    for name in sorted(set(slice_names(dataset)) - {""}):
-        rows = slice_rows(dataset, name)
-        picked = [truth[i] for i in rows], [pred[i] for i in rows]
-        reports[name] = evaluate_predictions(*picked, labels=labels)
-    return reports
-
-
-def evaluate_with_slices(
-    model: ProbabilisticClassifier, dataset: Dataset
-) -> tuple[EvalReport, dict[str, EvalReport]]:
-    """`evaluate_model` on all of `dataset` and `slice_reports` on its slices, predicting once."""
-    classes = [str(c) for c in model.classes_]
-    return reports_with_slices(model.predict_proba(list(dataset.texts)), classes, dataset)
-
-
-def reports_with_slices(
-    pred_probs: np.ndarray, classes: Sequence[str], dataset: Dataset
-) -> tuple[EvalReport, dict[str, EvalReport]]:
-    """The report of `pred_probs` (n, k; columns in `classes` order) on every row of `dataset`
-    and on each slice it marks."""
-    pred_probs = np.asarray(pred_probs)
-    labels = _model_labels(classes, dataset.labels)
-    report = evaluate_proba(list(dataset.labels), pred_probs, classes, labels=labels)
-    slices = slice_reports(dataset, _argmax_labels(pred_probs, classes), labels=labels)
-    return report, slices
 
 
 def confusion_frame(report: EvalReport) -> pd.DataFrame:
