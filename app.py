@@ -6,6 +6,7 @@ import streamlit as st
 
 from core.models.transformer.config import backbone_label
 from ui.auth import current_actor, render_account
+from ui.errors import shown_errors
 from ui.safe import md_escape
 from ui.state import get_active_dataset, get_active_model
 from ui.widgets import render_mask_toggle
@@ -53,6 +54,7 @@ with st.sidebar:  # before the page runs, so the page reads this run's choice
     render_account(actor)
     render_mask_toggle()
 try:
-    page.run()
+    with shown_errors():  # a bug in a page: a reference to the server log, never a traceback
+        page.run()
 finally:  # after the page, so the sidebar shows what this run loaded, even if it stopped early
     render_sidebar(sidebar)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 
+from core.errors import UserError
+
 
 class Role(IntEnum):
     """Ordered: each role may do everything the roles below it may."""
@@ -47,7 +49,7 @@ MINIMUM_ROLE: dict[Permission, Role] = {
 }
 
 
-class AccessDenied(PermissionError):
+class AccessDenied(UserError, PermissionError):
     """An actor tried something its role does not allow; the message says which role would."""
 
 

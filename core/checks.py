@@ -1,16 +1,17 @@
-"""Argument checks for the public core boundary: each raises ValueError with a message that says
+"""Argument checks for the public core boundary: each raises UserError with a message that says
 what the value must be, so configs, CLI and pages all report bad input the same way."""
 
 import math
 from collections.abc import Collection
 
+from core.errors import UserError
 from core.text import word_spans
 
 
 def check_int(name: str, value: object, *, minimum: int) -> None:
     """An int (not a bool) of at least `minimum`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise UserError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 def check_int_fields(config: object, **minimums: int) -> None:
@@ -26,44 +27,44 @@ def _is_number(value: object) -> bool:
 def check_fraction(name: str, value: object, *, low: float, high: float) -> None:
     """A finite number in the half-open interval (low, high]."""
     if not _is_number(value) or not low < value <= high:
-        raise ValueError(f"{name} must be a number in ({max(low, 0)}, {high}], got {value!r}")
+        raise UserError(f"{name} must be a number in ({max(low, 0)}, {high}], got {value!r}")
 
 
 def check_positive(name: str, value: object) -> None:
     """A finite number above zero."""
     if not _is_number(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        raise UserError(f"{name} must be a finite number > 0, got {value!r}")
 
 
 def check_choice(name: str, value: object, choices: Collection[str]) -> None:
     """One of `choices`."""
     if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+        raise UserError(f"{name} must be one of {choices}, got {value!r}")
 
 
 def check_non_empty_str(name: str, value: object) -> None:
     """A string with something besides white space."""
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        raise UserError(f"{name} must be a non-empty string, got {value!r}")
 
 
 def check_complaint(text: object, *, purpose: str) -> str:
     """A complaint with at least one word; `purpose` completes "the text has no words to ..."."""
     if not isinstance(text, str):
-        raise ValueError(f"text must be a string, got {type(text).__name__}")
+        raise UserError(f"text must be a string, got {type(text).__name__}")
     if not word_spans(text):
-        raise ValueError(f"the text has no words to {purpose}; enter a complaint")
+        raise UserError(f"the text has no words to {purpose}; enter a complaint")
     return text
 
 
 def check_texts(texts: object, *, allow_empty: bool = False) -> list[str]:
     """A list of strings (not one string); returns it as a list."""
     if isinstance(texts, str):
-        raise ValueError("texts must be a list of strings, not one string; wrap it as [text]")
+        raise UserError("texts must be a list of strings, not one string; wrap it as [text]")
     texts = list(texts)
     bad = next((i for i, t in enumerate(texts) if not isinstance(t, str)), None)
     if bad is not None:
-        raise ValueError(f"texts[{bad}] is {type(texts[bad]).__name__}, not str; drop or fill it")
+        raise UserError(f"texts[{bad}] is {type(texts[bad]).__name__}, not str; drop or fill it")
     if not texts and not allow_empty:
-        raise ValueError("texts is empty; give at least one text per class")
+        raise UserError("texts is empty; give at least one text per class")
     return texts

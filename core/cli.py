@@ -1,27 +1,35 @@
 """The command line: `python -m core <command> ...` (the contract is in DESIGN.md).
 
-Every command exits 0 on success; on bad input it prints one line `error: <what to fix>` on stderr
-and exits 2, never a traceback. `--json` prints one JSON document on stdout.
+Every command exits 0 on success; on bad input (a `UserError`) it prints one line
+`error: <what to fix>` on stderr and exits 2, never a traceback. Anything else is a bug: one line
+saying so, the traceback logged to stderr, exit 1. `--json` prints one JSON document on stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
+
+from core.errors import UserError
 
 log = logging.getLogger(__name__)
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
+EXIT_BROKEN_PIPE = 128 + 13  # SIGPIPE: what a shell reports for `yes | head`
+# An argument path that is missing, a folder, or not readable: the user's to fix.
+_PATH_ERRORS = (FileNotFoundError, IsADirectoryError, PermissionError)
 
 
-class CommandError(ValueError):
+class CommandError(UserError):
     """Bad input found by a command itself; its message is the user-facing line."""
 
 
@@ -84,6 +92,27 @@ def _add_json_option(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--json", action="store_true", help=what)
 
 
+def _add_runtime_options(p: argparse.ArgumentParser) -> None:
+    """--device and --precision: the runtime the model runs on (core.models.device.Runtime)."""
+    p.add_argument(
+        "--device", choices=("auto", "cpu", "cuda"), default="auto",
+        help="where the model runs: auto (default; CUDA when available), cpu or cuda",
+    )  # fmt: skip
+    p.add_argument(
+        "--precision", choices=("auto", "fp32", "bf16"), default="auto",
+        help="auto (default): $GRIEVANCE_LENS_PRECISION when set, else bf16 on CUDA or on a CPU "
+        "with bf16 units, else fp32",
+    )  # fmt: skip
+
+
+def _check_runtime(args: argparse.Namespace) -> None:
+    """Refuse a --device or --precision this machine cannot honour before any work starts
+    (`cuda` without a CUDA GPU, a bad GRIEVANCE_LENS_PRECISION)."""
+    from core.models.device import Runtime
+
+    Runtime.resolve(args.device, args.precision)
+
+
 def _add_validate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check a labelled complaint spreadsheet")
     p.add_argument("file", help="CSV, TSV, XLSX or Parquet file")
@@ -121,9 +150,9 @@ def _cmd_train(args: argparse.Namespace) -> None:
     from core.access import OPERATOR
     from core.data.dataset import split_dataset
     from core.data.validation import load_dataset
-    from core.models.card import model_folder
+    from core.models.card import model_name_free
     from core.models.device import configure_cpu_threads
-    from core.models.registry import save_model
+    from core.models.training_job import save_under_free_name
     from core.models.transformer.config import TrainConfig
     from core.models.transformer.training import train_models
 
@@ -131,7 +160,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
     # last part is the model name, checked like a name typed in the app (one safe segment,
     # not a symbolic link), before hours of training rather than after.
     out = Path(args.out)
-    if model_folder(out.parent, out.name).exists():
+    if not model_name_free(out.parent, out.name):
         raise CommandError(f"{out} already exists; choose another --out or delete it first")
     options = {
         field: getattr(args, dest)
@@ -149,9 +178,10 @@ def _cmd_train(args: argparse.Namespace) -> None:
     set_seed(config.seed)
     with _progress_bar("train", unit="step") as bar:
         result = train_models(train, val, config, on_progress=_train_progress(bar))
-    folder = save_model(
+    saved = save_under_free_name(  # as out.name-2, ... if taken while training; said below
         result, out.parent, out.name, actor=OPERATOR, data_fingerprint=dataset.fingerprint
     )
+    folder = saved.folder
     document = {
         "transformer": result.transformer_report.to_json(),
         "bow": result.baseline_report.to_json(),
@@ -162,7 +192,10 @@ def _cmd_train(args: argparse.Namespace) -> None:
         "device": result.device,
         "best_epoch": result.best_epoch,
         "rows": {"train": len(train), "val": len(val)},
+        "renamed_from": saved.renamed_from,  # the --out name, when it was taken meanwhile
     }
+    if saved.rename_note:
+        print(f"note: {saved.rename_note}", file=sys.stderr)
     if result.transformer_twin_report is not None:
         document["twin"] = {
             "transformer": result.transformer_twin_report.to_json(),
@@ -183,13 +216,14 @@ def _progress_bar(description: str, **options):
 
 def _train_progress(bar):
     def update(progress) -> None:
-        bar.total = progress.total_steps
-        bar.update(progress.step - bar.n)
-        postfix = {"epoch": progress.epoch, "loss": f"{progress.loss:.3f}"}
+        bar.total = progress.total
+        bar.update(progress.done - bar.n)
+        metrics = progress.detail  # core.models.transformer.loop.StepMetrics
+        postfix = {"epoch": metrics.epoch, "loss": f"{metrics.loss:.3f}"}
         if progress.phase != "train":  # the quick recipe: rows embedded, then the head
             postfix = {"phase": progress.phase}
-        if progress.val_accuracy is not None:
-            postfix["val_acc"] = f"{progress.val_accuracy:.3f}"
+        if metrics.val_accuracy is not None:
+            postfix["val_acc"] = f"{metrics.val_accuracy:.3f}"
         bar.set_postfix(postfix, refresh=False)
 
     return update
@@ -211,13 +245,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
     from core.data.validation import load_dataset
     from core.metrics import evaluate_proba
 
-    loaded = _load_model(args.model)
-    from core.models.classify import chunked_proba
+    loaded = _load_model(args.model, args)
+    from core.models.classifier import predict_in_batches
 
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
     texts, labels = list(dataset.texts), list(dataset.labels)
     with _progress_bar("evaluate", total=len(texts), unit="text") as bar:
-        pred_probs = chunked_proba(loaded.transformer, texts, on_progress=_advance(bar))
+        pred_probs = predict_in_batches(loaded.transformer, texts, on_rows=_advance(bar))
     bow_probs = loaded.baseline.predict_proba(texts)
     classes = loaded.transformer.classes_
     document = {
@@ -242,17 +276,18 @@ def _load_model_card(folder: str) -> None:
     check_loadable(folder)
 
 
-def _load_model(folder: str):
-    """The saved model at `folder` (the operator's path), checked first by `_load_model_card`."""
+def _load_model(folder: str, args: argparse.Namespace):
+    """The saved model at `folder` (the operator's path), checked first by `_load_model_card`,
+    on the runtime of `args.device` and `args.precision`."""
     _load_model_card(folder)
     from core.models.registry import load_model
 
-    return load_model(Path(folder))
+    return load_model(Path(folder), device=args.device, precision=args.precision)
 
 
 def _advance(bar):
-    """An on_progress callback moving a tqdm bar to `progress.done`."""
-    return lambda progress: bar.update(progress.done - bar.n)
+    """An on_rows callback moving a tqdm bar to `done`."""
+    return lambda done: bar.update(done - bar.n)
 
 
 def _cmd_classify(args: argparse.Namespace) -> None:
@@ -266,6 +301,8 @@ def _cmd_classify(args: argparse.Namespace) -> None:
         if (getattr(args, option) or 1) < 1:
             raise CommandError(f"--{option.replace('_', '-')} must be 1 or more")
     _load_model_card(args.model)  # a wrong folder fails before Ray or torch start
+    if args.engine == "local":  # on Ray, the actors' hardware decides (core.scale)
+        _check_runtime(args)
     from core.scale import ScaleConfig, score_archive
 
     source = Path(args.input)
@@ -275,7 +312,7 @@ def _cmd_classify(args: argparse.Namespace) -> None:
         text_col=args.text_col, review_threshold=threshold, engine=args.engine,
         address=args.address, workers=args.workers, batch_size=args.batch_size,
         gpus_per_worker=args.gpus_per_worker, cpus_per_worker=args.cpus_per_worker,
-        precision=args.precision,
+        precision=args.precision, device=args.device,
     )  # fmt: skip
     with _progress_bar("classify", unit="text") as bar:
         result = score_archive(config, on_rows=bar.update)
@@ -343,6 +380,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     _add_model_option(p)
     p.add_argument("file", help="labelled CSV, TSV, XLSX or Parquet file")
     _add_column_options(p, label=True)
+    _add_runtime_options(p)
     _add_json_option(p, "print the scores as JSON on stdout")
     p.set_defaults(handler=_cmd_evaluate)
 
@@ -373,10 +411,7 @@ def _add_classify(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--cpus-per-worker", type=int, help="CPUs (threads) per Ray actor (default: an even share)"
     )
-    p.add_argument(
-        "--precision", choices=("auto", "fp32", "bf16"), default="auto",
-        help="auto: bf16 on CUDA or a CPU with bf16 units, else fp32",
-    )  # fmt: skip
+    _add_runtime_options(p)
     _add_column_options(p, label=False)
     p.add_argument(
         "--review-threshold", type=float,
@@ -394,6 +429,7 @@ def _cmd_audit(args: argparse.Namespace) -> None:
     from core.data.validation import load_dataset
 
     config = AuditConfig(folds=args.folds, seed=args.seed)  # bad --folds fails before reading
+    _check_runtime(args)
     model = args.model if args.model is not None else "bow"
     train_config = _quick_settings(args) if model == "quick" else None
     if args.backbone is not None and train_config is None:
@@ -402,12 +438,14 @@ def _cmd_audit(args: argparse.Namespace) -> None:
     check_auditable(dataset, config.folds)  # before a progress bar starts drawing on stderr
     if model == "bow":
         with _progress_bar("audit (bag of words)", unit="fold", total=config.folds) as bar:
-            result = run_audit(dataset, config, on_progress=lambda p: bar.update(p.fold - bar.n))
+            result = run_audit(dataset, config, on_progress=lambda p: bar.update(p.done - bar.n))
         document = result.to_json()
     elif train_config is not None:
-        result, document = _quick_audit(dataset, config, train_config)
+        with _operator_precision(args.precision):
+            result, document = _quick_audit(dataset, config, train_config)
     else:
-        result, document = _transformer_audit(dataset, config, Path(model))
+        with _operator_precision(args.precision):
+            result, document = _transformer_audit(dataset, config, Path(model), args.device)
     if args.json:
         _emit_json(document)
         return
@@ -427,7 +465,27 @@ def _quick_settings(args: argparse.Namespace):
     from core.analysis.audit_quick import quick_train_config
     from core.models.transformer.config import MINILM
 
-    return quick_train_config(args.backbone if args.backbone is not None else MINILM)
+    config = quick_train_config(args.backbone if args.backbone is not None else MINILM)
+    return dataclasses.replace(config, device=args.device)
+
+
+@contextlib.contextmanager
+def _operator_precision(precision: str) -> Iterator[None]:
+    """`--precision` as GRIEVANCE_LENS_PRECISION while an audit runs, then as before: its fold
+    models are built deep inside training, which resolves "auto" from it (a command line owns
+    its process; the app never sets it)."""
+    from core.models.device import PRECISION_ENV
+
+    before = os.environ.get(PRECISION_ENV)
+    if precision != "auto":
+        os.environ[PRECISION_ENV] = precision
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(PRECISION_ENV, None)
+        else:
+            os.environ[PRECISION_ENV] = before
 
 
 def _quick_audit(dataset, config, train_config):
@@ -446,12 +504,12 @@ def _quick_audit(dataset, config, train_config):
             return bars[kind]
 
         def on_embed(progress) -> None:
-            embedded = bar("embedding", unit="text", total=progress.total_texts)
-            embedded.update(progress.texts - embedded.n)
+            embedded = bar("embedding", unit="text", total=progress.total)
+            embedded.update(progress.done - embedded.n)
 
         def on_fold(progress) -> None:
-            folds = bar("folds", unit="fold", total=progress.folds)
-            folds.update(progress.fold - folds.n)
+            folds = bar("folds", unit="fold", total=progress.total)
+            folds.update(progress.done - folds.n)
 
         result = run_quick_audit(
             dataset, config, train_config, on_embed=on_embed, on_progress=on_fold
@@ -460,15 +518,16 @@ def _quick_audit(dataset, config, train_config):
     return result, document
 
 
-def _transformer_audit(dataset, config, folder: Path):
-    """Fine-tune the saved model's TrainConfig on each fold, a tqdm bar of steps on stderr; a
-    quick model is audited the quick way over its own backbone."""
+def _transformer_audit(dataset, config, folder: Path, device: str):
+    """Fine-tune the saved model's TrainConfig on each fold (on `device`), a tqdm bar of steps
+    on stderr; a quick model is audited the quick way over its own backbone."""
     from core.analysis.audit import run_audit
     from core.analysis.audit_transformer import model_audit_settings, transformer_fit
     from core.models.card import read_card
     from core.models.transformer.config import QUICK
 
     config, train_config = model_audit_settings(read_card(folder), config)
+    train_config = dataclasses.replace(train_config, device=device)
     if train_config.recipe == QUICK:  # a quick model: its encoder embeds once, heads per fold
         result, document = _quick_audit(dataset, config, train_config)
         return result, {**document, "model_dir": str(folder)}
@@ -484,12 +543,12 @@ def _transformer_audit(dataset, config, folder: Path):
                     _progress_bar(f"audit ({train_config.backbone})", unit="step")
                 ))  # fmt: skip
             bar = bars[0]
-            bar.total = progress.total_steps * config.folds
-            bar.update(folds_done[0] * progress.total_steps + progress.step - bar.n)
+            bar.total = progress.total * config.folds
+            bar.update(folds_done[0] * progress.total + progress.done - bar.n)
             bar.set_postfix({"fold": f"{folds_done[0] + 1}/{config.folds}"}, refresh=False)
 
         def on_fold(progress) -> None:
-            folds_done[0] = progress.fold
+            folds_done[0] = int(progress.done)
 
         fit = transformer_fit(train_config, on_progress=on_step)
         result = run_audit(dataset, config, fit=fit, on_progress=on_fold)
@@ -517,6 +576,7 @@ def _add_audit(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the fold assignment")
     _add_column_options(p, label=True)
     p.add_argument("--show", type=int, default=20, help="issues to print without --json")
+    _add_runtime_options(p)  # a model folder or quick: where its fold models train and predict
     _add_json_option(p, "print the issues as JSON on stdout")
     p.set_defaults(handler=_cmd_audit)
 
@@ -537,7 +597,7 @@ def _cmd_explain(args: argparse.Namespace) -> None:
     if args.max_delta is not None:
         options["max_relative_delta"] = args.max_delta or None  # 0: one pass
     config = ExplainConfig(target=args.target, **options)  # bad options fail first
-    model = _load_model(args.model)
+    model = _load_model(args.model, args)
     expl = explain_text(model.transformer, model.baseline, _complaint(args.text), config)
     decision = model.blend.decide(expl.transformer, expl.bow)
     if args.json:
@@ -545,6 +605,7 @@ def _cmd_explain(args: argparse.Namespace) -> None:
             {
                 **expl.to_json(),
                 "decision": {**decision.to_json(), "decided_by": model.blend.decided_by},
+                "runtime": model.transformer.runtime.to_json(),
             }
         )
         return
@@ -564,7 +625,7 @@ def _cmd_probe(args: argparse.Namespace) -> None:
     config = ProbeConfig(
         n_shuffles=args.shuffles, invariance=not args.no_invariance, seed=args.seed
     )
-    model = _load_model(args.model)
+    model = _load_model(args.model, args)
     result = run_probes(model.transformer, model.baseline, _complaint(args.text), config)
     if args.json:
         _emit_json(result.to_json())
@@ -593,6 +654,7 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
         "--max-delta", type=float,
         help="add steps until |delta| <= this share of the logit gap (default 0.02; 0: one pass)",
     )  # fmt: skip
+    _add_runtime_options(p)
     _add_json_option(p, "print the explanation as JSON")
     p.set_defaults(handler=_cmd_explain)
 
@@ -604,6 +666,7 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shuffles", type=int, default=2, help="random word orders (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffles and the typo")
     p.add_argument("--no-invariance", action="store_true", help="skip typo, please, punctuation")
+    _add_runtime_options(p)
     _add_json_option(p, "print the probes as JSON")
     p.set_defaults(handler=_cmd_probe)
 
@@ -626,20 +689,50 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return the process exit code."""
+    _log_to_stderr()
     args = build_parser().parse_args(argv)
     try:
         args.handler(args)
-    except (ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        sys.stdout.flush()  # a reader that went away shows here, not in the flush at exit
+    except BrokenPipeError:
+        return _stdout_closed()
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # the last line of defence: a bug, not bad input
-        print(f"error: unexpected {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+    except Exception as exc:
+        if _is_user_error(exc):
+            print(f"error: {_one_line(exc)}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        # The last line of defence: a bug, not bad input.
+        print(
+            f"error: unexpected {type(exc).__name__}: {_one_line(exc)}; this is a bug, the "
+            "traceback is logged",
+            file=sys.stderr,
+        )
         log.error("the traceback of that unexpected error, for a bug report:", exc_info=exc)
         return EXIT_INTERNAL
     return 0
+
+
+def _is_user_error(exc: Exception) -> bool:
+    """A UserError, or a path given on the command line that is missing, a folder or not
+    readable (the OSError names it)."""
+    return isinstance(exc, UserError) or (isinstance(exc, _PATH_ERRORS) and bool(exc.filename))
+
+
+def _log_to_stderr() -> None:
+    """Warnings and the traceback of an unexpected error go to stderr; a no-op when logging is
+    configured already (by a caller of `main`, or pytest)."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (`... | head`): end quietly, as `yes | head` does. Standard
+    output now points at /dev/null, so the flush at exit cannot fail a second time."""
+    with contextlib.suppress(OSError, ValueError):  # no file descriptor: a test's StringIO
+        stdout = sys.stdout.fileno()
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout)
+    return EXIT_BROKEN_PIPE
 
 
 def _one_line(exc: BaseException) -> str:

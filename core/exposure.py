@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from core.errors import UserError
 from core.roles import load_roles, roles_path
 
 ALLOW_PUBLIC_ENV = "GRIEVANCE_LENS_ALLOW_UNAUTHENTICATED_PUBLIC"
@@ -104,7 +105,7 @@ def auth_configured(secrets: Sequence[Mapping[str, Any]]) -> bool:
 
 def read_toml_files(paths: Sequence[Path]) -> list[dict[str, Any]]:
     """The TOML documents among `paths` that are files (others are skipped), in order;
-    ValueError naming the file when one is not valid TOML."""
+    UserError naming the file when one is not valid TOML."""
     documents = []
     for path in paths:
         if not path.is_file():
@@ -112,7 +113,7 @@ def read_toml_files(paths: Sequence[Path]) -> list[dict[str, Any]]:
         try:
             documents.append(tomllib.loads(path.read_text(encoding="utf-8")))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{path} is not valid TOML ({exc}); fix or remove it") from exc
+            raise UserError(f"{path} is not valid TOML ({exc}); fix or remove it") from exc
     return documents
 
 
@@ -123,7 +124,7 @@ def launch_error(
 
     `folders` are the .streamlit folders Streamlit reads config.toml and secrets.toml from,
     lowest precedence first (~/.streamlit, then the project's). With sign-in on, the roles file
-    must load too: otherwise nobody could get in, and the operator learns it now. ValueError (one
+    must load too: otherwise nobody could get in, and the operator learns it now. UserError (one
     line) when a config, secrets or roles file cannot be used.
     """
     configs = read_toml_files([folder / "config.toml" for folder in folders])

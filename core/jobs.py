@@ -1,15 +1,19 @@
-"""Long work (training, file classification, audits, scans, explanations) as jobs on one
-process-wide queue, so a shared server runs a bounded number of them at a time.
+"""The server's one queue of long work: a `Task` (what runs, who asked, which lane, its limits)
+becomes a `Job` once submitted; every job reports `core.progress.Progress` values and the queue
+computes every ETA from them.
 
-A job is a `BackgroundJob`: its work reports progress through `on_progress` and stops at the next
-check of a `threading.Event`; pages poll `snapshot()` from a fragment. A `JobQueue` runs jobs in
-lanes of worker threads: heavy CPU work (one job per two cores by default: a torch job already
-uses both), a GPU lane per visible GPU, and a lane for short jobs (one explanation) so that they
-never wait behind a training. It enforces the caps of a shared server: jobs per user, tokens per
-batch, wall-clock time per job, and cancels a job whose browser session ended unless the job
-saves its result (a training). No job changes process-wide state: the queue sets no seed and no
-thread count (torch's threads are fixed once at start-up), and heavy workers run at a lower
-scheduling priority of their own thread. Nothing here imports streamlit.
+Lanes of worker threads: heavy CPU work (one job per two cores by default: a torch job already
+uses both), a GPU lane per visible GPU, and a short lane (at least two workers, one running task
+per user) for bounded work a person waits for (one explanation, one complaint), so it never
+waits behind a training and one user cannot hold it. The queue enforces the caps of a shared
+server: jobs per user, tokens per batch, wall-clock time per job (work checks cancel between
+batches, so a job past its limit or whose caller gave up frees its worker), and cancels a job
+whose browser session ended unless it saves its result (a training). A finished job keeps a
+small summary; only the newest `KEEP_RESULTS` finished jobs keep their result objects, and large
+outputs (a classified table) are files in the asking session's scratch folder, deleted with the
+session. No job changes process-wide state: the queue sets no seed and no thread count, and
+heavy workers run at a lower scheduling priority of their own thread. Nothing here imports
+streamlit.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import dataclasses
 import itertools
 import logging
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections import deque
@@ -25,17 +31,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from core.access import Actor, Permission
+from core.errors import UserError
+from core.progress import Cancelled, Progress
 
 log = logging.getLogger(__name__)
 
-P = TypeVar("P")  # progress value type
 R = TypeVar("R")  # result type
 
-# Keep the progress history bounded: curves need hundreds of points, not every step of a long run.
+# A running job's progress history, for curves: hundreds of points, not every step of a run.
 MAX_HISTORY = 2000
+KEEP_RESULTS = 16  # finished jobs that keep their result objects; older ones keep a summary
 MONITOR_INTERVAL_S = 0.5  # how often the queue checks time limits and ended sessions
 
 
@@ -53,42 +62,52 @@ class JobStatus(StrEnum):
 
 
 class Lane(StrEnum):
-    CPU = "cpu"  # training, file classification, audits, scans on the CPU
+    CPU = "cpu"  # training, file classification, audits, scans, estimates on the CPU
     GPU = "gpu"  # the same on a CUDA GPU
-    SHORT = "short"  # work of a second or two a person waits for (one explanation)
+    SHORT = "short"  # bounded work of a second or two a person waits for (one explanation)
 
 
 @dataclass(frozen=True)
-class JobSnapshot(Generic[P, R]):
-    """A consistent view of a job at one moment."""
+class Task:
+    """One piece of work as the queue sees it: what runs, who asked, which lane, its limits.
 
-    status: JobStatus
-    latest: P | None
-    history: tuple[P, ...]
-    result: R | None
-    error: str | None
-    elapsed_s: float  # running time (0 while queued)
-    position: int | None = None  # 1-based place in its lane's queue while queued
-    start_eta_s: float | None = None  # while queued: seconds until it should start, if known
+    `work(on_progress=..., cancel=...)` reports `Progress` values and checks the
+    `threading.Event` `cancel` between batches; its return value is the job's result (a small
+    summary: big outputs go to files). A UserError it raises becomes the job's one-line error;
+    a result whose `cancelled` attribute is true counts as cancelled.
+    """
 
-
-def eta_seconds(done: float, total: float, elapsed_s: float) -> float | None:
-    """Seconds left if the rest goes at the average rate so far; None before any rate is known."""
-    rate = done / elapsed_s if elapsed_s > 0 else 0.0
-    return (total - done) / rate if rate > 0 else None
-
-
-@dataclass(frozen=True)
-class JobTicket:
-    """What the queue knows of a job besides its work: who asked, for what, and its rules."""
-
+    work: Callable[..., Any]
     title: str  # shown on the Jobs page, e.g. "Train minilm on demo data"
-    kind: str  # "train", "classify", "audit", "scan", "review", "explain", ...
+    kind: str  # "train", "classify", "audit", "scan", "review", "estimate", "explain", ...
     owner: str  # the actor's user (e-mail when signed in)
     lane: Lane = Lane.CPU
     session_id: str | None = None  # the browser session that asked; None: no session to watch
     keep_after_session: bool = False  # true for work that saves its result (a training)
     max_seconds: float | None = None  # wall-clock cap; None: the queue's default
+    tokens_per_batch: int | None = None  # batch size × max length of its forward passes
+
+
+@dataclass(frozen=True)
+class JobSnapshot(Generic[R]):
+    """A consistent view of a job at one moment."""
+
+    status: JobStatus
+    latest: Progress | None
+    history: tuple[Progress, ...]  # while running; emptied once the job has ended
+    result: R | None
+    error: str | None
+    elapsed_s: float  # running time (0 while queued)
+    eta_s: float | None = None  # while running: seconds left at the current phase's rate
+    position: int | None = None  # 1-based place in its lane's queue while queued
+    start_eta_s: float | None = None  # while queued: seconds until it should start, if known
+    result_dropped: bool = False  # ended long ago: its result is no longer kept
+
+
+def eta_seconds(done: float, total: float, elapsed_s: float) -> float | None:
+    """Seconds left if the rest goes at the average rate so far; None before any rate is known."""
+    rate = done / elapsed_s if elapsed_s > 0 else 0.0
+    return max(total - done, 0.0) / rate if rate > 0 else None
 
 
 @dataclass(frozen=True)
@@ -98,37 +117,41 @@ class Requester:
     actor: Actor
     session_id: str | None = None
 
-    def ticket(
-        self, title: str, kind: str, *, lane: Lane = Lane.CPU, keep_after_session: bool = False
-    ) -> JobTicket:
-        return JobTicket(
-            title=title, kind=kind, owner=self.actor.user, lane=lane,
+    def task(
+        self,
+        work: Callable[..., Any],
+        title: str,
+        kind: str,
+        *,
+        lane: Lane = Lane.CPU,
+        keep_after_session: bool = False,
+        max_seconds: float | None = None,
+        tokens_per_batch: int | None = None,
+    ) -> Task:
+        return Task(
+            work=work, title=title, kind=kind, owner=self.actor.user, lane=lane,
             session_id=self.session_id, keep_after_session=keep_after_session,
+            max_seconds=max_seconds, tokens_per_batch=tokens_per_batch,
         )  # fmt: skip
 
 
-class BackgroundJob(Generic[P, R]):
-    """`work(on_progress=..., cancel=...)` run once, by `start()` in a thread of its own or by a
-    `JobQueue` worker.
+class Job(Generic[R]):
+    """A submitted `Task`: its state, progress and result. `run()` runs it once in the calling
+    thread (a queue worker; `start()` gives it a thread of its own for the command line)."""
 
-    `work` receives two keyword arguments, `on_progress` (call it with a progress value) and
-    `cancel` (a threading.Event to check). Its return value becomes the result; a ValueError
-    becomes a one-line error; a result whose `cancelled` attribute is true counts as cancelled.
-    """
-
-    def __init__(self, work: Callable[..., R], *, name: str = "job") -> None:
-        self.name = name
-        self.ticket: JobTicket | None = None  # set by JobQueue.submit
+    def __init__(self, task: Task) -> None:
+        self.task = task
         self.id = 0  # set by JobQueue.submit: unique within the queue
         self.submitted_at = datetime.now(UTC)
-        self._work = work
         self._lock = threading.Lock()
         self._cancel = threading.Event()
-        self._history: list[P] = []
+        self._history: list[Progress] = []
+        self._phase_start: tuple[str, float, float] | None = None  # (phase, at, done)
         self._result: R | None = None
+        self._result_dropped = False
         self._error: str | None = None
-        # Set when the queue stops the job: why, and whether that counts as a failure (a time
-        # limit) or as a cancellation (its session ended).
+        # Set when someone other than the work stops it: why, and whether that counts as a
+        # failure (a time limit) or as a cancellation (its session ended).
         self._stop_reason: str | None = None
         self._stop_fails = False
         self._status = JobStatus.QUEUED
@@ -138,9 +161,9 @@ class BackgroundJob(Generic[P, R]):
         self._done = threading.Event()
         self._queue: JobQueue | None = None
 
-    def start(self) -> BackgroundJob[P, R]:
+    def start(self) -> Job[R]:
         """Run in a daemon thread of its own (command line and tests; servers use a JobQueue)."""
-        threading.Thread(target=self.run, name=self.name, daemon=True).start()
+        threading.Thread(target=self.run, name=self.task.kind, daemon=True).start()
         return self
 
     def cancel(self, *, reason: str | None = None, fails: bool = False) -> None:
@@ -154,12 +177,12 @@ class BackgroundJob(Generic[P, R]):
         if queued and self._queue is not None:
             self._queue._withdraw(self)
 
-    def wait(self, timeout: float | None = None) -> JobSnapshot[P, R]:
+    def wait(self, timeout: float | None = None) -> JobSnapshot[R]:
         """Block until the work ends (or `timeout` passes); return the snapshot."""
         self._done.wait(timeout)
         return self.snapshot()
 
-    def snapshot(self) -> JobSnapshot[P, R]:
+    def snapshot(self) -> JobSnapshot[R]:
         position, start_eta = None, None
         if self._queue is not None and self.status is JobStatus.QUEUED:
             position, start_eta = self._queue.place(self)
@@ -167,12 +190,14 @@ class BackgroundJob(Generic[P, R]):
             return JobSnapshot(
                 status=self._status,
                 latest=self._history[-1] if self._history else None,
-                history=tuple(self._history),
+                history=tuple(self._history) if self._status is JobStatus.RUNNING else (),
                 result=self._result,
                 error=self._error,
                 elapsed_s=self._running_s(),
+                eta_s=self._eta_s(),
                 position=position,
                 start_eta_s=start_eta,
+                result_dropped=self._result_dropped,
             )
 
     @property
@@ -196,11 +221,9 @@ class BackgroundJob(Generic[P, R]):
             return waited_until - self._queued, self._running_s()
 
     def remaining_s(self) -> float | None:
-        """Seconds left by the work's own estimate (a progress value's `eta_s`), if it gives one."""
+        """Seconds left while running, at the rate of the current phase so far."""
         with self._lock:
-            latest = self._history[-1] if self._history else None
-        eta = getattr(latest, "eta_s", None)
-        return float(eta) if isinstance(eta, int | float) else None
+            return self._eta_s()
 
     def run(self) -> None:
         """Run the work in the calling thread and record how it ended (called once)."""
@@ -209,20 +232,31 @@ class BackgroundJob(Generic[P, R]):
                 return  # cancelled while queued
             self._status, self._started = JobStatus.RUNNING, time.monotonic()
         try:
-            result = self._work(on_progress=self._on_progress, cancel=self._cancel)
-        except ValueError as exc:
+            result = self.task.work(on_progress=self._on_progress, cancel=self._cancel)
+        except Cancelled:
+            self._end_stopped(None)
+        except UserError as exc:
             self._finish(JobStatus.FAILED, error=" ".join(str(exc).split()))
-        except Exception as exc:  # a worker must always end in a state the page can show
-            log.exception("background job %r failed", self.name)
-            self._finish(JobStatus.FAILED, error=f"unexpected {type(exc).__name__}: {exc}")
+        except Exception:  # a worker must always end in a state the page can show
+            reference = os.urandom(4).hex()
+            log.exception(
+                "job %s (%s) failed unexpectedly [%s]", self.id, self.task.kind, reference
+            )
+            error = f"an unexpected error happened (reference {reference}); the server log has it"
+            self._finish(JobStatus.FAILED, error=error)
         else:
             cancelled = bool(getattr(result, "cancelled", False)) or self._cancel.is_set()
             if not cancelled:
                 self._finish(JobStatus.DONE, result=result)
             else:
-                failed = self._stop_reason is not None and self._stop_fails
-                status = JobStatus.FAILED if failed else JobStatus.CANCELLED
-                self._finish(status, result=result, error=self._stop_reason)
+                self._end_stopped(result)
+
+    def _end_stopped(self, result: Any) -> None:
+        """End a job that stopped early: failed when the queue stopped it for a limit, else
+        cancelled."""
+        failed = self._stop_reason is not None and self._stop_fails
+        status = JobStatus.FAILED if failed else JobStatus.CANCELLED
+        self._finish(status, result=result, error=self._stop_reason)
 
     def _running_s(self) -> float:
         if self._started is None:
@@ -230,8 +264,22 @@ class BackgroundJob(Generic[P, R]):
         end = self._finished if self._finished is not None else time.monotonic()
         return end - self._started
 
-    def _on_progress(self, value: P) -> None:
+    def _eta_s(self) -> float | None:
+        """Seconds left at the current phase's average rate (under the lock)."""
+        if self._status is not JobStatus.RUNNING or not self._history:
+            return None
+        latest, (_, since, done_then) = self._history[-1], self._phase_start
+        return eta_seconds(latest.done - done_then, latest.total - done_then,
+                           time.monotonic() - since)  # fmt: skip
+
+    def _on_progress(self, value: Progress) -> None:
         with self._lock:
+            if self._phase_start is None or self._phase_start[0] != value.phase:
+                # A new phase has its own rate: count from its first report (or from the
+                # start when the first report already counts work done).
+                first = self._phase_start is None and self._started is not None
+                at = self._started if first else time.monotonic()
+                self._phase_start = (value.phase, at, 0.0 if first else value.done)
             self._history.append(value)
             if len(self._history) > MAX_HISTORY:
                 del self._history[1:-1:2]  # thin evenly, keep first and last
@@ -240,20 +288,17 @@ class BackgroundJob(Generic[P, R]):
         with self._lock:
             self._status, self._result, self._error = status, result, error
             self._finished = time.monotonic()
+            self._history = self._history[-1:]  # curves are drawn while running only
         self._done.set()
 
-
-def bind_job(name: str, work: Callable[..., R], /, *args: Any, **kwargs: Any) -> BackgroundJob:
-    """A not yet started `BackgroundJob` called `name` of
-    `work(*args, **kwargs, on_progress=, cancel=)` (any keyword arguments pass through)."""
-
-    def bound(*, on_progress: Callable[[Any], None], cancel: threading.Event) -> R:
-        return work(*args, **kwargs, on_progress=on_progress, cancel=cancel)
-
-    return BackgroundJob(bound, name=name)
+    def _drop_result(self) -> None:
+        """Forget the result object (the queue keeps only the newest finished jobs' results)."""
+        with self._lock:
+            if self._result is not None:
+                self._result, self._result_dropped = None, True
 
 
-class QueueFull(ValueError):
+class QueueFull(UserError):
     """A request the queue refuses by its caps; the message says what to do instead."""
 
 
@@ -265,34 +310,39 @@ class QueueConfig:
     # 2-core machine runs one. More only oversubscribes the cores and slows every job down.
     cpu_workers: int = 0
     gpu_workers: int = 0  # 0: one per visible CUDA GPU (none on a CPU-only machine)
-    short_workers: int = 1  # explanations; they take a second and must not wait for a training
+    # Short tasks at once. Two, with one running per user, so that one user's slow request
+    # never holds the lane for everyone else.
+    short_workers: int = 2
+    max_short_per_user: int = 1  # short tasks running at once per user (more wait their turn)
     max_jobs_per_user: int = 3  # heavy jobs queued or running, per user
-    max_job_seconds: float = 4 * 3600.0  # wall-clock cap of one job (a ticket may set less)
+    max_job_seconds: float = 4 * 3600.0  # wall-clock cap of one job (a task may set less)
     # Batch size × max length of one forward pass: 64 × 512. Bounds a job's activation memory.
     max_tokens_per_batch: int = 64 * 512
     heavy_nice: int = 10  # heavy workers' own thread priority: interactive work goes first
-    finished_kept: int = 200  # finished jobs listed on the Jobs page
+    finished_kept: int = 200  # finished jobs listed on the Jobs page (as summaries)
 
     def __post_init__(self) -> None:
         for name in ("cpu_workers", "gpu_workers", "short_workers"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")
-        if self.short_workers < 1 or self.max_jobs_per_user < 1 or self.max_tokens_per_batch < 1:
-            raise ValueError(
-                "short_workers, max_jobs_per_user and max_tokens_per_batch must be >= 1"
-            )
+                raise UserError(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")
+        if self.short_workers < 2:
+            raise UserError("short_workers must be at least 2, so one request cannot hold it")
+        minimums = ("max_short_per_user", "max_jobs_per_user", "max_tokens_per_batch")
+        if any(getattr(self, name) < 1 for name in minimums):
+            raise UserError(f"{', '.join(minimums)} must be >= 1")
         if not self.max_job_seconds > 0:
-            raise ValueError(f"max_job_seconds must be > 0, got {self.max_job_seconds!r}")
+            raise UserError(f"max_job_seconds must be > 0, got {self.max_job_seconds!r}")
         if not 0 <= self.heavy_nice <= 19:
-            raise ValueError(f"heavy_nice must be in 0..19, got {self.heavy_nice!r}")
+            raise UserError(f"heavy_nice must be in 0..19, got {self.heavy_nice!r}")
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> QueueConfig:
-        """The defaults, changed by GRIEVANCE_LENS_CPU_WORKERS, _MAX_JOBS_PER_USER,
-        _MAX_JOB_SECONDS and _MAX_TOKENS_PER_BATCH where set."""
+        """The defaults, changed by GRIEVANCE_LENS_CPU_WORKERS, _SHORT_WORKERS,
+        _MAX_JOBS_PER_USER, _MAX_JOB_SECONDS and _MAX_TOKENS_PER_BATCH where set."""
         env = os.environ if environ is None else environ
         fields = {
             "cpu_workers": ("GRIEVANCE_LENS_CPU_WORKERS", int),
+            "short_workers": ("GRIEVANCE_LENS_SHORT_WORKERS", int),
             "max_jobs_per_user": ("GRIEVANCE_LENS_MAX_JOBS_PER_USER", int),
             "max_job_seconds": ("GRIEVANCE_LENS_MAX_JOB_SECONDS", float),
             "max_tokens_per_batch": ("GRIEVANCE_LENS_MAX_TOKENS_PER_BATCH", int),
@@ -303,9 +353,7 @@ class QueueConfig:
                 try:
                     values[name] = kind(env[variable])
                 except ValueError:
-                    raise ValueError(
-                        f"{variable} must be a number, got {env[variable]!r}"
-                    ) from None
+                    raise UserError(f"{variable} must be a number, got {env[variable]!r}") from None
         return cls(**values)
 
 
@@ -331,8 +379,8 @@ class JobInfo:
 @dataclass
 class _LaneState:
     workers: int
-    waiting: deque[BackgroundJob] = field(default_factory=deque)
-    running: list[BackgroundJob] = field(default_factory=list)
+    waiting: deque[Job] = field(default_factory=deque)
+    running: list[Job] = field(default_factory=list)
 
 
 def _default_workers(config: QueueConfig, cpus: int, gpus: int) -> dict[Lane, int]:
@@ -364,8 +412,10 @@ class JobQueue:
         self._cond = threading.Condition()
         workers = _default_workers(config, cpus or (os.cpu_count() or 1), gpus)
         self._lanes = {lane: _LaneState(n) for lane, n in workers.items() if n > 0}
-        self._finished: deque[BackgroundJob] = deque(maxlen=config.finished_kept)
+        self._finished: deque[Job] = deque(maxlen=config.finished_kept)
         self._durations: dict[str, deque[float]] = {}  # kind → recent run times, for queue ETAs
+        self._scratch = Path(tempfile.mkdtemp(prefix="grievance-lens-jobs-"))
+        self._session_folders: dict[str | None, Path] = {}  # see session_folder
         self._closed = False
         self._threads = [
             threading.Thread(
@@ -391,37 +441,42 @@ class JobQueue:
     def workers(self, lane: Lane) -> int:
         return self._lanes[lane].workers if lane in self._lanes else 0
 
-    def submit(
-        self,
-        job: BackgroundJob[P, R],
-        ticket: JobTicket,
-        *,
-        actor: Actor,
-        permission: Permission,
-        tokens_per_batch: int | None = None,
-    ) -> BackgroundJob[P, R]:
-        """Queue `job` for `actor` (checked for `permission` and the caps); returns it."""
+    def session_folder(self, session_id: str | None) -> Path:
+        """A scratch folder for the files `session_id`'s jobs write (a classified table): it is
+        deleted when the session ends, and everything at shutdown."""
+        with self._cond:
+            folder = self._session_folders.get(session_id)
+            if folder is None:
+                folder = self._scratch / f"session-{len(self._session_folders) + 1}"
+                folder.mkdir()
+                self._session_folders[session_id] = folder
+            return folder
+
+    def submit(self, task: Task, *, actor: Actor, permission: Permission) -> Job:
+        """Queue `task` for `actor` (checked for `permission` and the caps); returns its job."""
         actor.require(permission)
-        if ticket.owner != actor.user:
-            raise ValueError(f"a job for {actor.user} must be owned by them, not {ticket.owner}")
-        if ticket.lane not in self._lanes:
-            raise ValueError(f"this server has no {ticket.lane} lane; choose another device")
-        if tokens_per_batch is not None and tokens_per_batch > self.config.max_tokens_per_batch:
+        if task.owner != actor.user:
+            raise RuntimeError(f"a job for {actor.user} must be owned by them, not {task.owner}")
+        if task.lane not in self._lanes:
+            raise UserError(f"this server has no {task.lane} lane; choose another device")
+        tokens = task.tokens_per_batch
+        if tokens is not None and tokens > self.config.max_tokens_per_batch:
             raise QueueFull(
-                f"a batch of {tokens_per_batch:,} tokens (batch size × max length) is over this "
+                f"a batch of {tokens:,} tokens (batch size × max length) is over this "
                 f"server's {self.config.max_tokens_per_batch:,}; lower the batch size or max length"
             )
+        job: Job = Job(task)
         with self._cond:
             if self._closed:
-                raise ValueError("the job queue is shut down; restart the server")
+                raise UserError("the job queue is shut down; restart the server")
             mine = self._counted_jobs(actor.user)
-            if ticket.lane is not Lane.SHORT and mine >= self.config.max_jobs_per_user:
+            if task.lane is not Lane.SHORT and mine >= self.config.max_jobs_per_user:
                 raise QueueFull(
                     f"{actor.user} already has {mine} jobs queued or running (the limit is "
                     f"{self.config.max_jobs_per_user}); wait for one or cancel it on the Jobs page"
                 )
-            job.id, job.ticket, job._queue = next(self._ids), ticket, self
-            self._lanes[ticket.lane].waiting.append(job)
+            job.id, job._queue = next(self._ids), self
+            self._lanes[task.lane].waiting.append(job)
             self._cond.notify_all()
         return job
 
@@ -438,64 +493,68 @@ class JobQueue:
         keep_after_session: bool = False,
         tokens_per_batch: int | None = None,
         **kwargs: Any,
-    ) -> BackgroundJob:
+    ) -> Job[R]:
         """Queue `work(*args, **kwargs, on_progress=..., cancel=...)` for `requester`."""
-        ticket = requester.ticket(title, kind, lane=lane, keep_after_session=keep_after_session)
-        job = bind_job(kind, work, *args, **kwargs)
-        return self.submit(
-            job, ticket, actor=requester.actor, permission=permission,
+
+        def bound(*, on_progress: Callable[[Progress], None], cancel: threading.Event) -> R:
+            return work(*args, **kwargs, on_progress=on_progress, cancel=cancel)
+
+        task = requester.task(
+            bound, title, kind, lane=lane, keep_after_session=keep_after_session,
             tokens_per_batch=tokens_per_batch,
         )  # fmt: skip
+        return self.submit(task, actor=requester.actor, permission=permission)
 
     def call(
         self,
-        work: Callable[[], R],
-        ticket: JobTicket,
+        work: Callable[[threading.Event], R],
         *,
-        actor: Actor,
+        requester: Requester,
+        title: str,
+        kind: str,
         permission: Permission = Permission.READ,
         timeout_s: float = 60.0,
     ) -> R:
-        """Run a short `work()` on the short lane and return its result (what a person waits
-        for, e.g. one explanation): at most `short_workers` run at once, whoever asks.
+        """Run a short, bounded `work(cancel)` on the short lane and return its result (what a
+        person waits for, e.g. one explanation). `work` checks `cancel` between its steps.
 
-        Raises ValueError when it fails or does not finish within `timeout_s` (it is then
-        cancelled)."""
+        Raises UserError when it fails, or when it does not finish within `timeout_s`: it is
+        then cancelled (the time limit also stops it), so the worker is free again."""
 
-        def bound(*, on_progress: Callable[[Any], None], cancel: threading.Event) -> R:
-            return work()
+        def bound(*, on_progress: Callable[[Progress], None], cancel: threading.Event) -> R:
+            return work(cancel)
 
-        job: BackgroundJob[Any, R] = BackgroundJob(bound, name=ticket.kind)
-        self.submit(job, ticket, actor=actor, permission=permission)
+        task = requester.task(bound, title, kind, lane=Lane.SHORT, max_seconds=timeout_s)
+        job: Job[R] = self.submit(task, actor=requester.actor, permission=permission)
         snapshot = job.wait(timeout_s)
         if snapshot.status.active:
             job.cancel()
-            raise ValueError(f"{ticket.title} took longer than {timeout_s:.0f} s; try again")
-        if snapshot.status is JobStatus.FAILED:
-            raise ValueError(snapshot.error or f"{ticket.title} failed")
+            raise UserError(f"{title} took longer than {timeout_s:.0f} s; try again")
+        if snapshot.status is not JobStatus.DONE:
+            raise UserError(snapshot.error or f"{title} was cancelled")
         return snapshot.result  # type: ignore[return-value]
 
     def cancel(self, job_id: int, *, actor: Actor) -> None:
         """Cancel a job: its owner may, an admin may cancel anyone's."""
         job = self.find(job_id)
         if job is None:
-            raise ValueError(f"no job {job_id} on this server")
-        if job.ticket is None or job.ticket.owner != actor.user:
+            raise UserError(f"no job {job_id} on this server")
+        if job.task.owner != actor.user:
             actor.require(Permission.CANCEL_ANY_JOB)
         job.cancel()
 
-    def find(self, job_id: int) -> BackgroundJob | None:
+    def find(self, job_id: int) -> Job | None:
         with self._cond:
             for job in (*self._active(), *self._finished):
                 if job.id == job_id:
                     return job
         return None
 
-    def place(self, job: BackgroundJob) -> tuple[int | None, float | None]:
+    def place(self, job: Job) -> tuple[int | None, float | None]:
         """(1-based position in its lane's queue, seconds until it should start) while queued;
         the start ETA is known only when every job ahead has an estimate."""
         with self._cond:
-            state = self._lanes.get(job.ticket.lane) if job.ticket else None
+            state = self._lanes.get(job.task.lane)
             if state is None or job not in state.waiting:
                 return None, None
             ahead = list(state.waiting)[: state.waiting.index(job)]
@@ -510,7 +569,7 @@ class JobQueue:
         return [_as_seen_by(self._info(job), seen_by) for job in listed]
 
     def shutdown(self, *, timeout: float = 5.0) -> None:
-        """Cancel every job and stop the workers (tests and server shutdown)."""
+        """Cancel every job, stop the workers and delete the scratch files (tests, shutdown)."""
         with self._cond:
             self._closed = True
             jobs = list(self._active())
@@ -519,48 +578,36 @@ class JobQueue:
             job.cancel()
         for thread in self._threads:
             thread.join(timeout)
+        shutil.rmtree(self._scratch, ignore_errors=True)
 
     # -- inside the queue ---------------------------------------------------------------------
 
-    def _active(self) -> list[BackgroundJob]:
+    def _active(self) -> list[Job]:
         """Running then queued jobs, lane by lane (call with the lock held)."""
         return [j for s in self._lanes.values() for j in (*s.running, *s.waiting)]
 
     def _counted_jobs(self, user: str) -> int:
         """`user`'s queued and running heavy jobs (call with the lock held). Short jobs do not
-        count: each is bounded by its timeout and waited for by the page that asked."""
+        count: each is bounded by its time limit and waited for by the page that asked."""
         return sum(
-            1
-            for j in self._active()
-            if j.ticket is not None and j.ticket.owner == user and j.ticket.lane is not Lane.SHORT
+            1 for j in self._active() if j.task.owner == user and j.task.lane is not Lane.SHORT
         )
 
-    def _info(self, job: BackgroundJob) -> JobInfo:
+    def _info(self, job: Job) -> JobInfo:
         """The job's row, without copying its progress history (`snapshot` would)."""
         status, error = job.status, job.error
         waited, ran = job.timings()
-        ticket = job.ticket
-        assert ticket is not None  # every listed job was submitted
+        task = job.task
         position, eta = self.place(job) if status is JobStatus.QUEUED else (None, None)
         if status is JobStatus.RUNNING:
             eta = job.remaining_s()
         return JobInfo(
-            id=job.id,
-            title=ticket.title,
-            kind=ticket.kind,
-            owner=ticket.owner,
-            lane=ticket.lane,
-            status=status,
-            position=position,
-            submitted_at=job.submitted_at,
-            waited_s=waited,
-            run_s=ran,
-            eta_s=eta,
-            error=error,
-            cancel_requested=job.cancel_requested,
-        )
+            id=job.id, title=task.title, kind=task.kind, owner=task.owner, lane=task.lane,
+            status=status, position=position, submitted_at=job.submitted_at, waited_s=waited,
+            run_s=ran, eta_s=eta, error=error, cancel_requested=job.cancel_requested,
+        )  # fmt: skip
 
-    def _start_eta(self, state: _LaneState, ahead: list[BackgroundJob]) -> float | None:
+    def _start_eta(self, state: _LaneState, ahead: list[Job]) -> float | None:
         """Simulate the lane: each job ahead takes its remaining (running) or typical (queued)
         time on the first free worker."""
         free_at = [job.remaining_s() for job in state.running]
@@ -568,7 +615,7 @@ class JobQueue:
             return None
         slots = sorted([*free_at, *[0.0] * (state.workers - len(free_at))])  # type: ignore[list-item]
         for job in ahead:
-            typical = self._typical_s(job.ticket.kind) if job.ticket else None
+            typical = self._typical_s(job.task.kind)
             if typical is None:
                 return None
             slots[0] += typical
@@ -579,16 +626,29 @@ class JobQueue:
         runs = self._durations.get(kind)
         return sum(runs) / len(runs) if runs else None
 
-    def _withdraw(self, job: BackgroundJob) -> None:
+    def _withdraw(self, job: Job) -> None:
         """Take a queued job out of its lane and mark it cancelled (it never ran)."""
         with self._cond:
-            state = self._lanes.get(job.ticket.lane) if job.ticket else None
+            state = self._lanes.get(job.task.lane)
             if state is None or job not in state.waiting:
                 return
             state.waiting.remove(job)
             self._finished.append(job)
-        failed = job._stop_reason is not None and job._stop_fails
-        job._finish(JobStatus.FAILED if failed else JobStatus.CANCELLED, error=job._stop_reason)
+        job._end_stopped(None)
+
+    def _next_job(self, lane: Lane) -> Job | None:
+        """The first waiting job of `lane` that may start now (call with the lock held): on the
+        short lane, one whose owner runs fewer than `max_short_per_user` short tasks."""
+        state = self._lanes[lane]
+        for job in state.waiting:
+            if lane is not Lane.SHORT or self._running_short(job.task.owner) < (
+                self.config.max_short_per_user
+            ):
+                return job
+        return None
+
+    def _running_short(self, user: str) -> int:
+        return sum(1 for j in self._lanes[Lane.SHORT].running if j.task.owner == user)
 
     def _work_lane(self, lane: Lane) -> None:
         if lane is not Lane.SHORT:
@@ -596,23 +656,30 @@ class JobQueue:
         state = self._lanes[lane]
         while True:
             with self._cond:
-                while not state.waiting and not self._closed:
+                while (job := self._next_job(lane)) is None and not self._closed:
                     self._cond.wait()
                 if self._closed:
                     return
-                job = state.waiting.popleft()
+                state.waiting.remove(job)
                 state.running.append(job)
             job.run()
             with self._cond:
                 state.running.remove(job)
-                self._finished.append(job)
-                if job.status is JobStatus.DONE and job.ticket is not None:
-                    self._durations.setdefault(job.ticket.kind, deque(maxlen=20)).append(
-                        job.timings()[1]
-                    )
+                self._keep_finished(job)
+                self._cond.notify_all()  # a user's next short task may start now
+
+    def _keep_finished(self, job: Job) -> None:
+        """List `job` as finished; only the newest KEEP_RESULTS finished jobs keep their result
+        (call with the lock held)."""
+        self._finished.append(job)
+        if job.status is JobStatus.DONE:
+            self._durations.setdefault(job.task.kind, deque(maxlen=20)).append(job.timings()[1])
+        for old in list(self._finished)[:-KEEP_RESULTS]:
+            old._drop_result()
 
     def _monitor(self) -> None:
-        """Stop jobs past their time limit and jobs whose session ended (unless they save)."""
+        """Stop jobs past their time limit and jobs whose session ended (unless they save);
+        delete the scratch files of ended sessions."""
         while True:
             with self._cond:
                 if self._closed:
@@ -623,18 +690,29 @@ class JobQueue:
                 if stop is not None and not job.cancel_requested:
                     log.info("stopping job %s: %s", job.id, stop[0])
                     job.cancel(reason=stop[0], fails=stop[1])
+            self._sweep_scratch()
             time.sleep(MONITOR_INTERVAL_S)
 
-    def _stop_reason(self, job: BackgroundJob) -> tuple[str, bool] | None:
+    def _sweep_scratch(self) -> None:
+        """Delete the scratch folders of browser sessions that have ended."""
+        if self._session_alive is None:
+            return
+        with self._cond:
+            ended = [
+                s for s in self._session_folders if s is not None and not self._session_alive(s)
+            ]
+            folders = [self._session_folders.pop(s) for s in ended]
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _stop_reason(self, job: Job) -> tuple[str, bool] | None:
         """(why, counts as a failure) for a job the queue must stop now, else None."""
-        ticket = job.ticket
-        if ticket is None:
-            return None
-        limit = min(ticket.max_seconds or self.config.max_job_seconds, self.config.max_job_seconds)
+        task = job.task
+        limit = min(task.max_seconds or self.config.max_job_seconds, self.config.max_job_seconds)
         if job.timings()[1] > limit:
             return f"stopped after {limit:.0f} s, this server's time limit for one job", True
-        ended = ticket.session_id is not None and self._session_alive is not None
-        if ended and not ticket.keep_after_session and not self._session_alive(ticket.session_id):
+        ended = task.session_id is not None and self._session_alive is not None
+        if ended and not task.keep_after_session and not self._session_alive(task.session_id):
             return "cancelled: the browser session that started it has ended", False
         return None
 

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
+from core.errors import UserError
+
 
 @dataclass(frozen=True)
 class ClassMetrics:
@@ -69,9 +71,9 @@ def evaluate_predictions(
     """
     y_true, y_pred = _check_label_list(y_true, "y_true"), _check_label_list(y_pred, "y_pred")
     if len(y_true) != len(y_pred):
-        raise ValueError(f"y_true has {len(y_true)} labels but y_pred {len(y_pred)}; align them")
+        raise UserError(f"y_true has {len(y_true)} labels but y_pred {len(y_pred)}; align them")
     if not y_true:
-        raise ValueError("nothing to evaluate: y_true and y_pred are empty")
+        raise UserError("nothing to evaluate: y_true and y_pred are empty")
     labels = _resolve_labels(labels, y_true, y_pred)
     precision, recall, f1, support = precision_recall_fscore_support(
         y_true, y_pred, labels=list(labels), zero_division=0
@@ -106,14 +108,14 @@ def evaluate_proba(
     classes = _check_label_list(classes, "classes")
     pred_probs = np.asarray(pred_probs)
     if pred_probs.ndim != 2 or pred_probs.shape[1] != len(classes):
-        raise ValueError(
+        raise UserError(
             f"pred_probs must have shape (n, {len(classes)}) to match classes, "
             f"got {pred_probs.shape}"
         )
     if not np.isfinite(pred_probs).all():
-        raise ValueError("pred_probs contains NaN or infinite values; check the model's output")
+        raise UserError("pred_probs contains NaN or infinite values; check the model's output")
     if len(set(classes)) != len(classes):
-        raise ValueError(f"classes must be distinct, got {classes}")
+        raise UserError(f"classes must be distinct, got {classes}")
     if labels is None:
         labels = model_labels(classes, _check_label_list(y_true, "y_true"))
     return evaluate_predictions(y_true, argmax_labels(pred_probs, classes), labels=labels)
@@ -142,11 +144,11 @@ def confusion_frame(report: EvalReport) -> pd.DataFrame:
 
 def _check_label_list(values: Sequence[str], name: str) -> list[str]:
     if isinstance(values, str):
-        raise ValueError(f"{name} must be a list of labels, not one string")
+        raise UserError(f"{name} must be a list of labels, not one string")
     values = list(values)
     bad = next((i for i, v in enumerate(values) if not isinstance(v, str)), None)
     if bad is not None:
-        raise ValueError(f"{name}[{bad}] is {values[bad]!r}, not str; convert labels to strings")
+        raise UserError(f"{name}[{bad}] is {values[bad]!r}, not str; convert labels to strings")
     return [str(v) for v in values]
 
 
@@ -157,8 +159,8 @@ def _resolve_labels(
         return tuple(sorted(set(y_true) | set(y_pred)))
     labels = tuple(_check_label_list(labels, "labels"))
     if len(set(labels)) != len(labels) or not labels:
-        raise ValueError(f"labels must be a non-empty list of distinct strings, got {labels}")
+        raise UserError(f"labels must be a non-empty list of distinct strings, got {labels}")
     unknown = sorted((set(y_true) | set(y_pred)) - set(labels))
     if unknown:
-        raise ValueError(f"y_true/y_pred contain labels not in labels: {unknown}; add them")
+        raise UserError(f"y_true/y_pred contain labels not in labels: {unknown}; add them")
     return labels

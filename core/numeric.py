@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.errors import UserError
+
 
 def softmax(values: np.ndarray, *, axis: int = -1) -> np.ndarray:
     """Numerically stable softmax along `axis` (the max is subtracted first)."""
@@ -19,7 +21,7 @@ def positional_encoding(n_positions: int, d_model: int) -> np.ndarray:
     PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).
     """
     if n_positions < 1 or d_model < 1:
-        raise ValueError(
+        raise UserError(
             f"need at least one position and one dimension; got {n_positions}, {d_model}"
         )
     positions = np.arange(n_positions, dtype=float)[:, None]

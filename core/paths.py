@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from core.errors import UserError
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR_ENV = "GRIEVANCE_LENS_DATA_DIR"
 MODELS_DIR_ENV = "GRIEVANCE_LENS_MODELS_DIR"
@@ -49,14 +51,14 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 
 def read_json(path: Path, *, missing: str) -> Any:
-    """The JSON document in `path`; ValueError `missing` when there is no such file, and a
+    """The JSON document in `path`; UserError `missing` when there is no such file, and a
     one-line reason when it is not JSON."""
     if not path.is_file():
-        raise ValueError(missing)
+        raise UserError(missing)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path} is not valid JSON ({err}); save the model again") from err
+        raise UserError(f"{path} is not valid JSON ({err}); save the model again") from err
     return data
 
 

@@ -37,3 +37,14 @@ ProgressCallback = Callable[[Progress], None]
 def is_cancelled(cancel: threading.Event | None) -> bool:
     """Whether the caller asked the work to stop (no event: never)."""
     return cancel is not None and cancel.is_set()
+
+
+class Cancelled(Exception):
+    """Raised by work that stops early because its caller asked and has no partial result to
+    return; the queue (core.jobs) ends the job as cancelled, not failed."""
+
+
+def check_cancel(cancel: threading.Event | None) -> None:
+    """Raise `Cancelled` when the caller asked the work to stop."""
+    if is_cancelled(cancel):
+        raise Cancelled

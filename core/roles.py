@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.access import Actor, Role
+from core.errors import UserError
 from core.paths import ROOT
 
 ROLES_ENV = "GRIEVANCE_LENS_ROLES"
@@ -28,11 +29,11 @@ _ADDRESS = re.compile(r"[^@\s*]+@[^@\s*]+")
 _DOMAIN_PATTERN = re.compile(r"\*@[^@\s*]+")
 
 
-class RolesError(ValueError):
+class RolesError(UserError):
     """The roles file is missing or malformed; the message says what to fix (one line)."""
 
 
-class SignInRefused(PermissionError):
+class SignInRefused(UserError, PermissionError):
     """A signed-in identity that may not use the app; the message says why and what to do."""
 
 

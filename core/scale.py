@@ -37,6 +37,7 @@ from core.data.columns import detect_text_column
 from core.data.export import write_table
 from core.data.intake import load_table
 from core.data.limits import DataError
+from core.errors import UserError
 from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 
 ENGINES = ("local", "ray")
@@ -73,18 +74,24 @@ class ScaleConfig:
     gpus_per_worker: float = 0.0  # Ray: GPUs each actor asks for (bf16 autocast on CUDA)
     cpus_per_worker: int | None = None  # Ray: CPUs (torch threads) per actor; None: an even share
     precision: str = "auto"  # "auto", "fp32" or "bf16" (see core.models.device)
+    # "auto" (CUDA when available), "cpu" or "cuda": where the model runs; on Ray, where each
+    # actor runs it: an actor that asked for no GPU runs on its CPUs.
+    device: str = "auto"
 
     def __post_init__(self) -> None:
         check_choice("engine", self.engine, ENGINES)
         if not 0.0 <= self.review_threshold <= 1.0:
-            raise ValueError(f"review_threshold must lie in 0..1, got {self.review_threshold}")
+            raise UserError(f"review_threshold must lie in 0..1, got {self.review_threshold}")
         check_int("workers", self.workers, minimum=1)
         check_int("batch_size", self.batch_size, minimum=1)
         if self.cpus_per_worker is not None:
             check_int("cpus_per_worker", self.cpus_per_worker, minimum=1)
         if not 0 <= self.gpus_per_worker <= 8:
-            raise ValueError(f"gpus_per_worker must lie in 0..8, got {self.gpus_per_worker}")
+            raise UserError(f"gpus_per_worker must lie in 0..8, got {self.gpus_per_worker}")
         check_choice("precision", self.precision, ("auto", "fp32", "bf16"))
+        check_choice("device", self.device, ("auto", "cpu", "cuda"))
+        if self.engine == "ray" and self.device == "cuda" and not self.gpus_per_worker:
+            raise UserError("device 'cuda' on Ray needs GPUs for the actors; set gpus_per_worker")
 
 
 @dataclass(frozen=True)
@@ -196,7 +203,7 @@ def _score_locally(
     from core.models.classify import classify_table
     from core.models.registry import load_model
 
-    loaded = load_model(config.model_dir, precision=config.precision)
+    loaded = load_model(config.model_dir, device=config.device, precision=config.precision)
     for number, path in enumerate(parts):
         frame = first if number == 0 else load_table(path)
         frame = numbered(frame, path.name, number, columns)
@@ -240,8 +247,8 @@ class _Scorer:
         files: dict[str, bytes],
         text_col: str,
         threshold: float,
+        device: str,
         precision: str,
-        gpus: float,
         threads: int,
     ) -> None:
         import torch
@@ -253,8 +260,7 @@ class _Scorer:
         folder.mkdir()
         for name, data in files.items():
             (folder / name).write_bytes(data)
-        device = "cuda" if gpus > 0 and torch.cuda.is_available() else "cpu"
-        try:
+        try:  # the one runtime rule (core.models.device.Runtime), on this actor's hardware
             self.loaded = load_model(folder, device=device, precision=precision)
         finally:  # everything is in memory now (safetensors maps survive the unlink on Linux)
             shutil.rmtree(folder.parent, ignore_errors=True)
@@ -271,6 +277,10 @@ def _score_with_ray(
     import ray
     import ray.data
 
+    # The operator's GRIEVANCE_LENS_PRECISION is read here, on the driver: the actors run
+    # where the variable may not be set.
+    from core.models.device import operator_precision
+
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True  # rows leave in the order they came
     paths = [str(p.resolve()) for p in parts]
@@ -286,7 +296,7 @@ def _score_with_ray(
         _Scorer,
         fn_constructor_args=(
             _model_files(config.model_dir), text_col, config.review_threshold,
-            config.precision, config.gpus_per_worker, int(cpus),
+            _actor_device(config), operator_precision(config.precision), int(cpus),
         ),
         batch_size=config.batch_size, batch_format="pandas",
         compute=ray.data.ActorPoolStrategy(size=config.workers),
@@ -350,6 +360,12 @@ def _cpus_per_worker(ray: Any, config: ScaleConfig) -> int:
     """The cluster's CPUs shared between the actors (each actor's torch threads)."""
     cpus = ray.cluster_resources().get("CPU", 1.0)
     return max(1, int(cpus // config.workers))
+
+
+def _actor_device(config: ScaleConfig) -> str:
+    """The device each actor resolves its runtime with: the run's, when the actors asked Ray
+    for GPUs; else "cpu", since a GPU the actor was not given belongs to another task."""
+    return config.device if config.gpus_per_worker > 0 else "cpu"
 
 
 def _model_files(folder: Path) -> dict[str, bytes]:

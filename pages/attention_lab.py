@@ -12,6 +12,7 @@ from core.charts.attention import (
     timing_chart,
     weight_change_chart,
 )
+from core.errors import UserError
 from core.lab.self_attention import (
     AGAIN_TOKEN,
     AGAIN_X,
@@ -30,7 +31,6 @@ from core.lab.self_attention import (
     measure_attention_vs_lstm,
     multi_head_attention,
     output_formula,
-    positional_encoding,
     recurrent_ops,
     scientific,
     self_attention,
@@ -41,6 +41,7 @@ from core.lab.self_attention import (
     weight_changes,
 )
 from core.lab.word_order import WordOrderDemo, word_order_demo
+from core.numeric import positional_encoding
 from ui.auth import current_actor
 from ui.safe import md_escape
 
@@ -214,7 +215,7 @@ def render_worked_example() -> AttentionSteps | None:
     try:
         before = compute_steps(x_table, projections)
         steps = append_token(before, AGAIN_TOKEN, AGAIN_X) if again else before
-    except ValueError as exc:
+    except UserError as exc:
         st.error(f"Cannot compute attention: {md_escape(exc)}")
         return None
     render_steps(steps)
@@ -279,7 +280,7 @@ def render_two_heads(steps: AttentionSteps | None) -> None:
             w_o,
             tokens=steps.tokens,
         )
-    except ValueError as exc:
+    except UserError as exc:
         st.error(f"Cannot compute the two heads: {md_escape(exc)}")
         return
     render_heads(result)

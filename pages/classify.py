@@ -7,28 +7,24 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from core.access import AccessDenied, Permission
+from core.access import Permission
 from core.charts.results import probability_chart
 from core.data.columns import detect_text_column
 from core.data.limits import DataError
-from core.jobs import BackgroundJob, JobStatus, eta_seconds
+from core.errors import UserError
+from core.jobs import Job, JobStatus
 from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
-from core.models.classify import (
-    ClassifyProgress,
-    classify_in_background,
-    classify_one,
-    routed_predictions,
-)
+from core.models.classify import classify_one, routed_predictions
 from core.models.registry import LoadedModel
 from core.review.store import StoreError
 from core.review.triage import enqueue_uncertain, triage_batch_id
+from core.tasks.classify import ClassifiedFile, classify_in_background
 from ui.auth import allowed, current_actor
 from ui.downloads import render_table_downloads
 from ui.jobs import (
     JobProgress,
-    eta_text,
+    describe_job,
     get_job_queue,
-    idle_progress,
     job_requester,
     render_job_progress,
     run_short,
@@ -39,7 +35,7 @@ from ui.uploads import read_upload
 from ui.widgets import require_model, shown_frame
 
 MAX_TYPED_CHARS = 20_000
-ClassifyJob = BackgroundJob[ClassifyProgress, pd.DataFrame | None]
+ClassifyJob = Job[ClassifiedFile | None]
 
 
 @dataclass(frozen=True)
@@ -66,10 +62,10 @@ def render_single(model: LoadedModel, threshold: float) -> None:
         return
     try:
         routed = run_short(
-            lambda: classify_one(model, text, review_threshold=threshold),
+            lambda cancel: classify_one(model, text, review_threshold=threshold),
             title="Classify one complaint", kind="classify-one",
         )  # fmt: skip
-    except ValueError as exc:
+    except UserError as exc:
         st.error(md_escape(exc))
         return
     row = routed.row
@@ -120,7 +116,7 @@ def start(
             model, table, text_col=text_col, review_threshold=threshold,
             queue=get_job_queue(), requester=job_requester(),
         )  # fmt: skip
-    except (ValueError, AccessDenied) as exc:
+    except UserError as exc:
         st.error(md_escape(exc))
         return None
     return ClassifyRun(job, file_name, text_col, threshold)
@@ -142,13 +138,13 @@ def pick_text_column(table: pd.DataFrame, name: str) -> str | None:
 
 def describe_progress(job: ClassifyJob) -> JobProgress | None:
     """Rows classified so far and the time left; None once the job has ended."""
-    snapshot = job.snapshot()
-    if snapshot.status is not JobStatus.RUNNING:
-        return idle_progress(snapshot)
-    latest = snapshot.latest
-    done, total = (latest.done, latest.total) if latest else (0, 1)
-    eta = eta_seconds(done, total, snapshot.elapsed_s)
-    return JobProgress(done / total, f"{done:,} of {total:,} complaints{eta_text(eta)}")
+    return describe_job(
+        job,
+        lambda latest, eta: (
+            f"{latest.done if latest else 0:,.0f} of "
+            f"{latest.total if latest else 0:,.0f} complaints{eta}"
+        ),
+    )
 
 
 def render_run(run: ClassifyRun) -> None:
@@ -159,21 +155,23 @@ def render_run(run: ClassifyRun) -> None:
     if snapshot.status is JobStatus.FAILED:
         st.error(md_escape(snapshot.error))
         return
-    if snapshot.status is JobStatus.CANCELLED or snapshot.result is None:
+    if snapshot.status is JobStatus.CANCELLED:
         st.info("Classification was cancelled.")
         return
-    render_result(snapshot.result, run.file_name)
-    render_send_to_triage(snapshot.result, run)
+    classified: ClassifiedFile | None = snapshot.result
+    if classified is None or not classified.path.is_file():
+        st.info("This classification is no longer kept on the server; classify the file again.")
+        return
+    result = classified.read()  # from the session's scratch file: the queue holds no table
+    render_result(result, classified, run.file_name)
+    render_send_to_triage(result, run)
 
 
-def render_result(result: pd.DataFrame, file_name: str) -> None:
-    review = int(result["needs_review"].sum())
+def render_result(result: pd.DataFrame, classified: ClassifiedFile, file_name: str) -> None:
     cols = st.columns(3)
-    cols[0].metric("Classified", f"{len(result):,}")
-    cols[1].metric("Need review", f"{review:,}")
-    cols[2].metric(
-        "Models disagree", f"{int((result['transformer_label'] != result['bow_label']).sum()):,}"
-    )
+    cols[0].metric("Classified", f"{classified.rows:,}")
+    cols[1].metric("Need review", f"{classified.needs_review:,}")
+    cols[2].metric("Models disagree", f"{classified.models_disagree:,}")
     st.dataframe(shown_frame(result), hide_index=True, width="stretch")
     stem = file_name.rsplit(".", 1)[0] + "_classified"
     render_table_downloads(

@@ -16,6 +16,7 @@ from core.data.columns import detect_columns
 from core.data.dataset import Dataset
 from core.data.export import safe_file_stem
 from core.data.limits import DataError
+from core.errors import UserError
 from core.models.baseline import BaselineConfig
 from ui.auth import current_actor
 from ui.datasets import DEMO_KEY, DEMO_NAME, demo_table, validated
@@ -160,7 +161,7 @@ def render_baseline_form(active: ActiveDataset) -> None:
             run = baseline_run(
                 active.dataset, active.dataset.fingerprint, config, val_fraction, int(seed)
             )
-        except ValueError as exc:
+        except UserError as exc:
             st.error(md_escape(exc))
             return
         set_baseline_run(run)

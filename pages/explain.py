@@ -8,8 +8,6 @@ import streamlit as st
 
 from core.analysis.explain import ExplainConfig, Explanation, explain_text
 from core.analysis.probe_compare import DEMO_TEXT
-from core.analysis.probe_scan import ScanProgress
-from core.analysis.review_sample import ReviewRun, start_review
 from core.charts.explain import (
     attention_grid_chart,
     attention_head_chart,
@@ -20,14 +18,16 @@ from core.charts.explain import (
     word_scores_chart,
 )
 from core.data.dataset import Dataset
-from core.jobs import BackgroundJob, JobStatus
+from core.errors import UserError
+from core.jobs import Job, JobStatus
 from core.models.blend import BLEND, Blend
 from core.models.registry import LoadedModel
+from core.tasks.probes import ReviewRun, start_review
 from ui.auth import current_actor
 from ui.datasets import require_dataset
 from ui.jobs import (
     JobProgress,
-    counted_progress,
+    describe_job,
     get_job_queue,
     job_requester,
     render_job_progress,
@@ -50,7 +50,7 @@ def explained(
     """Cached per (model, text, target, step limit)."""
     config = ExplainConfig(target=target, max_steps=max_steps)
     return run_short(
-        lambda: explain_text(_model.transformer, _model.baseline, text, config),
+        lambda cancel: explain_text(_model.transformer, _model.baseline, text, config),
         title="Explain one complaint", kind="explain",
     )  # fmt: skip
 
@@ -88,10 +88,14 @@ def current_review(
     return run
 
 
-def describe_review(job: BackgroundJob[ScanProgress, pd.DataFrame | None]) -> JobProgress | None:
+def describe_review(job: Job[pd.DataFrame | None]) -> JobProgress | None:
     """Rows of the sample classified so far and the time left; None once it has ended."""
-    return counted_progress(
-        job, lambda done, total, eta, _: f"Classifying the sample: {done} of {total}{eta}"
+    return describe_job(
+        job,
+        lambda latest, eta: (
+            f"Classifying the sample: {latest.done if latest else 0:.0f} of "
+            f"{latest.total if latest else 0:.0f}{eta}"
+        ),
     )
 
 
@@ -229,7 +233,7 @@ def render_explanation(model: LoadedModel, text: str, target: str | None, max_st
     st.text(shown_text(text))  # as given (or masked), never interpreted
     try:
         expl = explained(model, model.key, text, target, max_steps)
-    except ValueError as exc:
+    except UserError as exc:
         st.error(md_escape(exc))
         return
     render_predictions(expl, model.blend)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.access import AccessDenied, Permission
+from core.access import Permission
+from core.errors import UserError
 from core.jobs import JobInfo, JobStatus, Lane
 from ui.auth import current_actor
 from ui.jobs import get_job_queue
@@ -72,7 +73,7 @@ def render_cancel() -> None:
     if submitted:
         try:
             queue.cancel(int(job_id), actor=actor)
-        except (ValueError, AccessDenied) as exc:
+        except UserError as exc:
             st.error(md_escape(exc))
             return
         st.toast(f"Job {job_id} is being cancelled.")

@@ -1,7 +1,7 @@
 """Label audit page: find rows whose label looks wrong, decide each one, export the corrections.
 
 The audit (bag of words, quick or transformer) runs in a worker thread
-(core.analysis.audit_transformer.AuditJob) polled by a fragment; finished audits are cached per
+(core.tasks.audit.AuditRun) polled by a fragment; finished audits are cached per
 server process by data fingerprint and settings. Every decision goes to the review store (SQLite)
 in one transaction and is shown as saved only after the write returned. Page-private session
 keys: "audit.row" (the issue under review, a widget), "audit.last_save" (SaveOutcome of the last
@@ -17,30 +17,30 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
-from core.access import AccessDenied, Actor, Permission
+from core.access import Actor, Permission
 from core.analysis.audit import AuditConfig, AuditResult, LabelIssue, audit_cache_key
 from core.analysis.audit_cache import AuditCache
 from core.analysis.audit_quick import QUICK_AUDIT, quick_audit_config, quick_train_config
-from core.analysis.audit_transformer import (
-    AuditJob,
-    AuditStatus,
-    model_audit_settings,
-    train_config_from_card,
-)
+from core.analysis.audit_transformer import model_audit_settings, train_config_from_card
 from core.data.dataset import Dataset
 from core.data.export import safe_file_stem
+from core.errors import UserError
+from core.jobs import JobStatus
 from core.models.transformer.config import TrainConfig, backbone_label
+from core.progress import Progress
 from core.review.records import ReviewDecision
 from core.review.relabel import apply_decisions, plan_carry_over
 from core.review.store import Store
+from core.tasks import audit as audit_tasks
+from core.tasks.audit import AuditRun, finished_audit
 from ui.auth import allowed, current_actor
 from ui.datasets import require_dataset
 from ui.downloads import render_table_downloads
 from ui.jobs import (
     JobProgress,
+    describe_job,
     get_job_queue,
     job_requester,
-    queued_progress,
     render_job_progress,
 )
 from ui.safe import md_escape
@@ -137,7 +137,7 @@ def render_audit_form(active: ActiveDataset, model: LoadedModel | None) -> None:
 def _settings_text(model: LoadedModel) -> str:
     try:
         config = train_config_from_card(model.card)
-    except ValueError as exc:
+    except UserError as exc:
         return md_escape(exc)
     if config.recipe == QUICK:
         return md_escape(
@@ -154,19 +154,19 @@ def start_audit(dataset: Dataset, choice: str, folds: int, model: LoadedModel | 
     """Start the chosen audit in a worker thread, or reuse a finished one with equal settings."""
     try:
         config, train_config = audit_settings(choice, folds, model)
-    except ValueError as exc:
+    except UserError as exc:
         st.error(md_escape(exc))
         return
     fit_settings = asdict(train_config) if train_config is not None else None
     key = audit_cache_key(dataset, config, fit_settings=fit_settings)
     cached = finished_audits().get(key)
     if cached is not None:
-        set_audit_job(AuditJob.finished(dataset, cached, key=key))
+        set_audit_job(finished_audit(dataset, cached, key=key))
         return
-    job = AuditJob(dataset, config, train_config=train_config, key=key)
     try:
-        set_audit_job(job.begin(get_job_queue(), job_requester()))
-    except (ValueError, AccessDenied) as exc:
+        set_audit_job(audit_tasks.start_audit(dataset, config, train_config=train_config, key=key,
+                                  queue=get_job_queue(), requester=job_requester()))  # fmt: skip
+    except UserError as exc:
         st.error(md_escape(exc))
 
 
@@ -181,36 +181,24 @@ def audit_settings(
     if choice == QUICK:
         return quick_audit_config(config), quick_train_config()
     if model is None:
-        raise ValueError("no active model: train or load one on Train, or audit with bag of words")
+        raise UserError("no active model: train or load one on Train, or audit with bag of words")
     return model_audit_settings(model.card, config)  # a quick model is audited the quick way
 
 
-def describe_audit(job: AuditJob) -> JobProgress | None:
-    """Folds and steps done, elapsed and left, for the progress fragment; None once it ended."""
-    status = job.status()
-    if status.state == "queued":
-        return queued_progress(status)
-    if status.state != "running":
-        return None
-    return JobProgress(status.fraction, _progress_text(status))
+def describe_audit(run: AuditRun) -> JobProgress | None:
+    """Where the audit is (fold and step, or texts embedded), elapsed and left, for the progress
+    fragment; None once it has ended."""
+
+    def text(latest: Progress | None, eta: str) -> str:
+        first = f"Fold 1 of {run.config.folds}"  # what runs before the first report
+        where = latest.detail if latest is not None and latest.detail else first
+        return f"{where} · {run.snapshot().elapsed_s:.0f} s elapsed{eta}"
+
+    return describe_job(run, text)
 
 
 def _caption_cancelling() -> None:
     st.caption("Cancelling at the next step…")
-
-
-def _progress_text(status: AuditStatus) -> str:
-    if status.fold == 0 and status.total_texts and status.texts < status.total_texts:
-        text = f"Embedding text {status.texts:,} of {status.total_texts:,}"
-        text += f" · {status.elapsed_s:.0f} s elapsed"
-        return text + (f", about {status.eta_s:.0f} s left" if status.eta_s is not None else "")
-    text = f"Fold {min(status.fold + 1, status.folds)} of {status.folds}"
-    if status.total_steps:
-        text += f", step {status.step} of {status.total_steps}"
-    text += f" · {status.elapsed_s:.0f} s elapsed"
-    if status.eta_s is not None:
-        text += f", about {status.eta_s:.0f} s left"
-    return text
 
 
 # ---------------------------------------------------------------------------------- results
@@ -384,7 +372,7 @@ def save_decision(
             ),
             actor=actor,
         )
-    except (ValueError, AccessDenied, sqlite3.Error) as exc:
+    except (UserError, sqlite3.Error) as exc:
         remember_save(LAST_SAVE_KEY, SaveOutcome(False, f"Not saved: {exc}"))
         return
     done = _decision_text(store.latest_decisions(fingerprint).get(row))
@@ -434,7 +422,7 @@ def carry_over(store: Store, pending: tuple[ReviewDecision, ...], actor: Actor) 
     try:
         for decision in pending:
             store.record_decision(decision, actor=actor)
-    except (ValueError, AccessDenied, sqlite3.Error) as exc:
+    except (UserError, sqlite3.Error) as exc:
         remember_save(CARRY_OVER_KEY, SaveOutcome(False, f"Not all carried over: {exc}"))
         return
     remember_save(CARRY_OVER_KEY, SaveOutcome(True, f"Carried over {len(pending)} decisions."))
@@ -447,7 +435,7 @@ def render_export(active: ActiveDataset, store: Store, actor: Actor) -> None:
         corrected = apply_decisions(
             dataset, store.latest_decisions(dataset.fingerprint), actor=actor
         )
-    except ValueError as exc:
+    except UserError as exc:
         st.error(f"The corrected data set cannot be built: {md_escape(exc)}")
         return
     stem = "corrected-" + safe_file_stem(active.name)
@@ -513,25 +501,29 @@ def history_frame(decisions: list[ReviewDecision]) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------- page
 
 
-def current_result(job: AuditJob | None, active: ActiveDataset, store: Store) -> AuditResult | None:
+def current_result(run: AuditRun | None, active: ActiveDataset, store: Store) -> AuditResult | None:
     """The session's finished audit of the active data set; progress while it runs."""
-    if job is None or job.fingerprint != active.dataset.fingerprint:
+    if run is None or run.fingerprint != active.dataset.fingerprint:
         return None
-    status = job.status()
-    if status.state in ("queued", "running"):
+    snapshot = run.snapshot()
+    if snapshot.status.active:
         render_job_progress(
-            job, describe=describe_audit, key="audit.cancel", every=1.0,
+            run, describe=describe_audit, key="audit.cancel", every=1.0,
             cancel_label="Cancel the audit", on_cancel=_caption_cancelling,
         )  # fmt: skip
         return None
-    if status.state == "failed":
-        st.error(f"The audit failed: {md_escape(status.error)}")
+    if snapshot.status is JobStatus.FAILED:
+        st.error(f"The audit failed: {md_escape(snapshot.error)}")
         return None
-    if status.state == "cancelled":
+    if snapshot.status is JobStatus.CANCELLED:
         st.warning("The audit was cancelled; run it again to see issues.")
         return None
-    remember(job.key, status.result, store)
-    return status.result
+    result = snapshot.result or finished_audits().get(run.key)  # the queue keeps recent results
+    if result is None:
+        st.info("This audit is no longer kept on the server; run it again.")
+        return None
+    remember(run.key, result, store)
+    return result
 
 
 st.title("Label audit")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.access import AccessDenied, Actor, Permission
-from core.analysis.order_ablation import order_ablation
+from core.access import Actor, Permission
+from core.analysis.order_ablation import order_ablation_of
 from core.analysis.perturbations import ProbeConfig
 from core.analysis.probe_compare import (
     DEMO_DESKS,
@@ -17,14 +17,7 @@ from core.analysis.probe_compare import (
     order_demo,
     run_probes,
 )
-from core.analysis.probe_scan import (
-    ScanConfig,
-    ScanProgress,
-    ScanResult,
-    bow_ceiling,
-    start_scan,
-    twin_groups,
-)
+from core.analysis.probe_scan import ScanConfig, ScanResult, bow_ceiling, twin_groups
 from core.charts.probe_tables import (
     capped_frame,
     kind_stats_table,
@@ -35,13 +28,16 @@ from core.charts.probe_tables import (
 )
 from core.charts.probes import capped_chart, flip_rate_chart, probe_shift_chart
 from core.data.dataset import Dataset
-from core.jobs import BackgroundJob, JobStatus
+from core.errors import UserError
+from core.jobs import Job, JobStatus
 from core.models.registry import LoadedModel
+from core.progress import Progress
+from core.tasks.probes import start_scan
 from ui.auth import allowed, current_actor
 from ui.datasets import require_dataset
 from ui.jobs import (
     JobProgress,
-    counted_progress,
+    describe_job,
     get_job_queue,
     job_requester,
     render_job_progress,
@@ -57,7 +53,7 @@ SHIFT_FORMAT = "%+.3f"
 @st.cache_data(max_entries=32, show_spinner="Running both models on the perturbations…")
 def probed(_model: LoadedModel, key: str, text: str, config: ProbeConfig) -> ProbeResult:
     return run_short(
-        lambda: run_probes(_model.transformer, _model.baseline, text, config),
+        lambda cancel: run_probes(_model.transformer, _model.baseline, text, config),
         title="Probe one complaint", kind="probe",
     )  # fmt: skip
 
@@ -65,7 +61,7 @@ def probed(_model: LoadedModel, key: str, text: str, config: ProbeConfig) -> Pro
 @st.cache_data(max_entries=8, show_spinner=False)
 def demonstrated(_model: LoadedModel, key: str) -> ProbeResult:
     return run_short(
-        lambda: order_demo(_model.transformer, _model.baseline),
+        lambda cancel: order_demo(_model.transformer, _model.baseline),
         title="Word-order demonstration", kind="probe",
     )  # fmt: skip
 
@@ -132,13 +128,9 @@ def render_ablation(model: LoadedModel, text: str) -> None:
         "The same wordpieces with their position ids shuffled, or all at one position: how much "
         "the transformer's answer owes to where the words stand."
     )
-    transformer = model.transformer
     try:
-        result = order_ablation(
-            transformer.model, transformer.tokenizer, text, max_length=transformer.max_length,
-            truncation=transformer.truncation,
-        )  # fmt: skip
-    except ValueError as exc:
+        result = order_ablation_of(model.transformer, text)  # as the model predicts: its runtime
+    except UserError as exc:
         st.info(f"Not available for this model: {md_escape(exc)}")
         return
     st.dataframe(order_ablation_table(result), hide_index=True, width="stretch")
@@ -150,7 +142,7 @@ def render_one_complaint(model: LoadedModel) -> None:
     st.text(shown_text(text))  # as given (or masked), never interpreted
     try:
         result = probed(model, model.key, text, config)
-    except ValueError as exc:
+    except UserError as exc:
         st.error(md_escape(exc))
         return
     render_bow_note(model)
@@ -168,7 +160,7 @@ def render_demo(model: LoadedModel) -> None:
     st.subheader("Paid by card, not by UPI")
     try:
         result = demonstrated(model, model.key)
-    except ValueError as exc:  # e.g. the short lane timed out on a very busy server
+    except UserError as exc:  # e.g. the short lane timed out on a very busy server
         st.error(md_escape(exc))
         return
     rows = [(result.text, result.transformer, result.bow)]
@@ -221,20 +213,21 @@ def render_scan_form(model: LoadedModel, dataset: Dataset) -> None:
                 model_path=model.key, dataset_fingerprint=dataset.fingerprint,
                 queue=get_job_queue(), requester=job_requester(),
             )  # fmt: skip
-        except (ValueError, AccessDenied) as exc:
+        except UserError as exc:
             st.error(md_escape(exc))
             return
         set_probe_scan(run)
 
 
-def describe_scan(job: BackgroundJob[ScanProgress, ScanResult]) -> JobProgress | None:
+def describe_scan(job: Job[ScanResult]) -> JobProgress | None:
     """The scan's phase, texts done and time left; None once it has ended."""
 
-    def text(done: int, total: int, eta: str, latest: ScanProgress | None) -> str:
-        phase = latest.phase if latest else "starting"
-        return f"{phase}: {done:,} of {total:,} texts{eta}"
+    def text(latest: Progress | None, eta: str) -> str:
+        if latest is None:
+            return "starting"
+        return f"{latest.phase}: {latest.done:,.0f} of {latest.total:,.0f} texts{eta}"
 
-    return counted_progress(job, text)
+    return describe_job(job, text)
 
 
 def render_scan_result(result: ScanResult) -> None:

@@ -12,11 +12,12 @@ from core.charts.results import (
     confusion_chart,
     f1_comparison_chart,
 )
+from core.errors import UserError
 from core.jobs import JobStatus
 from core.models.blend import BLEND
 from core.models.card import model_folder
 from core.models.registry import delete_model, list_models, models_of_dataset, rename_model
-from core.models.training_job import SavedTraining, TrainingRun
+from core.models.training_job import SavedTraining
 from core.models.transformer.backbone import check_positions, find_backbone
 from core.models.transformer.config import (
     FULL,
@@ -29,6 +30,7 @@ from core.models.transformer.config import (
 )
 from core.models.transformer.training import TrainResult
 from core.paths import models_dir
+from core.tasks.training import TrainingRun
 from ui.auth import allowed, current_actor
 from ui.datasets import require_dataset
 from ui.jobs import render_job_progress
@@ -39,8 +41,9 @@ from ui.training import (
     activate_once,
     default_model_name,
     describe_training,
+    estimate_job,
+    render_estimate_wait,
     start_training_job,
-    training_estimate,
 )
 
 RECIPE_KEY = "train.recipe"
@@ -84,13 +87,13 @@ def render_saved_models(actor: Actor) -> None:
 def apply_registry_change(change) -> None:
     try:
         change()
-    except (ValueError, OSError) as exc:
+    except (UserError, OSError) as exc:
         st.error(md_escape(error_text(exc)))
         return
     st.rerun()
 
 
-def error_text(exc: ValueError | OSError) -> str:
+def error_text(exc: UserError | OSError) -> str:
     """What a visitor is told: our own messages name models, never paths; an OSError's text
     holds the server's path, so only its reason is shown (AccessDenied, an OSError too, holds
     none)."""
@@ -208,7 +211,7 @@ def render_train_form(active: ActiveDataset) -> TrainRequest | None:
             class_weights=class_weights, device=device, positional_encoding=bool(positional),
         )  # fmt: skip
         check_positions(config)
-    except ValueError as exc:
+    except UserError as exc:
         if choice != "other" or custom.strip():
             st.error(md_escape(exc))
         config = None
@@ -221,10 +224,18 @@ def render_train_form(active: ActiveDataset) -> TrainRequest | None:
 def render_estimate(active: ActiveDataset, config: TrainConfig) -> None:
     """The expected duration, timed on this server before anything starts."""
     try:
-        estimate = training_estimate(active, config)
-    except ValueError as exc:
+        job = estimate_job(active, config)
+    except UserError as exc:
         st.caption(f"No duration estimate: {md_escape(exc)}")
         return
+    snapshot = job.snapshot()
+    if snapshot.status.active:
+        render_estimate_wait(job)
+        return
+    if snapshot.status is not JobStatus.DONE or snapshot.result is None:
+        st.caption(f"No duration estimate: {md_escape(snapshot.error or 'it was cancelled')}")
+        return
+    estimate = snapshot.result.for_budget(config.epochs, config.max_steps)
     limit = " at most (early stopping may end it sooner)" if config.recipe == FULL else ""
     st.caption(
         f"Estimated duration: **{estimate.text()}**{limit} on this server as it is now "
@@ -249,6 +260,8 @@ def render_result(run: TrainingRun, saved: SavedTraining) -> None:
         f"Trained in {result.train_seconds:.0f} s on {md_escape(result.device)}; {how}. Saved "
         f"as {md_escape(folder.name)} and made your active model."
     )
+    if saved.rename_note:
+        st.info(md_escape(saved.rename_note))
     if result.config.recipe == QUICK:
         st.info(QUICK_MODEL_NOTE, icon=":material/bolt:")
     st.caption(f"Routing decision: {result.blend.describe()}, chosen on these validation rows "
@@ -290,6 +303,8 @@ def render_job(run: TrainingRun) -> None:
         st.error(f"Training failed: {md_escape(snapshot.error)}")
     elif snapshot.status is JobStatus.CANCELLED:
         st.info("Training was cancelled; nothing was saved.")
+    elif snapshot.result is None:  # finished long ago: the queue keeps only a summary
+        st.info(f"Training finished and saved {md_escape(run.model_name)} (see Saved models).")
     else:
         render_result(run, snapshot.result)
 

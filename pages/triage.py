@@ -14,7 +14,8 @@ import sqlite3
 import pandas as pd
 import streamlit as st
 
-from core.access import AccessDenied, Actor, Permission
+from core.access import Actor, Permission
+from core.errors import UserError
 from core.review.records import TriageItem
 from core.review.store import Store
 from core.review.triage import triage_training_rows, with_training_rows
@@ -132,7 +133,7 @@ def decide(
     label = item.predicted_label if confirm else st.session_state[f"triage.label.{item.id}"]
     try:
         done = store.decide_triage(item.id, final_label=label, reviewer=reviewer, actor=actor)
-    except (ValueError, AccessDenied, sqlite3.Error) as exc:
+    except (UserError, sqlite3.Error) as exc:
         remember_save(LAST_SAVE_KEY, SaveOutcome(False, f"Not saved: {exc}"))
         return
     message = f"Saved: item #{done.id} {done.status} as {done.final_label}."

@@ -6,6 +6,7 @@ Session models are shared: a test that changes a saved model folder copies it to
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sys
 from pathlib import Path
@@ -189,10 +190,15 @@ def one_thread():
     """One intra-op torch thread for the whole session (worker threads follow it).
 
     Tiny models gain nothing from threads; on the shared, busy 2-core machine OpenMP threads
-    waiting for each other made tiny fits ten times slower (the MiniLM test: 40 s, not 4 s)."""
+    waiting for each other made tiny fits ten times slower (the MiniLM test: 40 s, not 4 s).
+    numpy's and scipy's OpenBLAS get one thread too: the bag-of-words baseline's fit on the demo
+    data took 7 s with two BLAS threads on the busy machine, 0.3 s with one."""
+    from threadpoolctl import threadpool_limits
+
     before = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
     torch.set_num_threads(before)
 
 
@@ -271,3 +277,59 @@ def requester():
     from core.jobs import Requester
 
     return Requester(OPERATOR)
+
+
+class _Records(logging.Handler):
+    """Keeps every record it is handed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture(autouse=True)
+def unexpected_page_errors():
+    """The unexpected errors the app showed by reference (ui.errors) or a background job ended
+    with (core.jobs) during a test, which fails on any: a page or a job that hides a bug behind
+    its message must not pass `assert not at.exception`. A test that causes one on purpose
+    requests this fixture and clears the list."""
+    handler = _Records()
+    loggers = [logging.getLogger(name) for name in ("ui.errors", "core.jobs")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    yield handler.records
+    for logger in loggers:
+        logger.removeHandler(handler)
+    if handler.records:
+        shown = logging.Formatter().format(handler.records[0])
+        pytest.fail(f"the app showed an unexpected error:\n{shown}")
+
+
+@pytest.fixture
+def real_estimate():
+    """Opt out of `stub_estimate` for a small backbone: this test times it for real."""
+
+
+@pytest.fixture(autouse=True)
+def stub_estimate(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """The Train page's duration estimate, instant: it loads the backbone and times training
+    steps on the heavy lane, which would load MiniLM behind every AppTest that opens the page.
+    A test that requests `real_estimate` times every backbone but MiniLM for real."""
+    from core.models.transformer.config import MINILM
+    from core.models.transformer.estimate import DurationEstimate
+    from core.tasks import training
+
+    real = training.estimate_training
+    timed = "real_estimate" in request.fixturenames
+
+    def estimate(dataset, config, *, cancel=None):
+        if timed and config.backbone != MINILM:
+            return real(dataset, config, cancel=cancel)
+        return DurationEstimate(config.recipe, 1.0, 10.0, 1.0, 1.0, 10, 2).for_budget(
+            config.epochs, config.max_steps
+        )
+
+    monkeypatch.setattr(training, "estimate_training", estimate)

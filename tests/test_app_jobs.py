@@ -8,19 +8,19 @@ import threading
 import pytest
 
 from core.access import LOCAL_USER, Actor, Permission, Role
-from core.jobs import BackgroundJob, JobStatus, JobTicket
+from core.jobs import JobStatus, Task
 from tests.helpers import open_page
 from ui.jobs import get_job_queue
 
 PAGE = "pages/jobs.py"
 
 
-def waiting_job(gate: threading.Event) -> BackgroundJob:
+def waiting_work(gate: threading.Event):
     def work(*, on_progress, cancel):
         while not gate.is_set() and not cancel.is_set():
             gate.wait(0.01)
 
-    return BackgroundJob(work)
+    return work
 
 
 @pytest.fixture
@@ -31,9 +31,8 @@ def queued():
     colleague = Actor("ravi@bank.in", Role.REVIEWER, signed_in=True)
     jobs = []
     for actor, title in ((LOCAL_USER, "Classify may.csv"), (colleague, "Audit june.csv")):
-        ticket = JobTicket(title=title, kind="classify", owner=actor.user)
-        jobs.append(queue.submit(waiting_job(gate), ticket, actor=actor,
-                                 permission=Permission.RUN_JOBS))  # fmt: skip
+        task = Task(waiting_work(gate), title=title, kind="classify", owner=actor.user)
+        jobs.append(queue.submit(task, actor=actor, permission=Permission.RUN_JOBS))
     yield jobs
     gate.set()
     for job in jobs:

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.access import OPERATOR
 from core.data.validation import validate
+from core.jobs import JobStatus
 from core.review.records import ReviewDecision
 from core.review.store import Store, default_db_path
 from tests.conftest import separable_rows
@@ -50,7 +51,7 @@ def app() -> AppTest:
 
 def finish_audit(at: AppTest) -> None:
     """Wait for the session's audit thread, then rerun as the polling fragment would."""
-    assert at.session_state[AUDIT_JOB].join(timeout=600)
+    assert not at.session_state[AUDIT_JOB].wait(timeout=600).status.active
     at.run()
     assert not at.exception
 
@@ -131,10 +132,11 @@ def test_the_same_audit_again_is_served_from_the_cache():
     app = open_page(PAGE, {ACTIVE_DATASET: toy_active()}).run()
     app.button(key=RUN).click().run()
     finish_audit(app)
-    first = app.session_state[AUDIT_JOB].status().result
+    first = app.session_state[AUDIT_JOB].snapshot().result
     app.button(key=RUN).click().run()
     job = app.session_state[AUDIT_JOB]
-    assert job.status().state == "done" and job.status().result is first  # no new thread
+    snapshot = job.snapshot()  # no new job: the cached result, done
+    assert snapshot.status is JobStatus.DONE and snapshot.result is first
     app.number_input(key="audit.folds").set_value(3)
     app.button(key=RUN).click().run()
     assert app.session_state[AUDIT_JOB] is not job  # other settings, a new audit
@@ -161,7 +163,7 @@ def test_transformer_audit_with_a_saved_tiny_model(tiny_model_dir: Path):
     at.button(key=RUN).click().run()
     assert not at.exception
     finish_audit(at)
-    result = at.session_state[AUDIT_JOB].status().result
+    result = at.session_state[AUDIT_JOB].snapshot().result
     assert (result.model, result.folds) == ("transformer", 2)
     assert result.pred_probs.shape == (90, 3)
     assert at.subheader[0].value.startswith("Suspected issues (transformer, 2 folds")
@@ -180,7 +182,7 @@ def test_the_quick_audit_embeds_with_minilm_beside_the_other_two():
     at.button(key=RUN).click().run()
     assert not at.exception
     finish_audit(at)
-    result = at.session_state[AUDIT_JOB].status().result
+    result = at.session_state[AUDIT_JOB].snapshot().result
     assert (result.model, result.folds, result.pred_probs.shape) == ("quick", 2, (90, 3))
     assert at.subheader[0].value.startswith("Suspected issues (quick, 2 folds")
 
@@ -204,17 +206,17 @@ def test_a_running_transformer_audit_shows_progress_and_can_be_cancelled(slow_mo
     at.number_input(key="audit.folds").set_value(3)
     at.button(key=RUN).click().run()
     assert not at.exception
-    assert at.session_state[AUDIT_JOB].status().state in ("queued", "running")
+    assert at.session_state[AUDIT_JOB].snapshot().status.active
     assert at.button(key="audit.cancel")
     job = at.session_state[AUDIT_JOB]
     for _ in range(1000):  # until a queue worker has taken it (polling a thread, not pacing)
-        if job.status().state != "queued" or threading.Event().wait(0.01):
+        if job.snapshot().status is not JobStatus.QUEUED or threading.Event().wait(0.01):
             break
     at.run()  # as the fragment's next poll
     assert at.get("progress") and "Fold 1 of 3" in at.get("progress")[0].proto.text
     at.button(key="audit.cancel").click().run()
     finish_audit(at)
-    assert at.session_state[AUDIT_JOB].status().state == "cancelled"
+    assert at.session_state[AUDIT_JOB].snapshot().status is JobStatus.CANCELLED
     assert any("cancelled" in w.value for w in at.warning)
     assert not at.metric  # no issue table from a cancelled audit
 

@@ -53,6 +53,17 @@ def test_the_demo_data_replaces_the_prompt_in_the_same_run(app: AppTest):
     assert any("3,000 complaints · 5 desks" in c.value for c in app.caption)  # the form is on
 
 
+def finish_estimates() -> None:
+    """Wait for the server's queued or running training-time estimates."""
+    from core.access import OPERATOR
+    from ui.jobs import get_job_queue
+
+    queue = get_job_queue()
+    for info in queue.jobs(seen_by=OPERATOR):
+        if info.kind == "estimate" and info.status.active:
+            assert queue.find(info.id).wait(120).status == "done"
+
+
 def shown_text(at: AppTest) -> str:
     """Every caption, message, markdown and widget label of the page, joined."""
     elements = [*at.caption, *at.markdown, *at.info, *at.error, *at.warning, *at.success]
@@ -91,6 +102,7 @@ def test_a_training_saves_itself_under_the_name_given_and_becomes_active(
 
 def test_a_name_already_taken_is_refused_before_training(app: AppTest, tmp_path: Path):
     (tmp_path / "models" / "taken").mkdir(parents=True)
+    (tmp_path / "models" / "taken" / "card.json").write_text("{}")  # (an empty folder is free)
     app.button(key="train.use_demo").click().run()
     app.text_input(key="train.model_name").set_value("taken")
     app.button(key="train.start").click().run()
@@ -152,7 +164,7 @@ def test_cancel_saves_nothing(app: AppTest, tmp_path: Path):
 
 
 def test_a_new_data_set_is_offered_the_quick_recipe_first_with_its_estimate(
-    app: AppTest, tmp_path: Path, tiny_bert_cls_model_dir: Path
+    app: AppTest, tmp_path: Path, tiny_bert_cls_model_dir: Path, real_estimate: None
 ):
     # A saved transformers model as the backbone: the tiny random BERT, so this runs in seconds.
     shutil.copytree(tiny_bert_cls_model_dir, tmp_path / "models" / "tiny-bert")
@@ -164,6 +176,10 @@ def test_a_new_data_set_is_offered_the_quick_recipe_first_with_its_estimate(
     app.text_input(key="train.custom").set_value("tiny-bert").run()
     assert any("at most 64" in e.value for e in app.error)  # the tiny BERT has 64 positions
     app.number_input(key="train.maxlen").set_value(48).run()
+    waiting = ("Timing a few training steps", "Duration estimate waiting")  # running or queued
+    assert any(w in c.value for c in app.caption for w in waiting), shown_text(app)
+    finish_estimates()  # on the heavy lane, timed for real on the tiny BERT
+    app.run()  # as the waiting fragment does once the estimate has ended
     assert any("Estimated duration: **about" in c.value for c in app.caption), shown_text(app)
     app.text_input(key="train.model_name").set_value("first-quick")
     app.button(key="train.start").click().run()

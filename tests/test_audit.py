@@ -332,9 +332,7 @@ def test_progress_is_reported_after_each_fold():
     reports = []
     fit = lambda train: OracleModel(truth, list(train.classes))  # noqa: E731
     run_audit(data, AuditConfig(model="oracle", folds=4), fit=fit, on_progress=reports.append)
-    assert [(r.fold, r.folds) for r in reports] == [(1, 4), (2, 4), (3, 4), (4, 4)]
-    assert reports[-1].eta_s == 0
-    assert all(r.elapsed_s >= 0 for r in reports)
+    assert [(r.done, r.total, r.phase) for r in reports] == [(k, 4, "fold") for k in (1, 2, 3, 4)]
 
 
 def test_cancel_before_the_start_returns_a_cancelled_result():

@@ -1,5 +1,5 @@
-"""Tests for core.analysis.audit_transformer: the per-fold transformer fit and the background
-audit job.
+"""Tests for core.analysis.audit_transformer (the per-fold transformer fit, one progress of a whole
+audit) and core.tasks.audit (the audit as a task of the queue).
 
 Models are the tiny random BERT of tests/conftest.py (built from a config, never downloaded) and
 the from-scratch "tiny" backbone, on a separable toy set: seconds, not minutes.
@@ -11,17 +11,21 @@ import threading
 
 import pytest
 
+from core.access import Permission
 from core.analysis.audit import MODEL, AuditConfig, plant_label_flips, run_audit
 from core.analysis.audit_transformer import (
+    EMBED_SHARE,
     TRANSFORMER,
-    AuditJob,
+    _AuditMeter,
     train_config_from_card,
     transformer_audit_config,
     transformer_fit,
 )
+from core.jobs import JobStatus
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.inference import TransformerClassifier
-from core.models.transformer.loop import TrainProgress
+from core.progress import Progress
+from core.tasks.audit import finished_audit, start_audit
 from tests.conftest import make_dataset, separable_rows
 
 
@@ -46,7 +50,7 @@ def test_transformer_audit_finds_planted_flips(noisy):
     """The from-scratch tiny backbone, 4 epochs per fold: measured 8 or 9 of the 9 flips found
     with no false flag; the test asks for recall >= 2/3 and precision >= 0.6."""
     data, planted = noisy
-    steps: list[TrainProgress] = []
+    steps: list[Progress] = []
     train_config = TrainConfig(
         backbone="tiny", epochs=4, lr=1e-2, batch_size=6, max_length=32, patience=10, device="cpu"
     )
@@ -57,7 +61,7 @@ def test_transformer_audit_finds_planted_flips(noisy):
     hits = len(flagged & planted)
     assert len(planted) == 9 and hits >= 6
     assert hits / len(flagged) >= 0.6  # random flagging: 0.1
-    assert steps and steps[-1].step == steps[-1].total_steps
+    assert steps and steps[-1].done == steps[-1].total and steps[-1].phase == "train"
 
 
 def test_each_fold_fine_tunes_a_fresh_model_on_its_training_rows_only(tiny_bert_dir, noisy):
@@ -80,7 +84,7 @@ def test_the_tiny_backbone_fits_per_fold_too(noisy):
 def test_cancel_during_a_fold_stops_after_that_fit(tiny_bert_dir, noisy):
     data, _ = noisy
     cancel = threading.Event()
-    stop_at_step_two = lambda p: cancel.set() if p.step == 2 else None  # noqa: E731
+    stop_at_step_two = lambda p: cancel.set() if p.done == 2 else None  # noqa: E731
     fit = transformer_fit(quick_config(tiny_bert_dir), on_progress=stop_at_step_two, cancel=cancel)
     result = run_audit(data, AuditConfig(folds=3, model=TRANSFORMER), fit=fit, cancel=cancel)
     assert result.cancelled and result.issues == () and result.pred_probs is None
@@ -97,63 +101,74 @@ def test_train_config_from_card_keeps_known_fields_only():
 
 
 def test_transformer_fit_needs_a_train_config():
-    with pytest.raises(ValueError, match="TrainConfig"):
+    with pytest.raises(TypeError, match="TrainConfig"):
         transformer_fit({"backbone": "tiny"})
 
 
 # ------------------------------------------------------------------------------ the job
 
 
-def test_job_runs_the_transformer_audit_in_a_thread_with_step_progress(
+def test_job_runs_the_transformer_audit_on_the_queue_with_step_progress(
     tiny_bert_dir, noisy, job_queue, requester
 ):
     data, _ = noisy
     config = transformer_audit_config(AuditConfig(folds=3))
     train_config = quick_config(tiny_bert_dir, max_steps=3)
-    job = AuditJob(data, config, train_config=train_config, key="k1").begin(job_queue, requester)
-    assert job.join(timeout=300)
-    status = job.status()
-    assert (status.state, status.fraction, status.fold, status.folds) == ("done", 1.0, 3, 3)
-    assert status.result.model == TRANSFORMER and status.error is None
-    assert status.eta_s == 0 and status.elapsed_s > 0
-    assert (job.key, job.fingerprint) == ("k1", data.fingerprint)
+    run = start_audit(data, config, train_config=train_config, key="k1", queue=job_queue,
+                      requester=requester)  # fmt: skip
+    snapshot = run.job.wait(300)
+    assert snapshot.status is JobStatus.DONE and snapshot.error is None
+    assert snapshot.result.model == TRANSFORMER and snapshot.elapsed_s > 0
+    assert snapshot.latest == Progress(3, 3, "audit", "Fold 3 of 3")  # the whole audit, in folds
+    assert (run.key, run.fingerprint) == ("k1", data.fingerprint)
 
 
-def test_job_progress_counts_steps_within_the_current_fold(noisy):
-    data, _ = noisy
-    job = AuditJob(data, AuditConfig(folds=4))
-    job._on_fold(type("P", (), {"fold": 1, "eta_s": 9.0})())
-    job._on_step(TrainProgress(5, 10, 1, 0.5, None, None, 1.0, 1.0))
-    status = job.status()
-    assert status.fraction == pytest.approx((1 + 0.5) / 4)
-    assert (status.step, status.total_steps) == (5, 10) and status.state == "queued"  # not begun
-    assert status.eta_s is not None  # from the running time, 0 for a job not begun
+def test_audit_progress_counts_steps_within_the_current_fold():
+    seen: list[Progress] = []
+    meter = _AuditMeter(4, quick=False, on_progress=seen.append)
+    meter.on_fold(Progress(1, 4, "fold"))
+    meter.on_step(Progress(5, 10, "train"))
+    assert seen[-1] == Progress(1.5, 4, "audit", "Fold 2 of 4, step 5 of 10")
+    assert seen[-1].fraction == pytest.approx((1 + 0.5) / 4)
+
+
+def test_a_quick_audit_counts_embedding_as_most_of_its_time():
+    seen: list[Progress] = []
+    meter = _AuditMeter(4, quick=True, on_progress=seen.append)
+    meter.on_embed(Progress(45, 90, "embed"))
+    assert seen[-1].fraction == pytest.approx(EMBED_SHARE / 2)
+    assert seen[-1].detail == "Embedding text 45 of 90"
+    meter.on_fold(Progress(2, 4, "fold"))
+    assert seen[-1].fraction == pytest.approx(EMBED_SHARE + (1 - EMBED_SHARE) / 2)
 
 
 def test_a_job_cancelled_before_it_starts_ends_cancelled(noisy, job_queue, requester):
     data, _ = noisy
-    job = AuditJob(data, AuditConfig(folds=3))
-    job.cancel()
-    assert job.begin(job_queue, requester).join(timeout=60)
-    status = job.status()
-    assert status.state == "cancelled" and status.result.cancelled
+    gate = threading.Event()
+    blocker = job_queue.start(lambda **_: gate.wait(10), requester=requester, title="first",
+                              kind="test", permission=Permission.RUN_JOBS)  # fmt: skip
+    run = start_audit(data, AuditConfig(folds=3), queue=job_queue, requester=requester)
+    run.cancel()  # still queued behind the first job
+    gate.set()
+    assert run.snapshot().status is JobStatus.CANCELLED
+    assert blocker.wait(10).status is JobStatus.DONE
 
 
 def test_a_failing_audit_reports_its_error_instead_of_hanging(noisy, job_queue, requester):
     data, _ = noisy
-    job = AuditJob(data.subset(range(4)), AuditConfig(folds=5)).begin(job_queue, requester)
-    assert job.join(timeout=60)
-    status = job.status()
-    assert status.state == "failed" and "lower --folds" in status.error and status.result is None
+    run = start_audit(data.subset(range(4)), AuditConfig(folds=5), queue=job_queue,
+                      requester=requester)  # fmt: skip
+    snapshot = run.job.wait(60)
+    assert snapshot.status is JobStatus.FAILED and "lower --folds" in snapshot.error
+    assert snapshot.result is None
 
 
-def test_a_finished_job_serves_a_cached_result(noisy):
+def test_a_finished_audit_serves_a_cached_result(noisy):
     data, _ = noisy
     result = run_audit(data, AuditConfig(folds=3))
-    job = AuditJob.finished(data, result, key="cached")
-    assert job.join(timeout=0)
-    status = job.status()
-    assert (status.state, status.result, status.fraction) == ("done", result, 1.0)
+    run = finished_audit(data, result, key="cached")
+    snapshot = run.snapshot()
+    assert (snapshot.status, snapshot.result, run.job) == (JobStatus.DONE, result, None)
     other = make_dataset(["a b", "c d", "e f", "g h"], ["A", "A", "B", "B"])
     with pytest.raises(ValueError, match="another data set"):
-        AuditJob.finished(other, result)
+        finished_audit(other, result)

@@ -18,14 +18,15 @@ from core.analysis.audit import MODEL, AuditConfig, audit_cache_key, plant_label
 from core.analysis.audit_quick import (
     QUICK_AUDIT,
     EmbeddedTexts,
-    EmbedProgress,
     head_fit,
     quick_train_config,
     run_quick_audit,
 )
-from core.analysis.audit_transformer import AuditJob
 from core.cli import main
+from core.jobs import JobStatus
 from core.models.transformer import quick
+from core.progress import Progress
+from core.tasks.audit import start_audit
 from tests.conftest import make_dataset, separable_rows
 
 
@@ -59,12 +60,12 @@ def embedded_calls(monkeypatch) -> list[list[str]]:
 def test_every_distinct_text_is_embedded_exactly_once(noisy, config, embedded_calls):
     data, _ = noisy
     twice = make_dataset([*data.texts, data.texts[0]], [*data.labels, data.labels[0]])
-    seen: list[EmbedProgress] = []
+    seen: list[Progress] = []
     result = run_quick_audit(twice, AuditConfig(folds=3), config, on_embed=seen.append)
     assert len(embedded_calls) == 1  # once for the data set, not once per fold
     (texts,) = embedded_calls
     assert sorted(texts) == sorted(set(data.texts))  # each distinct text once
-    assert seen[-1].texts == seen[-1].total_texts == len(set(data.texts))
+    assert seen[-1].done == seen[-1].total == len(set(data.texts)) and seen[-1].phase == "embed"
     assert (result.model, result.folds, result.cancelled) == (QUICK_AUDIT, 3, False)
     assert result.pred_probs.shape == (91, 3)
     assert np.allclose(result.pred_probs.sum(axis=1), 1.0)
@@ -138,7 +139,7 @@ def test_bad_input_is_refused_before_the_encoder_loads(config, embedded_calls):
     tiny = make_dataset(["a b", "c d", "e f"], ["A", "A", "B"])
     with pytest.raises(ValueError, match="at least two labels"):
         run_quick_audit(tiny, AuditConfig(folds=2), config)
-    with pytest.raises(ValueError, match="TrainConfig"):
+    with pytest.raises(TypeError, match="TrainConfig"):
         run_quick_audit(tiny, AuditConfig(folds=2), {"backbone": "minilm"})
     with pytest.raises(ValueError, match="pretrained encoder"):
         quick_train_config("tiny")
@@ -154,25 +155,14 @@ def test_the_cache_key_names_the_backbone(noisy, config, tiny_bert_dir):
     )
 
 
-def test_the_job_reports_texts_then_folds(noisy, config, job_queue, requester):
+def test_the_task_reports_texts_then_folds(noisy, config, job_queue, requester):
     data, _ = noisy
     settings = audit_quick.quick_audit_config(AuditConfig(folds=3))
-    job = AuditJob(data, settings, train_config=config, key="q").begin(job_queue, requester)
-    assert job.join(timeout=300)
-    status = job.status()
-    assert (status.state, status.fraction, status.fold) == ("done", 1.0, 3)
-    assert status.texts == status.total_texts == len(set(data.texts))
-    assert status.result.model == QUICK_AUDIT
-
-
-def test_job_progress_weighs_embedding_and_folds(noisy, config):
-    data, _ = noisy
-    job = AuditJob(data, audit_quick.quick_audit_config(AuditConfig(folds=4)), train_config=config)
-    job._on_embed(EmbedProgress(45, 90, 3.0, 3.0))
-    status = job.status()
-    assert status.fraction == pytest.approx(0.425)
-    assert (status.texts, status.total_texts) == (45, 90)
-    assert status.eta_s == pytest.approx(3.0 + 6.0 * 0.15 / 0.85)
+    run = start_audit(data, settings, train_config=config, key="q", queue=job_queue,
+                      requester=requester)  # fmt: skip
+    snapshot = run.job.wait(300)
+    assert snapshot.status is JobStatus.DONE and snapshot.result.model == QUICK_AUDIT
+    assert snapshot.latest == Progress(3, 3, "audit", "Fold 3 of 3")
 
 
 # ------------------------------------------------------------------------------ the CLI

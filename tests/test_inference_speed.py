@@ -3,13 +3,14 @@ weights), length-sorted chunks across a whole table, and the local engine's row 
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from core.models import classify
-from core.models.classify import chunked_proba
+from core.models.classifier import predict_in_batches
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.inference import FUSED_ATTENTION, TransformerClassifier
@@ -88,22 +89,30 @@ class _Recorder:
         return np.array([[len(t) / 100, 1 - len(t) / 100] for t in texts]).reshape(-1, 2)
 
 
-def test_chunks_are_cut_from_the_whole_input_sorted_by_length(monkeypatch):
-    monkeypatch.setattr(classify, "CHUNK", 3)
+def test_chunks_are_cut_from_the_whole_input_sorted_by_length():
     texts = ["x" * n for n in (50, 1, 40, 2, 30, 3, 20, 4)]  # long and short alternate
     model, seen = _Recorder(), []
-    probs = chunked_proba(model, texts, on_progress=seen.append)
+    probs = predict_in_batches(model, texts, chunk=3, on_rows=seen.append)
     lengths = [[len(t) for t in call] for call in model.calls]
     assert lengths == [[1, 2, 3], [4, 20, 30], [40, 50]]  # no chunk mixes short and long
     np.testing.assert_allclose(probs[:, 0], [len(t) / 100 for t in texts])  # input order
-    assert [(p.done, p.total) for p in seen] == [(3, 8), (6, 8), (8, 8)]
-    assert chunked_proba(model, []).shape == (0, 2)
+    assert seen == [3, 6, 8]
+    model.classes_ = np.array(["a", "b"])
+    assert predict_in_batches(model, []).shape == (0, 2)
+
+
+def test_the_batched_loop_stops_at_a_cancel_between_chunks():
+    cancel, model = threading.Event(), _Recorder()
+    texts = ["x" * n for n in range(1, 8)]
+    result = predict_in_batches(model, texts, chunk=3, on_rows=lambda done: cancel.set(),
+                                cancel=cancel)  # fmt: skip
+    assert result is None and len(model.calls) == 1  # the first chunk, then the cancel
 
 
 def test_the_local_engine_reports_every_row_as_it_is_scored(tiny_model_dir, tmp_path, monkeypatch):
     from core.scale import ScaleConfig, score_archive
 
-    monkeypatch.setattr(classify, "CHUNK", 4)
+    monkeypatch.setitem(predict_in_batches.__kwdefaults__, "chunk", 4)  # several chunks
     texts, _ = separable_rows(5)
     source = tmp_path / "in.csv"
     pd.DataFrame({"id": range(len(texts)), "text": texts}).to_csv(source, index=False)

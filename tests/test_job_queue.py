@@ -1,5 +1,6 @@
-"""The server's one job queue (core.jobs.JobQueue): lanes, order, caps, cancelling, time limits
-and ended sessions. Jobs here are tiny functions gated by events: no sleeps decide an outcome."""
+"""The server's one job queue (core.jobs.JobQueue): lanes, order, caps, cancelling, time limits,
+ended sessions and what finished jobs keep. Jobs here are tiny functions gated by events: no
+sleeps decide an outcome."""
 
 import os
 import sys
@@ -8,7 +9,19 @@ import threading
 import pytest
 
 from core.access import AccessDenied, Actor, Permission, Role
-from core.jobs import BackgroundJob, JobQueue, JobStatus, JobTicket, Lane, QueueConfig, QueueFull
+from core.errors import UserError
+from core.jobs import (
+    KEEP_RESULTS,
+    Job,
+    JobQueue,
+    JobStatus,
+    Lane,
+    QueueConfig,
+    QueueFull,
+    Requester,
+    Task,
+)
+from core.progress import Progress
 
 ANNA = Actor("anna@bank.in", Role.REVIEWER, signed_in=True)
 RAVI = Actor("ravi@bank.in", Role.REVIEWER, signed_in=True)
@@ -23,8 +36,8 @@ def queue():
     q.shutdown()
 
 
-def gated(gate: threading.Event, log: list, name: str) -> BackgroundJob:
-    """A job that records its start, then waits for `gate` (or a cancel)."""
+def gated(gate: threading.Event, log: list, name: str):
+    """Work that records its start, then waits for `gate` (or a cancel)."""
 
     def work(*, on_progress, cancel):
         log.append(name)
@@ -32,16 +45,21 @@ def gated(gate: threading.Event, log: list, name: str) -> BackgroundJob:
             gate.wait(0.01)
         return name
 
-    return BackgroundJob(work, name=name)
+    return work
 
 
-def ticket(actor: Actor, *, lane: Lane = Lane.CPU, **options) -> JobTicket:
+def task(work, actor: Actor, *, lane: Lane = Lane.CPU, **options) -> Task:
     title = f"Classify complaints-{actor.user}.csv"  # titles may name data
-    return JobTicket(title=title, kind="test", owner=actor.user, lane=lane, **options)
+    return Task(work=work, title=title, kind="test", owner=actor.user, lane=lane, **options)
 
 
-def submit(queue: JobQueue, job: BackgroundJob, actor: Actor = ANNA, **options) -> BackgroundJob:
-    return queue.submit(job, ticket(actor, **options), actor=actor, permission=Permission.RUN_JOBS)
+def submit(queue: JobQueue, work, actor: Actor = ANNA, **options) -> Job:
+    return queue.submit(task(work, actor, **options), actor=actor, permission=Permission.RUN_JOBS)
+
+
+def call(queue: JobQueue, work, actor: Actor, **options):
+    """`work(cancel)` on the short lane for `actor`."""
+    return queue.call(work, requester=Requester(actor), title="short", kind="test", **options)
 
 
 def test_a_two_core_machine_runs_ten_heavy_jobs_one_after_another(queue):
@@ -65,7 +83,7 @@ def test_short_jobs_do_not_wait_behind_a_training(queue):
     gate = threading.Event()
     training = submit(queue, gated(gate, [], "training"))
     _wait_until(lambda: training.status is JobStatus.RUNNING)
-    answer = queue.call(lambda: 42, ticket(VERA, lane=Lane.SHORT), actor=VERA)
+    answer = call(queue, lambda cancel: 42, VERA)
     assert answer == 42 and training.status is JobStatus.RUNNING
     gate.set()
 
@@ -79,12 +97,9 @@ def test_caps_refuse_with_a_line_that_says_what_to_do():
         with pytest.raises(QueueFull, match="already has 2 jobs .* cancel it on the Jobs page"):
             submit(q, gated(gate, [], "c"))
         submit(q, gated(gate, [], "ravi's"), RAVI)  # the cap is per user
-        assert q.call(lambda: "quick", ticket(ANNA, lane=Lane.SHORT), actor=ANNA) == "quick"
+        assert call(q, lambda cancel: "quick", ANNA) == "quick"
         with pytest.raises(QueueFull, match="lower the batch size or max length"):
-            q.submit(
-                gated(gate, [], "big"), ticket(RAVI), actor=RAVI,
-                permission=Permission.RUN_JOBS, tokens_per_batch=64 * 512,
-            )  # fmt: skip
+            submit(q, gated(gate, [], "big"), RAVI, tokens_per_batch=64 * 512)
         gate.set()
     finally:
         q.shutdown()
@@ -95,10 +110,10 @@ def test_roles_are_checked_by_the_queue_itself(queue):
         submit(queue, gated(threading.Event(), [], "x"), VERA)
     with pytest.raises(AccessDenied, match="needs the admin role"):
         queue.submit(
-            gated(threading.Event(), [], "t"), ticket(ANNA), actor=ANNA, permission=Permission.TRAIN
+            task(gated(threading.Event(), [], "t"), ANNA), actor=ANNA, permission=Permission.TRAIN
         )
-    with pytest.raises(ValueError, match="must be owned by them"):
-        queue.submit(gated(threading.Event(), [], "y"), ticket(RAVI), actor=ANNA,
+    with pytest.raises(RuntimeError, match="must be owned by them"):
+        queue.submit(task(gated(threading.Event(), [], "y"), RAVI), actor=ANNA,
                      permission=Permission.RUN_JOBS)  # fmt: skip
 
 
@@ -141,31 +156,30 @@ def test_a_job_of_an_ended_session_is_cancelled_unless_it_saves_its_result():
 
 
 def test_queued_jobs_know_when_they_should_start(queue):
-    class Step:
-        eta_s = 30.0
-
     gate = threading.Event()
 
     def reporting(*, on_progress, cancel):
-        on_progress(Step())
+        on_progress(Progress(1, 4))  # a quarter done: three times what it took so far is left
         gate.wait(10)
 
-    first = submit(queue, BackgroundJob(reporting))
+    first = submit(queue, reporting)
     _wait_until(lambda: first.snapshot().latest is not None)
     second = submit(queue, gated(gate, [], "second"))
     snapshot = second.snapshot()
-    assert snapshot.position == 1 and snapshot.start_eta_s == pytest.approx(30.0)
+    left = first.remaining_s()
+    assert snapshot.position == 1 and left is not None
+    assert snapshot.start_eta_s == pytest.approx(left, abs=0.5)
     third = submit(queue, gated(gate, [], "third"))
     assert third.snapshot().start_eta_s is None  # "test" jobs have no typical duration yet
     gate.set()
 
 
 def test_failures_come_back_from_a_short_call(queue):
-    def broken():
-        raise ValueError("no model loaded;\n load one")
+    def broken(cancel):
+        raise UserError("no model loaded;\n load one")
 
-    with pytest.raises(ValueError, match="^no model loaded; load one$"):
-        queue.call(broken, ticket(VERA, lane=Lane.SHORT), actor=VERA)
+    with pytest.raises(UserError, match="^no model loaded; load one$"):
+        call(queue, broken, VERA)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
@@ -173,9 +187,8 @@ def test_heavy_workers_run_at_a_lower_priority_short_ones_do_not(queue):
     def own_nice(*, on_progress, cancel):
         return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
 
-    heavy = submit(queue, BackgroundJob(own_nice)).wait(10).result
-    short_ticket = ticket(VERA, lane=Lane.SHORT)
-    short = queue.call(lambda: own_nice(on_progress=None, cancel=None), short_ticket, actor=VERA)
+    heavy = submit(queue, own_nice).wait(10).result
+    short = call(queue, lambda cancel: own_nice(on_progress=None, cancel=cancel), VERA)
     assert heavy == os.getpriority(os.PRIO_PROCESS, 0) + 10 and short == os.getpriority(
         os.PRIO_PROCESS, 0
     )
@@ -212,3 +225,61 @@ def test_heavy_work_takes_the_gpu_lane_when_there_is_one():
     finally:
         with_gpu.shutdown()
         without.shutdown()
+
+
+def test_the_short_lane_has_two_workers_and_one_running_task_per_user(queue):
+    assert queue.workers(Lane.SHORT) >= 2
+    gate, started = threading.Event(), []
+    first = submit(queue, gated(gate, started, "anna-1"), lane=Lane.SHORT)
+    second = submit(queue, gated(gate, started, "anna-2"), lane=Lane.SHORT)
+    _wait_until(lambda: first.status is JobStatus.RUNNING)
+    # Anna's second task waits for her first; Ravi is not held up behind it.
+    assert call(queue, lambda cancel: "ravi's", RAVI) == "ravi's"
+    assert second.status is JobStatus.QUEUED and started == ["anna-1"]
+    gate.set()
+    assert second.wait(10).status is JobStatus.DONE
+
+
+def test_a_caller_that_gives_up_frees_the_short_worker():
+    """Work that checks cancel ends when its caller's time runs out, so the next task runs."""
+    q = JobQueue(QueueConfig(short_workers=2, max_short_per_user=1), cpus=2)
+    stopped = threading.Event()
+
+    def slow(cancel):
+        while not cancel.wait(0.01):
+            pass
+        stopped.set()
+
+    try:
+        with pytest.raises(UserError, match="took longer than 0 s; try again"):
+            call(q, slow, ANNA, timeout_s=0.2)
+        assert stopped.wait(10)  # the worker is free again
+        assert call(q, lambda cancel: "next", ANNA) == "next"  # Anna's cap is free too
+    finally:
+        q.shutdown()
+
+
+def test_finished_jobs_keep_a_summary_and_only_the_newest_keep_results(queue):
+    jobs = []
+    for _ in range(KEEP_RESULTS + 5):
+        jobs.append(submit(queue, lambda **_: bytearray(1000)))
+        assert jobs[-1].wait(10).status is JobStatus.DONE
+    _wait_until(lambda: len(queue.jobs(seen_by=ADMIN)) == len(jobs))
+    kept = [job.snapshot() for job in jobs]
+    assert [s.result is not None for s in kept] == [False] * 5 + [True] * KEEP_RESULTS
+    assert all(s.result_dropped for s in kept[:5]) and kept[0].status is JobStatus.DONE
+
+
+def test_a_session_scratch_folder_goes_with_the_session(tmp_path):
+    alive = {"tab-1": True, "tab-2": True}
+    q = JobQueue(QueueConfig(), cpus=2, session_alive=lambda s: alive.get(s, False))
+    try:
+        one, two = q.session_folder("tab-1"), q.session_folder("tab-2")
+        (one / "classified.parquet").write_bytes(b"rows")
+        assert q.session_folder("tab-1") == one and one != two
+        alive["tab-1"] = False
+        _wait_until(lambda: not one.exists())
+        assert two.is_dir()
+    finally:
+        q.shutdown()
+    assert not two.exists()  # everything goes at shutdown

@@ -112,7 +112,7 @@ def test_swapped_subject_and_object_differ_only_with_positions(bert):
 
 def test_model_must_be_in_eval_mode_and_take_position_ids(bert):
     model, tokenizer = bert
-    with pytest.raises(ValueError, match="eval"):
+    with pytest.raises(RuntimeError, match="eval"):
         order_ablation(model.train(), tokenizer, "paid by card")
     model.eval()
 

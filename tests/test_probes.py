@@ -32,13 +32,11 @@ from core.analysis.probe_compare import (
 )
 from core.analysis.probe_scan import (
     ScanConfig,
-    ScanProgress,
     bow_ceiling,
     scan_dataset,
-    start_scan,
     twin_groups,
 )
-from core.analysis.review_sample import review_rows, start_review
+from core.analysis.review_sample import review_rows
 from core.charts.probe_tables import (
     capped_frame,
     kind_stats_table,
@@ -50,6 +48,8 @@ from core.charts.probes import capped_chart, flip_rate_chart, probe_shift_chart
 from core.cli import main
 from core.jobs import JobStatus
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
+from core.progress import Progress
+from core.tasks.probes import start_review, start_scan
 from core.text import bag_key
 from tests.conftest import make_dataset
 
@@ -281,7 +281,7 @@ def test_twin_groups_find_the_planted_groups_and_the_ceiling():
 
 def test_scan_finds_twins_one_model_right_rows_and_flip_rates():
     data = _planted()
-    seen: list[ScanProgress] = []
+    seen: list[Progress] = []
     config = ScanConfig(perturb_rows=8, batch_size=3, probe=ProbeConfig(n_shuffles=1))
     result = scan_dataset(FirstMethodModel(), BagModel(), data, config, on_progress=seen.append)
     assert not result.cancelled and result.n_rows == 8 and len(result.scanned) == 8
@@ -321,7 +321,9 @@ def test_cancelled_scan_returns_what_it_has():
     assert len(result.twin_groups) == 2  # found before any model ran
 
 
-def test_scan_runs_in_the_background_and_reports_errors(job_queue, requester):
+def test_scan_runs_in_the_background_and_reports_errors(
+    job_queue, requester, unexpected_page_errors
+):
     data = _planted()
     queued = {"queue": job_queue, "requester": requester}
     run = start_scan(
@@ -346,7 +348,10 @@ def test_scan_runs_in_the_background_and_reports_errors(job_queue, requester):
         Broken(), BagModel(), data, ScanConfig(), model_path="m", dataset_fingerprint="f", **queued
     )
     snapshot = broken.job.wait(timeout=60)
-    assert snapshot.status is JobStatus.FAILED and "model exploded" in snapshot.error
+    assert snapshot.status is JobStatus.FAILED and "unexpected error" in snapshot.error
+    (logged,) = unexpected_page_errors  # a bug: its traceback is in the log, not on the page
+    assert logged.exc_info[0] is RuntimeError and "model exploded" not in snapshot.error
+    unexpected_page_errors.clear()
 
 
 def test_review_rows_put_misclassified_rows_first():
@@ -382,7 +387,7 @@ def test_cli_probe_prints_the_contract_json_and_one_line_errors(tiny_model_dir, 
 
 def test_review_rows_report_progress_and_stop_when_cancelled(job_queue, requester):
     data = _planted()
-    seen: list[ScanProgress] = []
+    seen: list[Progress] = []
     frame = review_rows(FirstMethodModel(), BagModel(), data, batch_size=3, on_progress=seen.append)
     assert len(frame) == 8 and seen[-1].done == seen[-1].total == 16
     cancel = threading.Event()

@@ -12,6 +12,7 @@ from sklearn.linear_model import LogisticRegression
 
 from core.access import OPERATOR
 from core.data.privacy import mask_texts
+from core.models.device import Runtime
 from core.models.registry import list_models, load_model, save_model
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.quick import embed_texts, fit_linear_head
@@ -53,7 +54,7 @@ def test_the_head_is_the_fitted_regression_and_the_encoder_is_untouched(
     texts = list(split[1].texts)
     features = embed_texts(
         model, result.transformer.tokenizer, mask_texts(texts), max_length=32,
-        device=torch.device("cpu"),
+        runtime=Runtime.resolve("cpu", "fp32"),
     )  # fmt: skip
     logits = features @ model.classifier.weight.detach().numpy().T
     logits += model.classifier.bias.detach().numpy()
@@ -72,9 +73,9 @@ def test_progress_counts_embedded_rows_then_reports_the_head(split, quick_result
     _, progress = quick_result
     rows = len(split[0]) + len(split[1])
     embed = [p for p in progress if p.phase == "embed"]
-    assert [p.step for p in embed] == sorted(p.step for p in embed)
-    assert embed[-1].step == rows and all(p.total_steps == rows for p in progress)
-    assert progress[-1].phase == "head" and progress[-1].val_macro_f1 is not None
+    assert [p.done for p in embed] == sorted(p.done for p in embed)
+    assert embed[-1].done == rows and all(p.total == rows for p in progress)
+    assert progress[-1].phase == "head" and progress[-1].detail.val_macro_f1 is not None
 
 
 def test_a_saved_quick_model_loads_and_predicts_the_same(quick_result, split, tmp_path):

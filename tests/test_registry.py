@@ -1,21 +1,30 @@
-"""core.models.registry: atomic saves, safe loading (no pickle), names, list / rename / delete."""
+"""core.models.registry: atomic, exclusive saves, safe loading (no pickle, nothing unlisted),
+names, list / rename / delete, and saved folders in plain transformers."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 import pickle
+import re
 import shutil
+import subprocess
+import sys
+import threading
 
 import numpy as np
 import pytest
 
 from core.access import OPERATOR
-from core.models import registry
+from core.errors import UserError
+from core.models import registry, training_job
 from core.models.baseline import BagOfWordsClassifier
 from core.models.blend import Blend
 from core.models.card import ModelChange, card_digest, model_change, validate_model_name
 from core.models.registry import (
+    ModelNameTaken,
     delete_model,
     list_models,
     load_model,
@@ -23,7 +32,9 @@ from core.models.registry import (
     rename_model,
     save_model,
 )
-from tests.helpers import add_remote_code
+from core.models.transformer.config import TrainConfig
+from tests.conftest import make_dataset, separable_rows
+from tests.helpers import ROOT, add_remote_code, run_cli
 
 TEXTS = ["upi payment failed", "card stolen fraud charge since yesterday", "loan emi", "kyc"]
 
@@ -328,3 +339,188 @@ def test_a_crafted_transformers_config_is_refused_before_allocating(saved, tmp_p
     (folder / "card.json").write_text(json.dumps(card), encoding="utf-8")
     with pytest.raises(ValueError, match="describes about"):
         load_model(folder)
+
+
+# ------------------------------------------------------------------ one name, one save
+
+
+def test_a_save_racing_another_of_its_name_loses_and_the_winner_is_intact(
+    result, tmp_path, monkeypatch
+):
+    write, started, lost = registry._write_model, [], []
+
+    def write_letting_another_save_in(run, folder, fingerprint):
+        if not started:  # the second save of "desk" starts while the first one is writing
+            started.append(True)
+            with pytest.raises(ModelNameTaken, match="another save is writing") as err:
+                save_model(result, tmp_path, "desk", data_fingerprint="b" * 64, actor=OPERATOR)
+            lost.append(err.value)
+        write(run, folder, fingerprint)
+
+    monkeypatch.setattr(registry, "_write_model", write_letting_another_save_in)
+    folder = save_model(result, tmp_path, "desk", data_fingerprint="a" * 64, actor=OPERATOR)
+    assert isinstance(lost[0], UserError)
+    assert [p.name for p in tmp_path.iterdir()] == ["desk"]  # no staging or claim left over
+    assert load_model(folder).card["data_fingerprint"] == "a" * 64
+
+
+def test_saves_of_one_name_started_together_have_exactly_one_winner(result, tmp_path):
+    barrier, outcomes = threading.Barrier(4), {}
+
+    def save(i: int) -> None:
+        barrier.wait(timeout=60)
+        try:
+            outcomes[i] = save_model(
+                result, tmp_path, "desk", data_fingerprint=str(i) * 64, actor=OPERATOR
+            )
+        except ModelNameTaken as err:
+            outcomes[i] = err
+
+    threads = [threading.Thread(target=save, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    winners = [i for i, outcome in outcomes.items() if outcome == tmp_path / "desk"]
+    assert len(winners) == 1 and len(outcomes) == 4
+    assert all(isinstance(outcomes[i], ModelNameTaken) for i in outcomes if i not in winners)
+    assert [p.name for p in tmp_path.iterdir()] == ["desk"]
+    assert load_model(tmp_path / "desk").card["data_fingerprint"] == str(winners[0]) * 64
+
+
+def test_a_claim_left_by_a_crashed_save_is_not_a_model_and_is_reused(result, tmp_path):
+    (tmp_path / "desk").mkdir()  # a save killed between its claim and its rename leaves this
+    assert list_models(tmp_path) == []
+    with pytest.raises(ValueError, match="no model named 'desk'"):
+        load_named_model(tmp_path, "desk")
+    folder = save_model(result, tmp_path, "desk", actor=OPERATOR)
+    assert [s.name for s in list_models(tmp_path)] == ["desk"]
+    assert load_model(folder).card["labels"] == ["Card Fraud", "Loan Query", "UPI Dispute"]
+
+
+def test_a_held_claim_or_a_folder_with_files_is_never_taken_over(result, tmp_path):
+    claim = tmp_path / "desk"
+    claim.mkdir()
+    held = os.open(claim, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # as a live save holds its claim while it writes
+    try:
+        with pytest.raises(ModelNameTaken, match="another save is writing a model named 'desk'"):
+            save_model(result, tmp_path, "desk", actor=OPERATOR)
+    finally:
+        os.close(held)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(ModelNameTaken, match=r"a folder \(not a model\) named 'notes'"):
+        save_model(result, tmp_path, "notes", actor=OPERATOR)
+    assert [p.name for p in (tmp_path / "notes").iterdir()] == ["todo.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["desk", "notes"]
+
+
+def test_a_training_whose_name_was_taken_meanwhile_saves_as_the_next_and_says_so(
+    result, tmp_path, monkeypatch
+):
+    def train_while_another_saves_desk(*args, **kwargs):
+        save_model(result, tmp_path, "desk", data_fingerprint="a" * 64, actor=OPERATOR)
+        return result
+
+    monkeypatch.setattr(training_job, "train_models", train_while_another_saves_desk)
+    data = make_dataset(*separable_rows(1))
+    saved = training_job.train_and_save(
+        data, data, TrainConfig(), models_root=tmp_path, model_name="desk",
+        data_fingerprint="b" * 64, actor=OPERATOR,
+    )  # fmt: skip
+    assert saved.folder == tmp_path / "desk-2"
+    assert (saved.requested_name, saved.renamed_from) == ("desk", "desk")
+    assert saved.rename_note == "saved as 'desk-2' because 'desk' was taken meanwhile"
+    assert load_model(tmp_path / "desk").card["data_fingerprint"] == "a" * 64
+    assert load_model(saved.folder).card["data_fingerprint"] == "b" * 64
+    fresh = training_job.save_under_free_name(result, tmp_path, "other", actor=OPERATOR)
+    assert fresh.folder == tmp_path / "other" and fresh.renamed_from is fresh.rename_note is None
+
+
+def test_the_command_line_says_when_its_out_name_was_taken_while_training(
+    result, tmp_path, monkeypatch
+):
+    import core.models.transformer.training as training
+
+    def train_while_another_saves_desk(*args, **kwargs):
+        save_model(result, tmp_path / "models", "desk", actor=OPERATOR)
+        return result
+
+    monkeypatch.setattr(training, "train_models", train_while_another_saves_desk)
+    texts, labels = separable_rows(4)
+    data = tmp_path / "complaints.csv"
+    rows = "".join(f"{text},{desk}\n" for text, desk in zip(texts, labels, strict=True))
+    data.write_text("complaint,desk\n" + rows, encoding="utf-8")
+    run = run_cli("train", str(data), "--out", str(tmp_path / "models" / "desk"), "--json")
+    assert run.returncode == 0, run.stderr
+    document = json.loads(run.stdout)
+    assert document["model_dir"] == str(tmp_path / "models" / "desk-2")
+    assert document["renamed_from"] == "desk"
+    assert "note: saved as 'desk-2' because 'desk' was taken meanwhile" in run.stderr
+
+
+# ------------------------------------------------------------------ nothing unlisted
+
+
+@pytest.mark.parametrize("extra", ["added_tokens.json", "notes.txt", ".hidden"])
+def test_a_file_its_card_does_not_list_is_refused_in_one_line(saved, tmp_path, extra):
+    folder = shutil.copytree(saved, tmp_path / "extra")
+    (folder / extra).write_text("{}", encoding="utf-8")
+    expected = f"{re.escape(extra)} is not listed in its card.json; remove the extra files"
+    with pytest.raises(UserError, match=expected) as err:
+        load_model(folder)
+    assert "\n" not in str(err.value) and "save the model again" in str(err.value)
+
+
+def test_a_card_saved_before_file_lists_still_loads_with_other_files(saved, tmp_path):
+    folder = shutil.copytree(saved, tmp_path / "older")
+    card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
+    del card["files"]
+    (folder / "card.json").write_text(json.dumps(card), encoding="utf-8")
+    (folder / "notes.txt").write_text("trained on the March export", encoding="utf-8")
+    assert load_model(folder).transformer.predict(TEXTS)
+
+
+# ------------------------------------------------------------------ taken elsewhere
+
+# What a user who takes a saved folder elsewhere runs: plain transformers, in a fresh
+# interpreter (nothing of this test process registered), by the Auto class and by pipeline.
+PLAIN_TRANSFORMERS = """
+import json, sys
+{registration}
+import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
+folder, texts = sys.argv[1], json.loads(sys.argv[2])
+model = AutoModelForSequenceClassification.from_pretrained(folder)
+tokenizer = AutoTokenizer.from_pretrained(folder)
+with torch.no_grad():
+    probs = model(**tokenizer(texts, return_tensors="pt", padding=True)).logits.softmax(-1)
+classify = pipeline("text-classification", model=folder)
+print(json.dumps({{
+    "auto": [model.config.id2label[int(i)] for i in probs.argmax(-1)],
+    "probabilities": probs.tolist(),
+    "pipeline": [row["label"] for row in classify(texts)],
+}}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("pooling", "registration"),
+    [("mean", "import core.models.transformer.head  # registers the mean-pooling head"),
+     ("cls", "")],
+)  # fmt: skip
+def test_a_saved_folder_loads_in_plain_transformers(
+    pooling, registration, saved, tiny_bert_cls_model_dir
+):
+    folder = saved if pooling == "mean" else tiny_bert_cls_model_dir
+    code = PLAIN_TRANSFORMERS.format(registration=registration)
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(folder), json.dumps(TEXTS)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    ours = load_model(folder, device="cpu", precision="fp32").transformer  # as transformers runs
+    assert found["auto"] == found["pipeline"] == ours.predict(TEXTS)
+    np.testing.assert_allclose(found["probabilities"], ours.predict_proba(TEXTS), atol=1e-5)

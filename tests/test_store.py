@@ -253,7 +253,7 @@ def test_schema_rejects_a_relabel_without_new_label_even_bypassing_python(store)
 
 
 def test_record_decision_needs_a_review_decision(store):
-    with pytest.raises(ValueError, match="ReviewDecision"):
+    with pytest.raises(TypeError, match="ReviewDecision"):
         store.record_decision({"row": 2}, actor=OPERATOR)
 
 

@@ -194,7 +194,7 @@ def test_predict_proba_requires_eval_mode():
     model, tok = _model()
     probs = predict_proba(model, tok, CRICKET + ["draw"], batch_size=2)
     assert probs.shape == (3, 3)
-    with pytest.raises(ValueError, match="eval"):
+    with pytest.raises(RuntimeError, match="eval"):
         predict_proba(model.train(), tok, CRICKET)
 
 

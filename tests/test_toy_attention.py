@@ -27,7 +27,6 @@ from core.lab.self_attention import (
     measure_attention_vs_lstm,
     multi_head_attention,
     output_formula,
-    positional_encoding,
     recurrent_ops,
     scientific,
     self_attention,
@@ -40,6 +39,7 @@ from core.lab.self_attention import (
     unique_labels,
     weight_changes,
 )
+from core.numeric import positional_encoding
 
 
 def test_textbook_output_and_first_row_weights():

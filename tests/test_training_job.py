@@ -5,8 +5,9 @@ import pytest
 
 from core.access import OPERATOR, Actor, Role
 from core.jobs import JobStatus, Requester
-from core.models.training_job import start_training, train_and_save
+from core.models.training_job import train_and_save
 from core.models.transformer.config import TrainConfig
+from core.tasks.training import start_training
 from tests.conftest import make_dataset, separable_rows
 
 TINY = TrainConfig(backbone="tiny", lr=1e-3, batch_size=8, max_length=32, max_steps=2, device="cpu")

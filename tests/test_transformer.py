@@ -24,13 +24,13 @@ from core.models.transformer.config import (
 from core.models.transformer.head import MeanPoolForSequenceClassification
 from core.models.transformer.inference import TransformerClassifier, predict_labels
 from core.models.transformer.loop import (
-    TrainProgress,
     class_weight_tensor,
     fit_classifier,
     length_grouped_batches,
     make_optimizer,
 )
 from core.models.transformer.training import fine_tune, train_models
+from core.progress import Progress
 from tests.conftest import make_dataset, separable_rows
 
 MIXED_TEXTS = [
@@ -63,7 +63,7 @@ def split():
 
 @pytest.fixture(scope="module")
 def trained(tiny_bert_dir, split):
-    progress: list[TrainProgress] = []
+    progress: list[Progress] = []
     result = train_models(*split, quick_config(tiny_bert_dir), on_progress=progress.append)
     return result, progress
 
@@ -82,15 +82,15 @@ def test_loss_falls_and_beats_chance_on_separable_data(trained):
 
 def test_progress_reports_every_step_in_order(trained):
     _, progress = trained
-    total = progress[0].total_steps
+    total = progress[0].total
     assert total == 4 * 6  # 36 rows / batch 6 = 6 steps per epoch
-    assert [p.step for p in progress] == list(range(1, total + 1))
-    assert [p.epoch for p in progress] == sorted(p.epoch for p in progress)
-    assert progress[4].val_accuracy is None  # no epoch finished yet
-    assert progress[5].val_accuracy is not None and progress[5].epoch == 1
-    assert all(p.eta_s >= 0 and p.elapsed_s > 0 and np.isfinite(p.loss) for p in progress)
-    assert progress[-1].eta_s == 0
-    assert all(b.elapsed_s >= a.elapsed_s for a, b in zip(progress, progress[1:], strict=False))
+    assert [p.done for p in progress] == list(range(1, total + 1))
+    assert {p.phase for p in progress} == {"train"}
+    metrics = [p.detail for p in progress]
+    assert [m.epoch for m in metrics] == sorted(m.epoch for m in metrics)
+    assert metrics[4].val_accuracy is None  # no epoch finished yet
+    assert metrics[5].val_accuracy is not None and metrics[5].epoch == 1
+    assert all(np.isfinite(m.loss) for m in metrics)
 
 
 def test_best_epoch_weights_are_the_ones_kept(trained, split):
@@ -103,7 +103,7 @@ def test_best_epoch_weights_are_the_ones_kept(trained, split):
 def test_max_steps_stops_early(tiny_bert_dir, split):
     steps: list[int] = []
     config = quick_config(tiny_bert_dir, max_steps=3)
-    result = train_models(*split, config, on_progress=lambda p: steps.append(p.step))
+    result = train_models(*split, config, on_progress=lambda p: steps.append(p.done))
     assert steps == [1, 2, 3]
     assert len(result.history) == 1  # the stopped epoch is still evaluated
     assert result.transformer is not None
@@ -113,9 +113,9 @@ def test_cancel_stops_at_the_next_step_and_returns_no_model(tiny_bert_dir, split
     cancel = threading.Event()
     steps: list[int] = []
 
-    def on_progress(p: TrainProgress) -> None:
-        steps.append(p.step)
-        if p.step == 2:
+    def on_progress(p: Progress) -> None:
+        steps.append(p.done)
+        if p.done == 2:
             cancel.set()
 
     result = train_models(

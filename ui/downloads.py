@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from core.data.export import table_digest, to_csv_bytes, to_xlsx_bytes
+from core.errors import UserError
 
 XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -61,7 +62,7 @@ def _render_xlsx_download(
         try:
             with st.spinner("Building the Excel file…"):
                 _xlsx_bytes(digest, table)
-        except ValueError as error:  # a table larger than a sheet: the message says what to do
+        except UserError as error:  # a table larger than a sheet: the message says what to do
             st.error(str(error))
             return
         st.session_state[prepared] = digest

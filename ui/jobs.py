@@ -5,6 +5,7 @@ the job has ended. Pages say what to show through a small `describe` callable.""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -13,7 +14,8 @@ import streamlit as st
 from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from core.jobs import JobQueue, JobSnapshot, JobStatus, Lane, QueueConfig, Requester
+from core.jobs import JobQueue, JobSnapshot, JobStatus, QueueConfig, Requester
+from core.progress import Progress
 from ui.auth import current_actor
 
 
@@ -44,13 +46,15 @@ def job_requester() -> Requester:
     return Requester(current_actor(), ctx.session_id if ctx is not None else None)
 
 
-def run_short(work: Callable[[], R], *, title: str, kind: str) -> R:
-    """`work()` on the queue's short lane (what a person waits for: one explanation, one
-    complaint classified), so a few run at a time however many sessions ask, and never behind
-    a training. Raises ValueError when it fails or times out."""
-    requester = job_requester()
-    ticket = requester.ticket(title, kind, lane=Lane.SHORT)
-    return get_job_queue().call(work, ticket, actor=requester.actor, timeout_s=SHORT_TIMEOUT_S)
+def run_short(work: Callable[[threading.Event], R], *, title: str, kind: str) -> R:
+    """`work(cancel)` on the queue's short lane (what a person waits for: one explanation, one
+    complaint classified), so a few run at a time however many sessions ask, one per user, and
+    never behind a training. `work` checks `cancel` between its steps: past SHORT_TIMEOUT_S it is
+    cancelled and the worker freed. Raises UserError when it fails or times out."""
+    queue = get_job_queue()
+    return queue.call(
+        work, requester=job_requester(), title=title, kind=kind, timeout_s=SHORT_TIMEOUT_S
+    )
 
 
 def idle_progress(snapshot: JobSnapshot) -> JobProgress | None:
@@ -59,9 +63,8 @@ def idle_progress(snapshot: JobSnapshot) -> JobProgress | None:
     return queued_progress(snapshot) if snapshot.status is JobStatus.QUEUED else None
 
 
-def queued_progress(snapshot: JobSnapshot | Any) -> JobProgress:
-    """What a queued job shows: its place in the queue and, when known, when it should start
-    (`snapshot` is a JobSnapshot or anything with `position` and `start_eta_s`)."""
+def queued_progress(snapshot: JobSnapshot) -> JobProgress:
+    """What a queued job shows: its place in the queue and, when known, when it should start."""
     position, eta = snapshot.position, snapshot.start_eta_s
     when = "" if eta is None else f", starts in about {eta:.0f} s" if eta >= 1 else ", starting"
     place = f"number {position} in the queue" if position else "queued"
@@ -129,14 +132,13 @@ def _render_progress(
             on_cancel()
 
 
-def counted_progress(job: Any, text: Callable[[int, int, str, Any], str]) -> JobProgress | None:
-    """The progress of a core.jobs.BackgroundJob whose progress values count `done` of `total`
-    with an `eta_s`: the bar at done/total, labelled `text(done, total, eta_text, latest)`
-    (`latest` is None before the first report); None once the job has ended."""
+def describe_job(job: Any, text: Callable[[Progress | None, str], str]) -> JobProgress | None:
+    """The progress of a core.jobs.Job (or anything with its `snapshot()`): the bar at the
+    latest Progress's fraction, labelled `text(latest, eta_text)` (`latest` is None before the
+    first report; the ETA is the queue's); its place while queued; None once it has ended."""
     snapshot = job.snapshot()
     if snapshot.status is not JobStatus.RUNNING:
         return idle_progress(snapshot)
     latest = snapshot.latest
-    done, total = (latest.done, latest.total) if latest else (0, 1)
-    eta = eta_text(latest.eta_s if latest else None)
-    return JobProgress(done / max(total, 1), text(done, total, eta, latest))
+    fraction = latest.fraction if latest is not None else 0.0
+    return JobProgress(fraction, text(latest, eta_text(snapshot.eta_s)))

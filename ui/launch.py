@@ -17,6 +17,7 @@ from pathlib import Path
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.web import cli
 
+from core.errors import UserError
 from core.exposure import launch_error
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
@@ -32,7 +33,7 @@ def streamlit_folders() -> list[Path]:
 def main() -> int:
     try:
         refusal = launch_error(sys.argv[1:], os.environ, folders=streamlit_folders())
-    except ValueError as exc:
+    except UserError as exc:
         refusal = str(exc)
     if refusal is not None:
         print(f"error: {refusal}", file=sys.stderr)

@@ -19,14 +19,14 @@ from ui.safe import md_escape
 # Types only: the app starts (app.py imports this module) without importing torch or
 # transformers; core functions are imported where they are first needed.
 if TYPE_CHECKING:
-    from core.analysis.audit_transformer import AuditJob
     from core.analysis.baseline_eval import BaselineEvaluation
-    from core.analysis.probe_scan import ScanRun
-    from core.analysis.review_sample import ReviewRun
     from core.data.dataset import Dataset
     from core.data.validation import ValidationReport
+    from core.models.cache import ModelCache
     from core.models.registry import LoadedModel
     from core.review.store import Store
+    from core.tasks.audit import AuditRun
+    from core.tasks.probes import ReviewRun, ScanRun
 
 ACTIVE_DATASET = "active_dataset"  # ActiveDataset: the data set every page works on
 BASELINE_RUN = "baseline_run"  # BaselineEvaluation of the active data set, if trained
@@ -36,7 +36,7 @@ ACTIVE_MODEL = "active_model"  # str: folder of the saved model every page uses
 ACTIVE_MODEL_DIGEST = "active_model.digest"
 TRAIN_JOB = "train.job"  # TrainingRun: this session's training job (running or finished)
 CLASSIFY_JOB = "classify.job"  # ClassifyRun: this session's file classification job
-AUDIT_JOB = "audit.job"  # AuditJob: this session's label audit (running or done)
+AUDIT_JOB = "audit.job"  # AuditRun: this session's label audit (running or done)
 PROBE_SCAN = "probes.scan"  # ScanRun: this session's data set scan (running or done)
 EXPLAIN_REVIEW = "explain.review"  # ReviewRun: the Explain page's classified sample
 # str: the reviewer's name, entered once per session when sign-in is off (signed in, the
@@ -78,16 +78,27 @@ def set_baseline_run(run: BaselineEvaluation) -> None:
     st.session_state[BASELINE_RUN] = run
 
 
-@st.cache_resource(max_entries=2, show_spinner="Loading the model…")
-def _load_shared_model(folder: str, digest: str) -> LoadedModel:
-    """One loaded copy per saved model version, shared by every session; never mutated.
+@st.cache_resource(show_spinner=False)
+def _model_cache() -> ModelCache:
+    """The process's one cache of loaded models (core.models.cache), shared by every session.
 
-    Keyed on the content digest: a model saved again under the same name is another entry,
-    and load_model refuses a folder whose digest is no longer `digest`.
+    One loaded copy per saved model version, never mutated, keyed on its card digest (a model
+    saved again under the same name is another entry), the least recently used dropped first
+    once the models outgrow GRIEVANCE_LENS_MODEL_CACHE_MB.
     """
-    from core.models.registry import load_model
+    from core.models.cache import ModelCache
 
-    return load_model(folder, digest=digest)
+    return ModelCache.from_env()
+
+
+def _load_shared_model(folder: str, digest: str) -> LoadedModel:
+    """The model at `folder` with card digest `digest`, from the shared cache; load_model
+    refuses a folder whose digest is no longer `digest`."""
+    cache = _model_cache()
+    if cache.holds(folder, digest):
+        return cache.get(folder, digest)
+    with st.spinner("Loading the model…"):
+        return cache.get(folder, digest)
 
 
 def set_active_model(folder: str | Path) -> None:
@@ -159,11 +170,11 @@ def set_reviewer(name: str) -> None:
     st.session_state[REVIEWER] = " ".join(name.split())
 
 
-def get_audit_job() -> AuditJob | None:
+def get_audit_job() -> AuditRun | None:
     return st.session_state.get(AUDIT_JOB)
 
 
-def set_audit_job(job: AuditJob) -> None:
+def set_audit_job(job: AuditRun) -> None:
     """Keep `job` as this session's audit; a running previous one is cancelled first."""
     previous = get_audit_job()
     if previous is not None and previous is not job:

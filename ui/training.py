@@ -10,27 +10,28 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from core.access import AccessDenied, Permission
+from core.access import Permission
 from core.charts.results import training_curve_chart, validation_curve_chart
-from core.jobs import BackgroundJob, JobSnapshot, JobStatus
-from core.models.transformer.config import QUICK, TrainConfig
+from core.errors import UserError
+from core.jobs import Job, JobSnapshot, JobStatus
+from core.models.transformer.config import EMBED_PHASE, HEAD_PHASE, QUICK, TRAIN_PHASE, TrainConfig
 from ui.auth import current_actor
 from ui.jobs import (
     JobProgress,
     get_job_queue,
     idle_progress,
     job_requester,
+    queued_progress,
     render_job_progress,
-    run_short,
 )
 from ui.safe import md_escape
 from ui.state import TRAIN_JOB, ActiveDataset, set_active_model
 
 if TYPE_CHECKING:
     from core.models.registry import LoadedModel
-    from core.models.training_job import SavedTraining, TrainingRun
+    from core.models.training_job import SavedTraining
     from core.models.transformer.estimate import DurationEstimate
-    from core.models.transformer.loop import TrainProgress
+    from core.tasks.training import EstimateBoard, TrainingRun
 
 # Settings that change what one epoch costs; epochs and the step limit rescale an estimate.
 _TIMING_FIELDS = ("backbone", "recipe", "pooling", "batch_size", "max_length", "val_fraction",
@@ -47,7 +48,7 @@ QUICK_MODEL_NOTE = (
 )
 
 
-def describe_training(job: BackgroundJob[TrainProgress, SavedTraining]) -> JobProgress | None:
+def describe_training(job: Job[SavedTraining]) -> JobProgress | None:
     """Step (or rows embedded), epoch, loss and time left, with the curves so far; None once
     training has ended."""
     snapshot = job.snapshot()
@@ -56,58 +57,83 @@ def describe_training(job: BackgroundJob[TrainProgress, SavedTraining]) -> JobPr
     latest = snapshot.latest
     if latest is None:
         return JobProgress(0.0, "Loading the backbone and preparing batches…")
-    eta = f"{latest.eta_s / 60:.1f} min" if latest.eta_s >= 60 else f"{latest.eta_s:.0f} s"
-    fraction = min(latest.step / latest.total_steps, 1.0)
-    if latest.phase == "embed":
-        text = f"Embedding complaints: {latest.step:,}/{latest.total_steps:,} · about {eta} left"
-        return JobProgress(fraction, text)
-    if latest.phase == "head":
+    eta = _minutes_or_seconds(snapshot.eta_s)
+    if latest.phase == EMBED_PHASE:
+        text = f"Embedding complaints: {latest.done:,.0f}/{latest.total:,.0f}{eta}"
+        return JobProgress(latest.fraction, text)
+    if latest.phase == HEAD_PHASE:
         return JobProgress(1.0, "Fitting the linear head and the bag of words…")
+    metrics = latest.detail  # core.models.transformer.loop.StepMetrics
     return JobProgress(
-        fraction,
-        f"Step {latest.step}/{latest.total_steps} · epoch {latest.epoch} · "
-        f"loss {latest.loss:.3f} · about {eta} left",
+        latest.fraction,
+        f"Step {latest.done:.0f}/{latest.total:.0f} · epoch {metrics.epoch} · "
+        f"loss {metrics.loss:.3f}{eta}",
         details=lambda: render_curves(snapshot),
     )
 
 
-def render_curves(snapshot: JobSnapshot[TrainProgress, SavedTraining]) -> None:
-    history = snapshot.history
+def _minutes_or_seconds(eta_s: float | None) -> str:
+    if eta_s is None:
+        return ""
+    return f" · about {eta_s / 60:.1f} min left" if eta_s >= 60 else f" · about {eta_s:.0f} s left"
+
+
+def render_curves(snapshot: JobSnapshot[SavedTraining]) -> None:
+    points = [(p.done, p.detail) for p in snapshot.history if p.phase == TRAIN_PHASE]
     left, right = st.columns(2)
     left.altair_chart(
-        training_curve_chart([p.step for p in history], [p.loss for p in history]),
+        training_curve_chart([step for step, _ in points], [m.loss for _, m in points]),
         width="stretch",
     )
-    epochs = {p.epoch - 1: p for p in history if p.val_accuracy is not None}
+    epochs = {m.epoch - 1: m for _, m in points if m.val_accuracy is not None}
     if epochs:
         right.altair_chart(
             validation_curve_chart(
-                list(epochs), [p.val_accuracy for p in epochs.values()],
-                [p.val_macro_f1 for p in epochs.values()],
+                list(epochs), [m.val_accuracy for m in epochs.values()],
+                [m.val_macro_f1 for m in epochs.values()],
             ),
             width="stretch",
         )  # fmt: skip
 
 
-@st.cache_data(show_spinner="Timing a few training steps on this server…", ttl=ESTIMATE_TTL_S,
-               max_entries=32)  # fmt: skip
-def _cached_estimate(_active: ActiveDataset, fingerprint: str, timing: str, _config: TrainConfig):
-    """The estimate of one epoch's cost, cached by the data set and the settings that change
-    it (`timing`), whoever asks: timing again costs seconds of the shared server."""
-    from core.models.training_job import estimate_training
+@st.cache_resource(show_spinner=False)
+def _estimate_board() -> EstimateBoard:
+    """The server's one board of training-time estimates, shared by every session."""
+    from core.tasks.training import EstimateBoard
 
-    return run_short(
-        lambda: estimate_training(_active.dataset, _config), title="Estimate training time",
-        kind="estimate",
+    return EstimateBoard(ttl_s=ESTIMATE_TTL_S)
+
+
+def estimate_job(active: ActiveDataset, config: TrainConfig) -> Job[DurationEstimate]:
+    """The estimate of training `config` on `active` on this server, started on the heavy lane
+    (where the training would run) unless one with the same timing settings is running or was
+    made in the last ten minutes. UserError when the queue refuses it."""
+    from core.tasks.training import start_estimate
+
+    fields = asdict(config)
+    timing = repr([(name, fields[name]) for name in _TIMING_FIELDS])
+    key = f"{active.dataset.fingerprint}:{timing}"
+    return _estimate_board().job(
+        key,
+        lambda: start_estimate(active.dataset, config, queue=get_job_queue(),
+                               requester=job_requester()),
     )  # fmt: skip
 
 
-def training_estimate(active: ActiveDataset, config: TrainConfig) -> DurationEstimate:
-    """How long training `config` on `active` will take here (ValueError if it cannot run)."""
-    fields = asdict(config)
-    timing = repr([(name, fields[name]) for name in _TIMING_FIELDS])
-    estimate = _cached_estimate(active, active.dataset.fingerprint, timing, config)
-    return estimate.for_budget(config.epochs, config.max_steps)
+def render_estimate_wait(job: Job) -> None:
+    """While the estimate is queued or running: a line that says so, polled until it ends (then
+    the page reruns to show it)."""
+    st.fragment(_estimate_wait, run_every=1.0)(job)
+
+
+def _estimate_wait(job: Job) -> None:
+    snapshot = job.snapshot()
+    if not snapshot.status.active:
+        st.rerun()
+    if snapshot.status is JobStatus.QUEUED:
+        st.caption(queued_progress(snapshot).text.replace("Waiting", "Duration estimate waiting"))
+    else:
+        st.caption("Timing a few training steps on this server for the duration estimate…")
 
 
 def default_model_name(prefix: str) -> str:
@@ -119,15 +145,15 @@ def start_training_job(
 ) -> TrainingRun | None:
     """Queue the training as this session's training; None (with the reason shown) when the
     queue or the role refuses."""
-    from core.models.training_job import start_training
     from core.paths import models_dir
+    from core.tasks.training import start_training
 
     try:
         run = start_training(
             active.dataset, config, dataset_name=active.name, models_root=models_dir(),
             model_name=model_name, queue=get_job_queue(), requester=job_requester(),
         )  # fmt: skip
-    except (ValueError, AccessDenied) as exc:
+    except UserError as exc:
         st.error(md_escape(exc))
         return None
     st.session_state[TRAIN_JOB] = run

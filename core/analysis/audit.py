@@ -24,8 +24,10 @@ from threadpoolctl import threadpool_limits
 from core.analysis.label_conflicts import Reasons, conflict_reasons
 from core.checks import check_choice, check_int
 from core.data.dataset import Dataset
+from core.errors import UserError
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
 from core.models.classifier import ProbabilisticClassifier
+from core.progress import Progress, ProgressCallback
 
 FILTER_METHODS = ("prune_by_noise_rate", "prune_by_class", "both", "confident_learning")
 QUALITY_METHODS = ("self_confidence", "normalized_margin", "confidence_weighted_entropy")
@@ -36,7 +38,7 @@ MODEL = "confident_learning"  # cleanlab: the out-of-fold model confidently disa
 ONLY_ROW = "only_row_of_label"  # the label occurs once: a typo, or too rare to check
 
 FitModel = Callable[[Dataset], ProbabilisticClassifier]
-ProgressCallback = Callable[["AuditProgress"], None]
+FOLD_PHASE = "fold"  # the Progress phase: folds finished
 
 
 @dataclass(frozen=True)
@@ -62,28 +64,18 @@ class AuditConfig:
         check_int("folds", self.folds, minimum=2)
         check_int("seed", self.seed, minimum=0)
         if not isinstance(self.model, str) or not self.model.strip():
-            raise ValueError(f"model must be a non-empty name such as 'bow', got {self.model!r}")
+            raise UserError(f"model must be a non-empty name such as 'bow', got {self.model!r}")
         if not isinstance(self.baseline_config, BaselineConfig):
-            raise ValueError("baseline_config must be a BaselineConfig")
+            raise TypeError("baseline_config must be a BaselineConfig")
         check_choice("filter_by", self.filter_by, FILTER_METHODS)
         check_choice("quality_method", self.quality_method, QUALITY_METHODS)
         ok = isinstance(self.max_quality, int | float) and not isinstance(self.max_quality, bool)
         if not ok or not 0 <= self.max_quality <= 1:
-            raise ValueError(f"max_quality must be a number in [0, 1], got {self.max_quality!r}")
+            raise UserError(f"max_quality must be a number in [0, 1], got {self.max_quality!r}")
         if self.max_issues is not None:
             check_int("max_issues", self.max_issues, minimum=1)
         if not isinstance(self.conflicts, bool):
-            raise ValueError(f"conflicts must be True or False, got {self.conflicts!r}")
-
-
-@dataclass(frozen=True)
-class AuditProgress:
-    """Reported after each fold."""
-
-    fold: int  # folds finished so far
-    folds: int
-    elapsed_s: float
-    eta_s: float
+            raise UserError(f"conflicts must be True or False, got {self.conflicts!r}")
 
 
 @dataclass(frozen=True)
@@ -205,7 +197,6 @@ def out_of_fold_probs(
     classes = check_auditable(dataset, folds)
     assignment = stratified_folds(dataset.labels, folds=folds, seed=seed)
     pred_probs = np.zeros((len(dataset), len(classes)), dtype=np.float64)
-    started = time.perf_counter()
     for fold in range(folds):
         if cancel is not None and cancel.is_set():
             return None
@@ -217,18 +208,18 @@ def out_of_fold_probs(
         test_texts = [dataset.texts[i] for i in test]
         pred_probs[test] = _align_columns(model, test_texts, classes)
         if on_progress is not None:
-            on_progress(_progress(fold + 1, folds, started))
+            on_progress(Progress(fold + 1, folds, FOLD_PHASE))
     return pred_probs
 
 
 def check_auditable(dataset: Dataset, folds: int) -> tuple[str, ...]:
-    """The sorted classes; ValueError unless `folds` and the label counts allow an audit."""
+    """The sorted classes; UserError unless `folds` and the label counts allow an audit."""
     check_int("folds", folds, minimum=2)
     if folds > len(dataset):
-        raise ValueError(f"folds={folds} is more than the {len(dataset)} rows; lower --folds")
+        raise UserError(f"folds={folds} is more than the {len(dataset)} rows; lower --folds")
     counts = Counter(dataset.labels)
     if sum(1 for c in counts.values() if c >= 2) < 2:
-        raise ValueError(
+        raise UserError(
             f"the audit needs at least two labels with two or more rows each, got {dict(counts)};"
             " add rows or fix the labels"
         )
@@ -243,18 +234,13 @@ def _align_columns(
     column = {c: i for i, c in enumerate(classes)}
     unknown = [str(c) for c in model.classes_ if str(c) not in column]
     if unknown or model_probs.shape != (len(texts), len(model.classes_)):
-        raise ValueError(
+        raise RuntimeError(
             f"the fold model returned shape {model_probs.shape} over classes "
             f"{list(model.classes_)}; expected ({len(texts)}, k) over a subset of {list(classes)}"
         )
     aligned = np.zeros((len(texts), len(classes)), dtype=np.float64)
     aligned[:, [column[str(c)] for c in model.classes_]] = model_probs
     return aligned
-
-
-def _progress(done: int, folds: int, started: float) -> AuditProgress:
-    elapsed = time.perf_counter() - started
-    return AuditProgress(done, folds, elapsed, elapsed / done * (folds - done))
 
 
 def run_audit(
@@ -271,7 +257,7 @@ def run_audit(
     `cancel` event stops before the next fold and returns `cancelled=True` with no issues.
     """
     if not isinstance(config, AuditConfig):
-        raise ValueError(f"config must be an AuditConfig, got {type(config).__name__}")
+        raise TypeError(f"config must be an AuditConfig, got {type(config).__name__}")
     fit = fit if fit is not None else _built_in_fit(config)
     started = time.perf_counter()
     pred_probs = out_of_fold_probs(
@@ -298,7 +284,7 @@ def run_audit(
 
 def _built_in_fit(config: AuditConfig) -> FitModel:
     if config.model not in BUILT_IN_MODELS:
-        raise ValueError(
+        raise UserError(
             f"model {config.model!r} is not built in ({BUILT_IN_MODELS}); pass fit= to run_audit"
         )
     return bow_fit(config.baseline_config)
@@ -328,9 +314,9 @@ def find_issues(
 def _check_pred_probs(pred_probs: np.ndarray, n_rows: int, n_classes: int) -> None:
     if not isinstance(pred_probs, np.ndarray) or pred_probs.shape != (n_rows, n_classes):
         shape = getattr(pred_probs, "shape", None)
-        raise ValueError(f"pred_probs must have shape ({n_rows}, {n_classes}), got {shape}")
+        raise UserError(f"pred_probs must have shape ({n_rows}, {n_classes}), got {shape}")
     if not np.isfinite(pred_probs).all() or (pred_probs < 0).any():
-        raise ValueError("pred_probs must hold finite non-negative probabilities")
+        raise UserError("pred_probs must hold finite non-negative probabilities")
 
 
 def _model_reasons(
@@ -407,11 +393,11 @@ def plant_label_flips(
     """
     ok = isinstance(share, int | float) and not isinstance(share, bool)
     if not ok or not 0 < share < 1:
-        raise ValueError(f"share must be a number in (0, 1), got {share!r}")
+        raise UserError(f"share must be a number in (0, 1), got {share!r}")
     check_int("seed", seed, minimum=0)
     classes = sorted(set(labels))
     if len(classes) < 2:
-        raise ValueError("need at least two labels to flip between")
+        raise UserError("need at least two labels to flip between")
     rng = np.random.default_rng(seed)
     flipped = np.sort(rng.choice(len(labels), size=round(share * len(labels)), replace=False))
     noisy = list(labels)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from core.errors import UserError
+
 if TYPE_CHECKING:
     from core.analysis.audit import AuditResult
 
@@ -17,7 +19,7 @@ class AuditCache:
 
     def __init__(self, *, max_entries: int = MAX_CACHED_AUDITS) -> None:
         if max_entries < 1:
-            raise ValueError(f"max_entries must be at least 1, got {max_entries}")
+            raise UserError(f"max_entries must be at least 1, got {max_entries}")
         self.max_entries = max_entries
         self._lock = threading.Lock()
         self._results: dict[str, AuditResult] = {}

@@ -13,8 +13,7 @@ import dataclasses
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,14 +23,15 @@ from core.analysis.audit import (
     AuditConfig,
     AuditResult,
     FitModel,
-    ProgressCallback,
     check_auditable,
     run_audit,
     stratified_folds,
 )
 from core.data.dataset import Dataset
 from core.data.privacy import mask_texts
+from core.errors import UserError
 from core.models.transformer.config import MINILM, QUICK, TrainConfig
+from core.progress import Progress, ProgressCallback
 
 if TYPE_CHECKING:  # torch and transformers load only once a quick audit runs
     from core.models.transformer.quick import LinearHead
@@ -47,17 +47,7 @@ QUICK_AUDIT = QUICK
 # matched the best fixed C (BENCHMARKS.md, "Label audit").
 HEAD_STRENGTHS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
 INNER_FOLDS = 5  # the inner validation rows are one stratified fifth of the fold's training rows
-EmbedCallback = Callable[["EmbedProgress"], None]
-
-
-@dataclass(frozen=True)
-class EmbedProgress:
-    """Reported after each batch of texts embedded (before the folds start)."""
-
-    texts: int  # distinct texts embedded so far
-    total_texts: int
-    elapsed_s: float
-    eta_s: float
+EMBED_PHASE = "embed"  # the Progress phase: distinct texts embedded
 
 
 def quick_train_config(
@@ -83,7 +73,7 @@ class EmbeddedTexts:
         """The features of `texts`, (len(texts), hidden); each must have been embedded."""
         missing = [t for t in texts if t not in self._row]
         if missing:
-            raise ValueError(f"{len(missing)} texts were never embedded; embed the data set again")
+            raise UserError(f"{len(missing)} texts were never embedded; embed the data set again")
         return self.features_[[self._row[t] for t in texts]]
 
 
@@ -108,30 +98,26 @@ def embed_dataset(
     dataset: Dataset,
     config: TrainConfig,
     *,
-    on_progress: EmbedCallback | None = None,
+    on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> EmbeddedTexts | None:
     """Each distinct text of `dataset`, masked (core.data.privacy), embedded once by the frozen
     encoder of `config.backbone`; None when `cancel` was set."""
-    from core.models.device import resolve_device
+    from core.models.device import Runtime
     from core.models.transformer.backbone import load_backbone
     from core.models.transformer.quick import embed_texts
 
     texts = list(dict.fromkeys(dataset.texts))  # distinct, in first-seen order
-    device = resolve_device(config.device)
+    runtime = Runtime.resolve(config.device)  # the quick recipe's: as its models will predict
     model, tokenizer = load_backbone(config, sorted(set(dataset.labels)))
-    model.to(device)
-    started = time.perf_counter()
+    model.to(runtime.device)
 
     def on_rows(done: int) -> None:
         if on_progress is not None:
-            elapsed = time.perf_counter() - started
-            on_progress(
-                EmbedProgress(done, len(texts), elapsed, elapsed / done * (len(texts) - done))
-            )
+            on_progress(Progress(done, len(texts), EMBED_PHASE))
 
     features = embed_texts(
-        model, tokenizer, mask_texts(texts), max_length=config.max_length, device=device,
+        model, tokenizer, mask_texts(texts), max_length=config.max_length, runtime=runtime,
         truncation=config.truncation, on_rows=on_rows, cancel=cancel,
     )  # fmt: skip
     return None if features is None else EmbeddedTexts(texts, features)
@@ -206,7 +192,7 @@ def run_quick_audit(
     config: AuditConfig,
     train_config: TrainConfig,
     *,
-    on_embed: EmbedCallback | None = None,
+    on_embed: ProgressCallback | None = None,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> AuditResult:
@@ -217,7 +203,7 @@ def run_quick_audit(
     `cancelled=True` with no issues. `result.seconds` includes loading and embedding.
     """
     if not isinstance(train_config, TrainConfig):
-        raise ValueError(f"train_config must be a TrainConfig, got {type(train_config).__name__}")
+        raise TypeError(f"train_config must be a TrainConfig, got {type(train_config).__name__}")
     config = quick_audit_config(config)
     check_auditable(dataset, config.folds)  # before minutes of embedding
     started = time.perf_counter()

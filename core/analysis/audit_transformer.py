@@ -1,6 +1,6 @@
-"""Audit with a saved model's transformer settings: a per-fold fine-tuning `fit`, and a job that
-runs any audit (bag of words, quick, transformer) in a worker thread (core.jobs) with progress per
-optimiser step or text embedded, ETA and cancel.
+"""Audit with a saved model's transformer settings: a per-fold fine-tuning `fit`, and
+`run_chosen_audit`, which runs any audit (bag of words, quick, transformer) with one progress
+per optimiser step, text embedded or fold, and cancel (core.tasks.audit queues it).
 
 The audit never reuses a saved model's weights: they saw every row, so their predictions on the
 training rows say nothing about label errors. It fine-tunes afresh on each fold's training rows
@@ -11,32 +11,26 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Union
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from core.access import Permission
-from core.analysis.audit import AuditConfig, AuditProgress, AuditResult, FitModel, run_audit
+from core.analysis.audit import AuditConfig, AuditResult, FitModel, run_audit
 from core.analysis.audit_quick import (
     QUICK_AUDIT,
-    EmbedProgress,
     quick_audit_config,
     quick_train_config,
     run_quick_audit,
 )
 from core.data.dataset import Dataset, split_dataset
-from core.jobs import BackgroundJob, JobQueue, JobSnapshot, JobStatus, Requester
+from core.errors import UserError
 from core.models.transformer.config import QUICK, TrainConfig
+from core.progress import Progress, ProgressCallback
 
 if TYPE_CHECKING:  # torch and transformers load only once a transformer audit runs
     from core.models.transformer.inference import TransformerClassifier
-    from core.models.transformer.loop import TrainProgress
 
 TRANSFORMER = "transformer"  # AuditConfig.model of an audit that fine-tunes per fold
-StepCallback = Callable[["TrainProgress"], None]
-JobState = Literal["queued", "running", "done", "cancelled", "failed"]
-# per fold, per optimiser step (transformer audit), per batch of texts embedded (quick audit)
-AuditEvent = Union[AuditProgress, "TrainProgress", EmbedProgress]
+AUDIT_PHASE = "audit"  # the Progress phase of a whole audit, counted in folds
 # Share of a quick audit's time spent embedding (the folds' head fits are the rest): measured on
 # 3000 demo rows with MiniLM on a CPU, 88 of 105 s (BENCHMARKS.md); it only paces the bar.
 EMBED_SHARE = 0.85
@@ -45,7 +39,7 @@ EMBED_SHARE = 0.85
 def transformer_fit(
     config: TrainConfig,
     *,
-    on_progress: StepCallback | None = None,
+    on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> FitModel:
     """A `fit(train)` for `run_audit` that fine-tunes `config.backbone` on a fold's rows.
@@ -56,7 +50,7 @@ def transformer_fit(
     `run_audit` then returns a cancelled result.
     """
     if not isinstance(config, TrainConfig):
-        raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
 
     from core.models.transformer.training import fine_tune
 
@@ -79,7 +73,7 @@ def train_config_from_card(card: Mapping[str, Any]) -> TrainConfig:
     """
     saved = card.get("train_config") if isinstance(card, Mapping) else None
     if not isinstance(saved, Mapping):
-        raise ValueError("the model card has no train_config; save the model again with Train")
+        raise UserError("the model card has no train_config; save the model again with Train")
     known = {f.name for f in dataclasses.fields(TrainConfig)}
     return TrainConfig(**{k: v for k, v in saved.items() if k in known})
 
@@ -103,178 +97,61 @@ def transformer_audit_config(config: AuditConfig) -> AuditConfig:
     return dataclasses.replace(config, model=TRANSFORMER)
 
 
-@dataclass(frozen=True)
-class AuditStatus:
-    """A snapshot of an audit job, safe to read from the UI thread."""
-
-    state: JobState
-    fraction: float  # share of the work done, in [0, 1]
-    fold: int  # folds finished
-    folds: int
-    step: int  # optimiser steps done in the current fold (0 for the bag-of-words audit)
-    total_steps: int  # optimiser steps of the current fold (0 when unknown)
-    elapsed_s: float
-    eta_s: float | None  # None until the first progress report
-    result: AuditResult | None  # set when state is "done" or "cancelled"
-    error: str | None  # set when state is "failed"
-    texts: int = 0  # quick audit: distinct texts embedded so far
-    total_texts: int = 0  # quick audit: distinct texts to embed (0 until embedding starts)
-    position: int | None = None  # while queued: 1-based place in the server's queue
-    start_eta_s: float | None = None  # while queued: seconds until it should start, if known
-
-
-class AuditJob:
-    """One audit running in a worker thread (core.jobs.BackgroundJob) that makes no UI calls;
-    poll `status()`.
-
-    Build it, then start its thread with `begin()`; `cancel()` asks it to stop
-    at the next optimiser step, batch of texts or fold. Progress is the share of folds done plus,
-    for the transformer audit, the share of the current fold's optimiser steps; for the quick
-    audit the embedding counts for EMBED_SHARE of the work and the folds for the rest.
-    """
-
-    def __init__(
-        self,
-        dataset: Dataset,
-        config: AuditConfig,
-        *,
-        train_config: TrainConfig | None = None,
-        key: str = "",
-    ) -> None:
-        self.key = key  # the caller's cache key (e.g. core.analysis.audit.audit_cache_key)
-        self.config = config
-        self.fingerprint = dataset.fingerprint
-        self._dataset = dataset
-        self._train_config = train_config
-        self._lock = threading.Lock()
-        self._fold, self._step, self._total_steps = 0, 0, 0
-        self._texts, self._total_texts = 0, 0
-        self._eta: float | None = None
-        self._cached: AuditResult | None = None  # set by finished(): no thread at all
-        self._job: BackgroundJob[AuditEvent, AuditResult] = BackgroundJob(
-            self._work, name="grievance-lens-audit"
-        )
-
-    def begin(self, queue: JobQueue, requester: Requester) -> AuditJob:
-        """Queue the audit (once) on `queue` for `requester` and return the job;
-        `train_config` set at creation makes it the transformer audit, or the quick audit when
-        `config.model` is "quick" (heavy lane of `train_config.device` either way)."""
-        train = self._train_config
-        device = train.device if train is not None else "cpu"
-        ticket = requester.ticket(
-            f"Label audit ({self.config.model}, {self.config.folds} folds) of "
-            f"{len(self._dataset):,} rows",
-            "audit",
-            lane=queue.heavy_lane(device),
-        )
-        tokens = self._tokens_per_batch()
-        queue.submit(
-            self._job, ticket, actor=requester.actor, permission=Permission.RUN_JOBS,
-            tokens_per_batch=tokens,
+def run_chosen_audit(
+    dataset: Dataset,
+    config: AuditConfig,
+    train_config: TrainConfig | None = None,
+    *,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> AuditResult:
+    """Run whichever audit `config` and `train_config` name: the bag of words (no
+    `train_config`), the quick audit (`config.model` "quick") or the transformer audit, reporting
+    one `Progress` in folds (phase "audit": folds done plus the share of the current fold or of
+    the embedding, with a line saying which as its `detail`)."""
+    meter = _AuditMeter(config.folds, quick=config.model == QUICK_AUDIT, on_progress=on_progress)
+    if config.model == QUICK_AUDIT and train_config is not None:
+        return run_quick_audit(
+            dataset, config, train_config, on_embed=meter.on_embed, on_progress=meter.on_fold,
+            cancel=cancel,
         )  # fmt: skip
-        return self
+    fit = None
+    if train_config is not None:
+        fit = transformer_fit(train_config, on_progress=meter.on_step, cancel=cancel)
+    return run_audit(dataset, config, fit=fit, on_progress=meter.on_fold, cancel=cancel)
 
-    def _tokens_per_batch(self) -> int | None:
-        train = self._train_config
-        if train is None:
-            return None
-        if self.config.model == QUICK_AUDIT:
-            from core.models.transformer.quick import EMBED_BATCH
 
-            return EMBED_BATCH * train.max_length
-        return train.batch_size * train.max_length
+class _AuditMeter:
+    """Folds, optimiser steps and texts embedded as one Progress of the whole audit, counted in
+    folds: a quick audit's embedding counts for EMBED_SHARE of its time, its folds for the rest;
+    a transformer audit's fold advances with its optimiser steps."""
 
-    @classmethod
-    def finished(cls, dataset: Dataset, result: AuditResult, *, key: str = "") -> AuditJob:
-        """A job that is already done with `result` (e.g. from a cache); starts no thread."""
-        if result.fingerprint != dataset.fingerprint:
-            raise ValueError("the cached audit result belongs to another data set; run it again")
-        job = cls(dataset, AuditConfig(folds=result.folds, model=result.model), key=key)
-        job._cached, job._fold = result, result.folds
-        return job
+    def __init__(self, folds: int, *, quick: bool, on_progress: ProgressCallback | None) -> None:
+        self.folds, self.quick, self.on_progress = folds, quick, on_progress
+        self.fold = 0  # folds finished
 
-    def cancel(self) -> None:
-        """Ask the audit to stop; `status().state` becomes "cancelled" soon after."""
-        self._job.cancel()
+    def on_fold(self, progress: Progress) -> None:
+        self.fold = int(progress.done)
+        self._report(0.0, f"Fold {min(self.fold + 1, self.folds)} of {self.folds}")
 
-    def join(self, timeout: float | None = None) -> bool:
-        """Wait for the thread (up to `timeout` seconds); True when it has finished."""
-        if self._cached is None:
-            self._job.wait(timeout)
-        return self.status().state not in ("queued", "running")
+    def on_step(self, progress: Progress) -> None:
+        fold = f"Fold {self.fold + 1} of {self.folds}"
+        self._report(progress.fraction, f"{fold}, step {progress.done:.0f} of {progress.total:.0f}")
 
-    def status(self) -> AuditStatus:
-        """The current state, progress and (when finished) the result."""
-        snapshot = self._snapshot()
-        state = snapshot.status.value
-        with self._lock:
-            folds = self.config.folds
-            fraction = 1.0 if state == "done" else min(1.0, self._fraction())
-            return AuditStatus(
-                state=state,
-                fraction=fraction,
-                fold=self._fold,
-                folds=folds,
-                step=self._step,
-                total_steps=self._total_steps,
-                elapsed_s=snapshot.elapsed_s,
-                eta_s=self._eta,
-                result=snapshot.result,
-                error=snapshot.error,
-                texts=self._texts,
-                total_texts=self._total_texts,
-                position=snapshot.position,
-                start_eta_s=snapshot.start_eta_s,
+    def on_embed(self, progress: Progress) -> None:
+        text = f"Embedding text {progress.done:,.0f} of {progress.total:,.0f}"
+        self._report(progress.fraction, text, embedding=True)
+
+    def _report(self, within: float, text: str, *, embedding: bool = False) -> None:
+        """`within`: the share done of the current fold (or of the embedding)."""
+        if self.on_progress is None:
+            return
+        if not self.quick:
+            done = self.fold + within
+        elif embedding:
+            done = EMBED_SHARE * self.folds * within
+        else:
+            done = self.folds * (
+                EMBED_SHARE + (1 - EMBED_SHARE) * (self.fold + within) / self.folds
             )
-
-    def _fraction(self) -> float:
-        """The share of the work done (under the lock)."""
-        folds = self.config.folds
-        if self.config.model == QUICK_AUDIT:
-            embedded = self._texts / self._total_texts if self._total_texts else 0.0
-            return EMBED_SHARE * embedded + (1 - EMBED_SHARE) * self._fold / folds
-        within = self._step / self._total_steps if self._total_steps else 0.0
-        return (self._fold + within) / folds
-
-    def _snapshot(self) -> JobSnapshot[AuditEvent, AuditResult]:
-        if self._cached is None:
-            return self._job.snapshot()
-        state = "cancelled" if self._cached.cancelled else "done"
-        return JobSnapshot(JobStatus(state), None, (), self._cached, None, 0.0)
-
-    def _work(
-        self, *, on_progress: Callable[[AuditEvent], None], cancel: threading.Event
-    ) -> AuditResult:
-        """The worker: run the audit, counting folds and steps for `status()`."""
-
-        def on_fold(progress: AuditProgress) -> None:
-            self._on_fold(progress)
-            on_progress(progress)
-
-        if self.config.model == QUICK_AUDIT and self._train_config is not None:
-            return run_quick_audit(
-                self._dataset, self.config, self._train_config, on_embed=self._on_embed,
-                on_progress=on_fold, cancel=cancel,
-            )  # fmt: skip
-        fit = None
-        if self._train_config is not None:
-            fit = transformer_fit(self._train_config, on_progress=self._on_step, cancel=cancel)
-        return run_audit(self._dataset, self.config, fit=fit, on_progress=on_fold, cancel=cancel)
-
-    def _on_fold(self, progress: AuditProgress) -> None:
-        with self._lock:
-            self._fold, self._step, self._total_steps = progress.fold, 0, 0
-            self._eta = progress.eta_s
-
-    def _on_embed(self, progress: EmbedProgress) -> None:
-        with self._lock:
-            self._texts, self._total_texts = progress.texts, progress.total_texts
-            embedding_s = progress.elapsed_s + progress.eta_s
-            self._eta = progress.eta_s + embedding_s * (1 - EMBED_SHARE) / EMBED_SHARE
-
-    def _on_step(self, progress: TrainProgress) -> None:
-        with self._lock:
-            self._step, self._total_steps = progress.step, progress.total_steps
-            done = (self._fold + progress.step / progress.total_steps) / self.config.folds
-            elapsed = self._job.snapshot().elapsed_s
-            self._eta = elapsed / done * (1 - done) if done > 0 else None
+        self.on_progress(Progress(done, self.folds, AUDIT_PHASE, text))

@@ -21,6 +21,12 @@ attributions must add up to the change of the logit between its ends, which the 
 While the summed errors exceed `max_relative_delta` of the logit gap, the worst segments are
 halved, until `max_steps` is spent. The integration runs on a private SDPA view of the model (no
 attention maps needed there); the attention maps come from one separate eager forward pass.
+
+Decision: the probabilities and the desk an explanation reports are the classifier's own
+`predict_proba` on its runtime (core.models.device.Runtime: device and precision, bf16 where the
+hardware is fast), so Explain and Classify never disagree about one complaint. The attention maps
+and the attributions come from fp32 passes (bf16 gradients are too coarse to integrate): they
+explain the fp32 logit gap, which under bf16 can differ from the runtime's by rounding.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from torch import nn
 
 from core.checks import check_complaint, check_int
 from core.data.privacy import mask_personal_data
+from core.errors import UserError
 from core.models.classifier import Prediction, shared_classes
 from core.models.transformer.inference import inference_view
 from core.models.transformer.truncation import HEAD, head_tail_pieces, reads_head_and_tail
@@ -61,11 +68,11 @@ class ExplainConfig:
 
     def __post_init__(self) -> None:
         if self.target is not None and (not isinstance(self.target, str) or not self.target):
-            raise ValueError(f"target must be a desk name or None, got {self.target!r}")
+            raise UserError(f"target must be a desk name or None, got {self.target!r}")
         check_int("n_steps", self.n_steps, minimum=2)
         check_int("max_steps", self.max_steps, minimum=self.n_steps)
         if self.max_relative_delta is not None and not 0 < self.max_relative_delta < 1:
-            raise ValueError(
+            raise UserError(
                 f"max_relative_delta must lie in (0, 1) or be None, got {self.max_relative_delta!r}"
             )
         if self.internal_batch_size is not None:
@@ -209,9 +216,7 @@ def encode_text(transformer: Any, text: str) -> EncodedText:
     if hasattr(tokenizer, "word_offsets"):  # the tiny model's word-level tokenizer
         return _encode_tiny(tokenizer, text, transformer.max_length)
     if not getattr(tokenizer, "is_fast", False):
-        raise ValueError(
-            "explanations need a fast tokenizer (tokenizer.json); save the model again"
-        )
+        raise UserError("explanations need a fast tokenizer (tokenizer.json); save the model again")
     if reads_head_and_tail(tokenizer, getattr(transformer, "truncation", HEAD)):
         (read,) = head_tail_pieces(tokenizer, [text], transformer.max_length)
         return EncodedText(
@@ -263,7 +268,7 @@ def attention_rollout(weights: np.ndarray) -> np.ndarray:
     """
     weights = np.asarray(weights, dtype=np.float64)
     if weights.ndim != 4 or weights.shape[2] != weights.shape[3]:
-        raise ValueError(f"expected (layers, heads, seq, seq) weights, got shape {weights.shape}")
+        raise UserError(f"expected (layers, heads, seq, seq) weights, got shape {weights.shape}")
     seq = weights.shape[-1]
     rollout = np.eye(seq)
     for layer in weights:
@@ -291,7 +296,7 @@ def attention_maps(model: nn.Module, encoded: EncodedText) -> tuple[AttentionMap
     """
     out = _forward(model, encoded, output_attentions=True)
     if not out.attentions:
-        raise ValueError(
+        raise RuntimeError(
             "the model returned no attention maps; load it with attn_implementation='eager'"
         )
     stacked = torch.stack([a[0] for a in out.attentions])  # (layers, heads, seq, seq)
@@ -311,7 +316,7 @@ def embedding_layer(model: nn.Module) -> nn.Embedding:
     getter = getattr(model, "get_input_embeddings", None)
     layer = getter() if callable(getter) else getattr(model, "embeddings", None)
     if not isinstance(layer, nn.Embedding):
-        raise ValueError(
+        raise TypeError(
             f"{type(model).__name__} has no word-embedding table to attribute to; expected a "
             "Hugging Face model or core.models.tiny's model"
         )
@@ -539,11 +544,11 @@ def _overlaps(
 # --------------------------------------------------------------------------- the whole story
 
 
-def _target_index(classes: list[str], target: str | None, logits: np.ndarray) -> int:
+def _target_index(classes: list[str], target: str | None, pred_probs: np.ndarray) -> int:
     if target is None:
-        return int(np.argmax(logits))
+        return int(np.argmax(pred_probs))
     if target not in classes:
-        raise ValueError(f"unknown target desk {target!r}; use one of {classes}")
+        raise UserError(f"unknown target desk {target!r}; use one of {classes}")
     return classes.index(target)
 
 
@@ -555,7 +560,8 @@ def explain_text(
     Parameters
     ----------
     transformer : core.models.transformer.inference.TransformerClassifier
-        `.model` (eval mode, eager attention), `.tokenizer`, `.classes_`, `.max_length`.
+        `.model` (eval mode, eager attention), `.tokenizer`, `.classes_`, `.max_length`, and
+        `.predict_proba`, whose answer (on the model's runtime) the explanation reports.
     baseline : core.models.baseline.BagOfWordsClassifier
         Fitted on the same desks; its `word_contributions` give the bag-of-words row.
     text : str
@@ -564,12 +570,16 @@ def explain_text(
     config : ExplainConfig
         Target desk and integration settings.
     """
-    text = mask_personal_data(check_complaint(text, purpose="explain"))
+    text = check_complaint(text, purpose="explain")
     classes = shared_classes(transformer, baseline)
+    # The answer Classify gives for this text, on the model's runtime (device and precision);
+    # the eager fp32 pass below serves the attention maps and the attributions only.
+    pred_probs = transformer.predict_proba([text])[0]  # (n_classes,)
+    text = mask_personal_data(text)
     model = transformer.model
     encoded = encode_text(transformer, text)
     attention, logits = attention_maps(model, encoded)
-    target_index = _target_index(classes, config.target, logits)
+    target_index = _target_index(classes, config.target, pred_probs)
     tokens = integrated_gradients(
         model, encoded, target_index,
         pad_token_id=_pad_token_id(transformer.tokenizer), n_steps=config.n_steps,
@@ -584,7 +594,7 @@ def explain_text(
         transformer_scores=tuple(float(s) for s in word_scores),
         bow_scores=tuple(float(s) for s in bow.scores),
         transformer_seen=tuple(bool(s) for s in seen),
-        transformer=Prediction.of(classes, _softmax(logits)),
+        transformer=Prediction.of(classes, pred_probs),
         bow=Prediction.of(classes, np.array([bow.probabilities[c] for c in classes])),
         target=classes[target_index],
         unassigned=unassigned,
@@ -597,13 +607,8 @@ def explain_text(
 def _pad_token_id(tokenizer: Any) -> int:
     pad = getattr(tokenizer, "pad_token_id", None)
     if pad is None:
-        raise ValueError("the tokenizer has no PAD token to build the attribution baseline from")
+        raise UserError("the tokenizer has no PAD token to build the attribution baseline from")
     return int(pad)
-
-
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = np.exp(logits - logits.max())
-    return shifted / shifted.sum()
 
 
 def _device(model: nn.Module) -> torch.device:

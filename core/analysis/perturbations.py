@@ -11,6 +11,7 @@ import numpy as np
 import regex as re
 
 from core.checks import check_complaint, check_int_fields
+from core.errors import UserError
 from core.text import bag_key, word_spans
 
 ARGUMENT_SWAP = "argument swap"
@@ -36,7 +37,7 @@ class ProbeConfig:
     def __post_init__(self) -> None:
         check_int_fields(self, n_shuffles=0, max_per_kind=1, seed=0)
         if not isinstance(self.invariance, bool):
-            raise ValueError(f"invariance must be True or False, got {self.invariance!r}")
+            raise UserError(f"invariance must be True or False, got {self.invariance!r}")
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,19 @@
 """The data set scan for word order: groups of rows with one bag of words and different desks
 (where any bag-of-words model is capped), rows where exactly one model is right, and flip rates and
-Jensen-Shannon divergences per perturbation kind, as a background job with progress and cancel.
+Jensen-Shannon divergences per perturbation kind, with progress and cancel (core.tasks.probes
+queues it).
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from core.access import Permission
 from core.analysis.perturbations import (
     INVARIANCE_KINDS,
     ORDER_KINDS,
@@ -24,11 +23,10 @@ from core.analysis.perturbations import (
 )
 from core.analysis.probe_compare import js_divergence
 from core.checks import check_int_fields
-from core.jobs import BackgroundJob, JobQueue, Requester
-from core.models.classifier import Prediction, device_name, shared_classes
+from core.errors import UserError
+from core.models.classifier import Prediction, predict_in_batches, shared_classes
+from core.progress import Progress, ProgressCallback
 from core.text import bag_key
-
-ProgressCallback = Callable[["ScanProgress"], None]
 
 
 @dataclass(frozen=True)
@@ -45,7 +43,7 @@ class ScanConfig:
     def __post_init__(self) -> None:
         check_int_fields(self, max_rows=1, perturb_rows=0, batch_size=1, top_k=1, seed=0)
         if not isinstance(self.probe, ProbeConfig):
-            raise ValueError(f"probe must be a ProbeConfig, got {type(self.probe).__name__}")
+            raise TypeError(f"probe must be a ProbeConfig, got {type(self.probe).__name__}")
 
 
 @dataclass(frozen=True)
@@ -96,17 +94,6 @@ class KindStats:
 
 
 @dataclass(frozen=True)
-class ScanProgress:
-    """How far a scan is: texts classified out of the total, by phase."""
-
-    done: int
-    total: int
-    phase: str
-    elapsed_s: float
-    eta_s: float | None
-
-
-@dataclass(frozen=True)
 class ScanResult:
     """What a data set scan found. Accuracies are on the scanned (sampled) rows."""
 
@@ -133,7 +120,7 @@ def twin_groups(texts: Sequence[str], labels: Sequence[str], rows: Sequence[int]
     texts, labels (n,); rows (n,) the spreadsheet rows (default 2..n+1).
     """
     if len(texts) != len(labels):
-        raise ValueError(f"got {len(texts)} texts and {len(labels)} labels; give one per text")
+        raise UserError(f"got {len(texts)} texts and {len(labels)} labels; give one per text")
     rows = list(rows) if rows is not None else list(range(2, len(texts) + 2))
     by_bag: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for i, text in enumerate(texts):
@@ -154,7 +141,7 @@ def twin_groups(texts: Sequence[str], labels: Sequence[str], rows: Sequence[int]
 def bow_ceiling(groups: Sequence[TwinGroup], n_rows: int) -> float:
     """The highest accuracy any (unigram) bag-of-words model can reach on `n_rows` rows."""
     if n_rows <= 0:
-        raise ValueError("n_rows must be positive")
+        raise UserError("n_rows must be positive")
     return 1.0 - sum(len(g.labels) - g.reachable for g in groups) / n_rows
 
 
@@ -171,38 +158,27 @@ def sample_positions(n: int, groups: Sequence[TwinGroup], config: ScanConfig) ->
 
 
 class ProgressCounter:
-    """Counts classified texts and reports them as `ScanProgress` through the callback."""
+    """Counts texts classified across several predictions and reports them as one `Progress`."""
 
     def __init__(self, total: int, on_progress: ProgressCallback | None) -> None:
         self.total, self.done, self.on_progress = total, 0, on_progress
-        self.started = time.perf_counter()
 
     def add(self, count: int, phase: str) -> None:
         self.done += count
-        if self.on_progress is None:
-            return
-        elapsed = time.perf_counter() - self.started
-        eta = elapsed / self.done * (self.total - self.done) if self.done else None
-        self.on_progress(ScanProgress(self.done, self.total, phase, elapsed, eta))
+        if self.on_progress is not None:
+            self.on_progress(Progress(self.done, self.total, phase))
 
+    def predict(
+        self, model: Any, texts: list[str], phase: str, cancel: threading.Event | None, chunk: int
+    ) -> np.ndarray | None:
+        """`model.predict_proba(texts)` (n, k) through the one batched loop (`chunk` texts
+        between cancel checks), counting its texts under `phase`; None when cancelled."""
+        before = self.done
 
-def _predict_batched(
-    model: Any,
-    texts: list[str],
-    config: ScanConfig,
-    progress: ProgressCounter,
-    phase: str,
-    cancel: threading.Event | None,
-) -> np.ndarray | None:
-    """predict_proba in batches (n, k), reporting progress; None when cancelled."""
-    parts = []
-    for start in range(0, len(texts), config.batch_size):
-        if cancel is not None and cancel.is_set():
-            return None
-        batch = texts[start : start + config.batch_size]
-        parts.append(np.asarray(model.predict_proba(batch), dtype=np.float64))
-        progress.add(len(batch), phase)
-    return np.concatenate(parts) if parts else np.zeros((0, len(model.classes_)))
+        def on_rows(done: int) -> None:
+            self.add(before + done - self.done, phase)
+
+        return predict_in_batches(model, texts, chunk=chunk, on_rows=on_rows, cancel=cancel)
 
 
 def predict_both(
@@ -219,7 +195,7 @@ def predict_both(
     """
     outputs = []
     for name, model in zip(("transformer", "bag of words"), models, strict=True):
-        pred_probs = _predict_batched(model, texts, config, progress, f"{step} ({name})", cancel)
+        pred_probs = progress.predict(model, texts, f"{step} ({name})", cancel, config.batch_size)
         if pred_probs is None:
             return None
         outputs.append(pred_probs)
@@ -244,7 +220,7 @@ def scan_dataset(
     classes = shared_classes(transformer, baseline)
     texts, labels = list(dataset.texts), list(dataset.labels)
     if not texts:
-        raise ValueError("the data set is empty; load complaints first")
+        raise UserError("the data set is empty; load complaints first")
     groups = twin_groups(texts, labels, dataset.rows)
     scanned = sample_positions(len(texts), groups, config)
     probe_rows = _probe_positions(scanned, config)
@@ -369,34 +345,3 @@ def _one_right(parts: _ScanParts, top_k: int):
     t_only = tuple(r for r in rows if r.right == "transformer")[:top_k]
     b_only = tuple(r for r in rows if r.right != "transformer")[:top_k]
     return float(t_right.mean()), float(b_right.mean()), t_only, b_only
-
-
-@dataclass(frozen=True)
-class ScanRun:
-    """A background data set scan and what it was started on (to tell a stale one apart)."""
-
-    job: BackgroundJob[ScanProgress, ScanResult]
-    config: ScanConfig
-    model_path: str
-    dataset_fingerprint: str
-
-
-def start_scan(
-    transformer: Any,
-    baseline: Any,
-    dataset: Any,
-    config: ScanConfig,
-    *,
-    model_path: str,
-    dataset_fingerprint: str,
-    queue: JobQueue,
-    requester: Requester,
-) -> ScanRun:
-    """Run `scan_dataset` as a job of `queue`; poll `run.job.snapshot()`, stop with `cancel()`."""
-    job = queue.start(
-        scan_dataset, transformer, baseline, dataset, config, requester=requester,
-        title=f"Order scan of {len(dataset):,} rows", kind="scan",
-        permission=Permission.RUN_JOBS,
-        lane=queue.heavy_lane(device_name(transformer)),
-    )  # fmt: skip
-    return ScanRun(job, config, model_path, dataset_fingerprint)

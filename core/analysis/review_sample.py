@@ -1,27 +1,23 @@
 """The Explain page's classified sample: labelled rows with both models' answers, misclassified
-rows first, and the background job that builds it."""
+rows first (core.tasks.probes builds it as a task)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from core.access import Permission
 from core.analysis.probe_scan import (
-    ProgressCallback,
     ProgressCounter,
     ScanConfig,
-    ScanProgress,
     predict_both,
     sample_positions,
     twin_groups,
 )
-from core.jobs import BackgroundJob, JobQueue, Requester
-from core.models.classifier import Prediction, device_name, shared_classes
+from core.models.classifier import Prediction, shared_classes
+from core.progress import ProgressCallback
 
 _REVIEW_COLUMNS = (
     "position", "row", "desk", "transformer", "transformer confidence", "bag of words",
@@ -88,38 +84,3 @@ def _review_record(position, row, label, text, classes, t_probs, b_probs) -> dic
             strict=True,
         )
     )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ReviewRun:
-    """A background `review_rows` job and what it was started on."""
-
-    job: BackgroundJob[ScanProgress, pd.DataFrame | None]
-    model_path: str
-    dataset_fingerprint: str
-    max_rows: int
-    include: tuple[int, ...]
-
-
-def start_review(
-    transformer: Any,
-    baseline: Any,
-    dataset: Any,
-    *,
-    max_rows: int,
-    include: Sequence[int] = (),
-    model_path: str,
-    dataset_fingerprint: str,
-    queue: JobQueue,
-    requester: Requester,
-) -> ReviewRun:
-    """Run `review_rows` as a job of `queue`; poll `run.job.snapshot()`, stop with `cancel()`.
-    Every role may: it is what the Explain page reads, and `max_rows` bounds it."""
-    include = tuple(include)
-    job = queue.start(
-        review_rows, transformer, baseline, dataset, max_rows=max_rows, include=include,
-        requester=requester, title=f"Classify a sample of {max_rows:,} rows for Explain",
-        kind="review", permission=Permission.READ,
-        lane=queue.heavy_lane(device_name(transformer)),
-    )  # fmt: skip
-    return ReviewRun(job, model_path, dataset_fingerprint, max_rows, include)

@@ -10,6 +10,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core.errors import UserError
+
 
 def _long_matrix(frame: pd.DataFrame) -> pd.DataFrame:
     """Wide matrix (rows × columns) → tidy rows of (row, column, value), labels as strings."""
@@ -29,7 +31,7 @@ def matrix_heatmap(
     their order. Text turns white on the darker half of the colour range.
     """
     if frame.empty:
-        raise ValueError("the matrix is empty; nothing to draw")
+        raise UserError("the matrix is empty; nothing to draw")
     tidy = _long_matrix(frame)
     midpoint = float(tidy["value"].min() + tidy["value"].max()) / 2
     base = alt.Chart(tidy, title=title).encode(
@@ -56,7 +58,7 @@ def positional_encoding_heatmap(pe: np.ndarray, *, title: str = "Positional enco
     """Heatmap of a (positions, d_model) positional-encoding matrix, values in [-1, 1]."""
     pe = np.asarray(pe, dtype=float)
     if pe.ndim != 2 or 0 in pe.shape:
-        raise ValueError(f"expected a non-empty (positions, d_model) matrix; got shape {pe.shape}")
+        raise UserError(f"expected a non-empty (positions, d_model) matrix; got shape {pe.shape}")
     positions, dims = np.meshgrid(np.arange(pe.shape[0]), np.arange(pe.shape[1]), indexing="ij")
     tidy = pd.DataFrame(
         {"position": positions.ravel(), "dimension": dims.ravel(), "value": pe.ravel()}
@@ -89,7 +91,7 @@ def _log_lines(frame: pd.DataFrame, y: str, y_title: str, title: str) -> alt.Cha
 def _check_columns(frame: pd.DataFrame, columns: tuple[str, ...]) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing or frame.empty:
-        raise ValueError(f"expected a non-empty table with columns {columns}; missing {missing}")
+        raise UserError(f"expected a non-empty table with columns {columns}; missing {missing}")
 
 
 def cost_chart(frame: pd.DataFrame, *, title: str = "Operations per layer") -> alt.Chart:

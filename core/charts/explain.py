@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from core.analysis.explain import AttentionMaps, Explanation
+from core.errors import UserError
 
 POSITIVE = (33, 102, 172)  # blue: the word pushes towards the target desk
 NEGATIVE = (178, 24, 43)  # red: the word pushes away from it
@@ -160,7 +161,7 @@ def _heatmap(frame: pd.DataFrame, labels: Sequence[str], title: str) -> alt.Char
 
 def _check_head(maps: AttentionMaps, layer: int, head: int) -> None:
     if not (0 <= layer < maps.n_layers and 0 <= head < maps.n_heads):
-        raise ValueError(
+        raise UserError(
             f"layer {layer} / head {head} out of range: the model has {maps.n_layers} layers "
             f"and {maps.n_heads} heads (0-based)"
         )

@@ -14,6 +14,7 @@ and multiprocessing's spawn and fork server re-run the server's main module in t
 from __future__ import annotations
 
 import json
+import logging
 import os
 import resource
 import subprocess
@@ -26,10 +27,16 @@ import pyarrow as pa
 
 from core.data.intake import load_table
 from core.data.limits import MB, DataError, IntakeLimits
+from core.errors import UserError
+
+log = logging.getLogger(__name__)
 
 _TABLE, _REFUSED, _NO_MEMORY = b"T", b"E", b"M"
 _ATTRS_KEY = b"grievance_lens.attrs"
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Characters of the child's stderr kept in the log, its last ones (where a traceback ends): a
+# child that a hostile file took over must not fill the server's log.
+MAX_STDERR_LOGGED = 20_000
 
 
 @dataclass(frozen=True)
@@ -76,19 +83,35 @@ def load_table_contained(
             command, input=bytes(data), capture_output=True, timeout=containment.seconds,
             env=env, check=False,
         )  # fmt: skip
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
+        _log_stderr(filename, exc.stderr, failed=True)
         raise DataError(
             f"'{filename}' took longer than {containment.seconds:g} s to read; save it as CSV "
             "UTF-8 or split it"
         ) from None
+    _log_stderr(filename, done.stderr, failed=not _answered(done))
     return _table_of(done, filename, containment, len(data))
+
+
+def _answered(done: subprocess.CompletedProcess) -> bool:
+    """Whether the child ended normally with one of its three messages."""
+    return done.returncode == 0 and done.stdout[:1] in (_TABLE, _REFUSED, _NO_MEMORY)
+
+
+def _log_stderr(name: str, stderr: bytes | None, *, failed: bool) -> None:
+    """Keep what the child wrote to stderr (a traceback, a library's warning) in the server's
+    log: at warning level when the read failed, at debug level otherwise."""
+    text = (stderr or b"").decode("utf-8", errors="replace").strip()
+    if text:
+        level = logging.WARNING if failed else logging.DEBUG
+        log.log(level, "the reader of %r wrote to stderr:\n%s", name, text[-MAX_STDERR_LOGGED:])
 
 
 def _table_of(
     done: subprocess.CompletedProcess, name: str, c: Containment, size: int
 ) -> pd.DataFrame:
     tag, body = done.stdout[:1], done.stdout[1:]
-    if done.returncode != 0 or tag not in (_TABLE, _REFUSED, _NO_MEMORY):
+    if not _answered(done):
         # Killed for memory outside Python's reach, or crashed: the child said nothing usable.
         raise DataError(
             f"'{name}' could not be read: the reader stopped (exit code {done.returncode}); "
@@ -120,7 +143,7 @@ def _main(argv: list[str]) -> int:
     _cap_address_space(containment.extra_bytes(len(data)))
     try:
         message = _TABLE + _ipc_bytes(load_table(data, filename=filename, limits=limits))
-    except DataError as exc:
+    except UserError as exc:  # a DataError, or another refusal in the user's words
         message = _REFUSED + str(exc).encode("utf-8")
     except MemoryError:  # pyarrow's ArrowMemoryError is one too
         message = _NO_MEMORY

@@ -31,6 +31,7 @@ from core.data.demo_phrases import (
     SwapPattern,
 )
 from core.data.demo_slots import Slots, fill
+from core.errors import UserError
 from core.paths import write_atomically
 from core.text import bag_key, word_spans, words
 
@@ -354,15 +355,15 @@ def _is_whole(value: object) -> bool:
 
 def _validate(config: DemoConfig) -> None:
     if not isinstance(config, DemoConfig):
-        raise ValueError(f"config must be a DemoConfig, got {type(config).__name__}")
+        raise TypeError(f"config must be a DemoConfig, got {type(config).__name__}")
     if not _is_whole(config.rows) or config.rows < 50:
-        raise ValueError(f"rows must be a whole number of at least 50, got {config.rows!r}")
+        raise UserError(f"rows must be a whole number of at least 50, got {config.rows!r}")
     if not _is_whole(config.seed):
-        raise ValueError(f"seed must be a whole number, got {config.seed!r}")
+        raise UserError(f"seed must be a whole number, got {config.seed!r}")
     for name in ("twin_share", "codemix_share"):
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, Real) or not 0 <= value <= 0.5:
-            raise ValueError(f"{name} must be a number between 0 and 0.5, got {value!r}")
+            raise UserError(f"{name} must be a number between 0 and 0.5, got {value!r}")
 
 
 def _normalised(config: DemoConfig) -> DemoConfig:
@@ -452,9 +453,9 @@ def write_demo_data(path: str | Path, config: DemoConfig = DemoConfig()) -> Path
     target = Path(path)
     suffix = target.suffix.lower()
     if suffix not in (".csv", ".xlsx"):
-        raise ValueError(f"cannot write demo data to {target.name!r}: use .csv or .xlsx")
+        raise UserError(f"cannot write demo data to {target.name!r}: use .csv or .xlsx")
     if not target.parent.is_dir():
-        raise ValueError(f"folder {target.parent} does not exist: create it first")
+        raise UserError(f"folder {target.parent} does not exist: create it first")
     frame = generate_demo_data(config)
     write_atomically(target, _csv_bytes(frame) if suffix == ".csv" else _xlsx_bytes(frame))
     return target

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from core.errors import UserError
 from core.paths import write_atomically
 
 FORMULA_CHARS = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20")
@@ -89,7 +90,7 @@ def to_xlsx_bytes(df: pd.DataFrame, *, sheet_name: str = "Sheet1") -> bytes:
     """An XLSX workbook of `df` (no index) whose cells are values, never formulas.
 
     openpyxl stores any string starting with "=" as a formula, so neutralising comes first.
-    Characters XLSX cannot hold become U+FFFD. Raises ValueError if `df` does not fit a sheet.
+    Characters XLSX cannot hold become U+FFFD. Raises UserError if `df` does not fit a sheet.
     """
     _check_xlsx_size(df)
     safe = _map_strings(df, _xlsx_cell, _MAY_CHANGE_IN_XLSX)
@@ -132,7 +133,7 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     path = Path(path)
     serialise = _serialiser(path)
     if not path.parent.is_dir():
-        raise ValueError(f"folder {path.parent} does not exist; create it first")
+        raise UserError(f"folder {path.parent} does not exist; create it first")
     write_atomically(path, serialise(df))
     return path
 
@@ -190,7 +191,7 @@ def _map_column(column: pd.Series, clean: Callable[[object], object], suspect: s
 def _check_xlsx_size(df: pd.DataFrame) -> None:
     rows, columns = df.shape
     if rows + 1 > XLSX_MAX_ROWS or columns > XLSX_MAX_COLUMNS:
-        raise ValueError(
+        raise UserError(
             f"{rows:,} rows x {columns:,} columns do not fit an XLSX sheet "
             f"({XLSX_MAX_ROWS - 1:,} rows x {XLSX_MAX_COLUMNS:,} columns at most); export as .csv"
         )
@@ -200,5 +201,5 @@ def _serialiser(path: Path) -> Callable[[pd.DataFrame], bytes]:
     serialisers = {".csv": to_csv_bytes, ".xlsx": to_xlsx_bytes}
     suffix = path.suffix.lower()
     if suffix not in serialisers:
-        raise ValueError(f"cannot export to {path.name!r}: use .csv or .xlsx")
+        raise UserError(f"cannot export to {path.name!r}: use .csv or .xlsx")
     return serialisers[suffix]

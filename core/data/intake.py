@@ -1,7 +1,7 @@
 """Read a labelled complaint file into a table of strings: the source's name and format, its
 bytes within the size limit, the format reader, and clean, checked column names.
 
-Every failure is a `DataError` (a `ValueError`) whose message is one line saying what is wrong
+Every failure is a `DataError` (a `UserError`) whose message is one line saying what is wrong
 and what to do; the command line prints it after ``error:``.
 """
 

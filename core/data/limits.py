@@ -9,12 +9,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from core.errors import UserError
+
 MAX_FILE_MB_ENV = "GRIEVANCE_LENS_MAX_FILE_MB"
 MAX_ROWS_ENV = "GRIEVANCE_LENS_MAX_ROWS"
 MB = 1024**2
 
 
-class DataError(ValueError):
+class DataError(UserError):
     """Unusable input; str() is one line that says what is wrong and what to do."""
 
     def __init__(self, message: str) -> None:

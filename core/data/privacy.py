@@ -31,6 +31,8 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from core.errors import UserError
+
 if TYPE_CHECKING:  # a type only: the pages mask text without importing pandas and scikit-learn
     from core.data.dataset import Dataset
 
@@ -110,7 +112,7 @@ def mask_personal_data(text: str) -> str:
     Idempotent: `mask_personal_data(mask_personal_data(t)) == mask_personal_data(t)`.
     """
     if not isinstance(text, str):
-        raise ValueError(f"text must be a string, got {type(text).__name__}")
+        raise UserError(f"text must be a string, got {type(text).__name__}")
     if _MAY_HOLD.search(text) is None:
         return text
     pattern = _ALL if "@" in text else _DIGITS_ONLY

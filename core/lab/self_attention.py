@@ -15,6 +15,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
+from core.errors import UserError
 from core.numeric import softmax
 
 TEXTBOOK_TOKENS = ("UPI", "failed", "instantly")
@@ -79,11 +80,11 @@ def _as_matrix(name: str, values: object) -> np.ndarray:
     try:
         matrix = np.asarray(values, dtype=float)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be a matrix of numbers ({error})") from error
+        raise UserError(f"{name} must be a matrix of numbers ({error})") from error
     if matrix.ndim != 2 or 0 in matrix.shape:
-        raise ValueError(f"{name} must be a non-empty 2-D matrix; got shape {matrix.shape}")
+        raise UserError(f"{name} must be a non-empty 2-D matrix; got shape {matrix.shape}")
     if not np.isfinite(matrix).all():
-        raise ValueError(
+        raise UserError(
             f"{name} contains a missing or infinite value; enter a number in every cell"
         )
     return matrix
@@ -94,13 +95,13 @@ def _check_tokens(tokens: Sequence[str] | None, n: int) -> tuple[str, ...]:
         return tuple(f"t{i + 1}" for i in range(n))
     tokens = tuple(str(t) for t in tokens)
     if len(tokens) != n:
-        raise ValueError(f"got {len(tokens)} tokens for {n} rows of X; give one token per row")
+        raise UserError(f"got {len(tokens)} tokens for {n} rows of X; give one token per row")
     return tokens
 
 
 def _check_projection(name: str, W: np.ndarray, d_model: int) -> None:
     if W.shape[0] != d_model:
-        raise ValueError(
+        raise UserError(
             f"{name} has {W.shape[0]} rows but X has {d_model} columns; "
             f"{name} must have one row per column of X (shape ({d_model}, d))"
         )
@@ -123,7 +124,7 @@ def self_attention(
     W_V : (d_model, d_v) value projection.
     tokens : n labels for the rows (default t1..tn).
 
-    Raises ValueError when a matrix is not numeric, not 2-D, or its shape does not fit.
+    Raises UserError when a matrix is not numeric, not 2-D, or its shape does not fit.
     """
     X, W_Q, W_K, W_V = (
         _as_matrix(n, m)
@@ -133,7 +134,7 @@ def self_attention(
     for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
         _check_projection(name, W, X.shape[1])
     if W_Q.shape[1] != W_K.shape[1]:
-        raise ValueError(
+        raise UserError(
             f"W_Q has {W_Q.shape[1]} columns and W_K has {W_K.shape[1]}; queries and keys "
             "must have the same width d_k to be compared"
         )
@@ -162,16 +163,16 @@ def tokens_and_matrix(
 
     frame: one row per token; `token_column` holds the names, every other column is one
     dimension of the token vectors. Returns (tokens, X) with X of shape (n, d_model).
-    Raises ValueError when there are no rows, a name is blank, or a value is not a number.
+    Raises UserError when there are no rows, a name is blank, or a value is not a number.
     """
     if token_column not in frame.columns:
-        raise ValueError(f"the table needs a {token_column!r} column with one name per row")
+        raise UserError(f"the table needs a {token_column!r} column with one name per row")
     if frame.empty:
-        raise ValueError("X has no rows; add at least one token")
+        raise UserError("X has no rows; add at least one token")
     names = frame[token_column].tolist()
     blank = [i + 1 for i, name in enumerate(names) if pd.isna(name) or not str(name).strip()]
     if blank:
-        raise ValueError(f"row {blank[0]} of X has no token name; type a name or delete the row")
+        raise UserError(f"row {blank[0]} of X has no token name; type a name or delete the row")
     X = _as_matrix("X", frame.drop(columns=token_column).to_numpy(dtype=object))
     return tuple(str(name).strip() for name in names), X
 
@@ -183,7 +184,7 @@ def append_token(steps: AttentionSteps, token: str, x: Sequence[float]) -> Atten
     """
     row = _as_matrix(f"the vector of {token!r}", [x])  # (1, d)
     if row.shape[1] != steps.X.shape[1]:
-        raise ValueError(
+        raise UserError(
             f"the vector of {token!r} has {row.shape[1]} values but the tokens have "
             f"{steps.X.shape[1]}; give one value per column of X"
         )
@@ -210,7 +211,7 @@ def multi_head_attention(
     W_O : (heads·d_v, d_out) output projection applied to the concatenated head outputs.
     """
     if not len(W_Q) == len(W_K) == len(W_V) >= 1:
-        raise ValueError(
+        raise UserError(
             f"got {len(W_Q)} W_Q, {len(W_K)} W_K and {len(W_V)} W_V matrices; "
             "give one of each per head (at least one head)"
         )
@@ -220,7 +221,7 @@ def multi_head_attention(
     concat = np.concatenate([h.output for h in heads], axis=1)
     W_O = _as_matrix("W_O", W_O)
     if W_O.shape[0] != concat.shape[1]:
-        raise ValueError(
+        raise UserError(
             f"W_O has {W_O.shape[0]} rows but the concatenated heads have {concat.shape[1]} "
             "columns; W_O needs one row per concatenated value dimension"
         )
@@ -248,7 +249,7 @@ def step_table(steps: AttentionSteps, name: str) -> pd.DataFrame:
     have columns x1.. (X), q1.. (Q), k1.., v1.., z1.. (output); projections W_* have rows x1..
     """
     if name not in STEP_NAMES:
-        raise ValueError(f"unknown step {name!r}; choose one of {', '.join(STEP_NAMES)}")
+        raise UserError(f"unknown step {name!r}; choose one of {', '.join(STEP_NAMES)}")
     labels = unique_labels(steps.tokens)
     matrix = getattr(steps, name)
     d_model = steps.X.shape[1]
@@ -351,7 +352,7 @@ _SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 def scientific(value: float, *, digits: int = 3) -> str:
     """`value` in scientific notation with `digits` significant digits: 192000000 → "1.92×10⁸"."""
     if digits < 1:
-        raise ValueError(f"digits must be at least 1; got {digits}")
+        raise UserError(f"digits must be at least 1; got {digits}")
     if value == 0:
         return "0"
     mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
@@ -381,9 +382,9 @@ def time_attention_vs_lstm(
     import torch  # imported here: the worked example itself needs numpy only
 
     if d % heads:
-        raise ValueError(f"d = {d} must be divisible by heads = {heads}")
+        raise UserError(f"d = {d} must be divisible by heads = {heads}")
     if repeats < 1 or not ns or min(ns) < 1:
-        raise ValueError("give at least one sequence length n ≥ 1 and repeats ≥ 1")
+        raise UserError("give at least one sequence length n ≥ 1 and repeats ≥ 1")
     generator = torch.Generator().manual_seed(seed)  # its own: a page must not seed torch
     layers = {
         "self-attention": _attention_call(torch.nn.MultiheadAttention(d, heads, batch_first=True)),
@@ -442,7 +443,7 @@ def measure_attention_vs_lstm(config: TimingConfig) -> TimingResult:
     import torch
 
     if config.min_n < 1 or config.max_n < config.min_n:
-        raise ValueError(
+        raise UserError(
             f"need 1 ≤ min_n ≤ max_n; got min_n = {config.min_n}, max_n = {config.max_n}"
         )
     start = time.perf_counter()

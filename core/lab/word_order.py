@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from core.errors import UserError
 from core.models.tiny.model import TinyTransformerForSequenceClassification, create_tiny_classifier
 from core.text import bag_key
 
@@ -77,7 +78,7 @@ def word_order_demo(texts: Sequence[str], *, seed: int = 0) -> WordOrderDemo:
     untrained tiny model with and without positional encoding; no training needed to see that
     without it the outputs coincide whenever the bags of words do."""
     if len(texts) < 2:
-        raise ValueError("give at least two texts to compare")
+        raise UserError("give at least two texts to compare")
     model, tokenizer = create_tiny_classifier(texts, ["A", "B"], dropout=0.0, seed=seed)
     off = TinyTransformerForSequenceClassification(replace(model.config, positional_encoding=False))
     off.load_state_dict(model.state_dict())

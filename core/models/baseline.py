@@ -27,6 +27,7 @@ from sklearn.pipeline import Pipeline
 
 from core.checks import check_int, check_positive, check_texts
 from core.data.privacy import MASKING_VERSION, mask_personal_data
+from core.errors import UserError
 from core.paths import read_json
 from core.text import WordSpan, word_spans, words
 
@@ -59,13 +60,13 @@ class BaselineConfig:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+            raise UserError(f"kind must be one of {KINDS}, got {self.kind!r}")
         check_int("ngram_max", self.ngram_max, minimum=1)
         check_positive("C", self.C)
         check_positive("alpha", self.alpha)
         check_int("min_df", self.min_df, minimum=1)
         if not isinstance(self.sublinear_tf, bool):
-            raise ValueError(f"sublinear_tf must be True or False, got {self.sublinear_tf!r}")
+            raise UserError(f"sublinear_tf must be True or False, got {self.sublinear_tf!r}")
         check_int("seed", self.seed, minimum=0)
         check_int("max_iter", self.max_iter, minimum=1)
 
@@ -113,7 +114,7 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
         texts = check_texts(texts)
         labels = _check_labels(labels, n=len(texts))
         if not any(words(t) for t in texts):
-            raise ValueError("the training texts contain no words; give texts with some words")
+            raise UserError("the training texts contain no words; give texts with some words")
         pipeline = Pipeline(
             [("tfidf", _make_vectorizer(self.config)), ("clf", _make_clf(self.config))]
         )
@@ -145,7 +146,7 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
         """
         self._check_fitted()
         if not isinstance(text, str):
-            raise ValueError(f"text must be a string, got {type(text).__name__}")
+            raise UserError(f"text must be a string, got {type(text).__name__}")
         text = mask_personal_data(text)  # the words it scores are the words the model read
         pred_probs = self.predict_proba([text])[0]
         target_index = self._target_index(target, pred_probs)
@@ -203,7 +204,7 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
             return int(pred_probs.argmax())
         matches = np.flatnonzero(self.classes_ == target) if isinstance(target, str) else []
         if len(matches) == 0:
-            raise ValueError(f"unknown target {target!r}; use one of {list(self.classes_)}")
+            raise UserError(f"unknown target {target!r}; use one of {list(self.classes_)}")
         return int(matches[0])
 
     def _centred_weights(self) -> tuple[np.ndarray, np.ndarray]:
@@ -259,18 +260,18 @@ def fit_baseline(
 
 def _check_config(config: object) -> None:
     if not isinstance(config, BaselineConfig):
-        raise ValueError(f"config must be a BaselineConfig, got {type(config).__name__}")
+        raise TypeError(f"config must be a BaselineConfig, got {type(config).__name__}")
 
 
 def _check_labels(labels: Sequence[str], *, n: int) -> np.ndarray:
     labels = list(labels)
     if len(labels) != n:
-        raise ValueError(f"got {n} texts but {len(labels)} labels; give one label per text")
+        raise UserError(f"got {n} texts but {len(labels)} labels; give one label per text")
     bad = next((i for i, y in enumerate(labels) if not isinstance(y, str)), None)
     if bad is not None:
-        raise ValueError(f"labels[{bad}] is {labels[bad]!r}, not str; convert labels to strings")
+        raise UserError(f"labels[{bad}] is {labels[bad]!r}, not str; convert labels to strings")
     if len(set(labels)) < 2:
-        raise ValueError(f"need at least 2 distinct labels to train, got {sorted(set(labels))}")
+        raise UserError(f"need at least 2 distinct labels to train, got {sorted(set(labels))}")
     return np.asarray(labels, dtype=str)
 
 
@@ -320,9 +321,9 @@ def _read_meta(path: Path) -> dict:
     missing = f"{path} is missing; save the model with BagOfWordsClassifier.save()"
     meta = read_json(path, missing=missing)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-        raise ValueError(f"{path} is not a {FORMAT_NAME} file; save the model again")
+        raise UserError(f"{path} is not a {FORMAT_NAME} file; save the model again")
     if meta.get("format_version") != FORMAT_VERSION:
-        raise ValueError(
+        raise UserError(
             f"{path} has format_version {meta.get('format_version')!r}; this code reads "
             f"{FORMAT_VERSION}, so retrain or save the model again"
         )
@@ -348,38 +349,38 @@ def _config_from_meta(meta: dict, path: Path) -> BaselineConfig:
     try:
         config = BaselineConfig(**meta["config"])
     except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{path} holds no valid config ({err}); save the model again") from err
+        raise UserError(f"{path} holds no valid config ({err}); save the model again") from err
     classes = meta.get("classes")
     ok = isinstance(classes, list) and all(isinstance(c, str) for c in classes)
     if not ok or len(classes) < 2 or classes != sorted(set(classes)):
-        raise ValueError(f"{path}: 'classes' must be >= 2 sorted distinct strings, got {classes!r}")
+        raise UserError(f"{path}: 'classes' must be >= 2 sorted distinct strings, got {classes!r}")
     if meta.get("kind") != config.kind:
-        raise ValueError(f"{path}: kind {meta.get('kind')!r} disagrees with config {config.kind!r}")
+        raise UserError(f"{path}: kind {meta.get('kind')!r} disagrees with config {config.kind!r}")
     return config
 
 
 def _read_arrays(path: Path, *, kind: str) -> dict[str, np.ndarray]:
     if not path.is_file():
-        raise ValueError(f"{path} is missing; save the model with BagOfWordsClassifier.save()")
+        raise UserError(f"{path} is missing; save the model with BagOfWordsClassifier.save()")
     names = ("idf_", "vocabulary_terms", "vocabulary_indices", *_model_array_names(kind))
     try:
         # Our own handle: np.load leaks the file it opened when the archive is truncated.
         with path.open("rb") as handle:
             loaded = np.load(handle, allow_pickle=False)
             if not isinstance(loaded, np.lib.npyio.NpzFile):
-                raise ValueError("it holds a single array, not an archive of named arrays")
+                raise UserError("it holds a single array, not an archive of named arrays")
             with loaded as npz:
                 return {name: npz[name] for name in names}
     except KeyError as err:
-        raise ValueError(f"{path} lacks array {err}; save the model again") from err
+        raise UserError(f"{path} lacks array {err}; save the model again") from err
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise ValueError(f"{path} is not a readable npz archive ({err}); save again") from err
+        raise UserError(f"{path} is not a readable npz archive ({err}); save again") from err
 
 
 def _check_arrays(arrays: dict[str, np.ndarray], *, kind: str, n_classes: int, path: Path) -> None:
     problem = _array_problem(arrays, kind=kind, n_classes=n_classes)
     if problem:
-        raise ValueError(f"{path} is inconsistent: {problem}; save the model again")
+        raise UserError(f"{path} is inconsistent: {problem}; save the model again")
 
 
 def _array_problem(arrays: dict[str, np.ndarray], *, kind: str, n_classes: int) -> str | None:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from core.checks import check_fraction, check_positive
+from core.errors import UserError
 from core.models.classifier import Prediction
 
 TRANSFORMER, BAG_OF_WORDS, BLEND = "transformer", "bag of words", "blend"
@@ -66,7 +67,7 @@ class Blend:
         """The decision's probabilities (n, k) from both models' (n, k), columns alike."""
         transformer_probs, bow_probs = np.asarray(transformer_probs), np.asarray(bow_probs)
         if transformer_probs.shape != bow_probs.shape:
-            raise ValueError(
+            raise UserError(
                 f"both models must score the same texts and labels: {transformer_probs.shape} "
                 f"against {bow_probs.shape}"
             )
@@ -98,7 +99,7 @@ class Blend:
         if saved is None:
             return TRANSFORMER_ONLY
         if not isinstance(saved, dict):
-            raise ValueError("the card's blend is damaged; save the model again")
+            raise UserError("the card's blend is damaged; save the model again")
         fields = ("transformer_weight", "transformer_temperature", "bow_temperature")
         return cls(**{name: float(saved[name]) for name in fields if name in saved})
 
@@ -165,8 +166,8 @@ def choose_blend(
 def _label_ids(labels: Sequence[str], classes: Sequence[str]) -> np.ndarray:
     index = {str(c): i for i, c in enumerate(classes)}
     if len(labels) == 0:
-        raise ValueError("choosing a blend needs validation rows; add data")
+        raise UserError("choosing a blend needs validation rows; add data")
     unknown = sorted(set(map(str, labels)) - set(index))
     if unknown:
-        raise ValueError(f"validation labels {unknown} are not among the models' classes")
+        raise UserError(f"validation labels {unknown} are not among the models' classes")
     return np.array([index[str(label)] for label in labels])

@@ -1,14 +1,18 @@
 """What makes a folder a saved model, checked without loading torch: its card.json, a safe
-folder name inside the models folder, no file that can run code, and its content digest."""
+folder name inside the models folder, no file that can run code or that its card does not list,
+and its content digest."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from enum import Enum
 from pathlib import Path
 from typing import Any
+
+from core.errors import UserError
 
 CARD_NAME = "card.json"
 CARD_FORMAT = "grievance-lens-model"
@@ -23,9 +27,9 @@ FILES_KEY = "files"  # card.json: {file name: SHA-256} of every other file, writ
 
 
 def validate_model_name(name: str) -> str:
-    """Return `name` if it is a safe folder name; raise ValueError saying what to change."""
+    """Return `name` if it is a safe folder name; raise UserError saying what to change."""
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or name.strip(".") == "":
-        raise ValueError(
+        raise UserError(
             f"model name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
             "starting with a letter or digit (no slashes, no spaces)"
         )
@@ -36,19 +40,27 @@ def model_folder(root: str | Path, name: str) -> Path:
     """The folder of model `name` directly inside the models folder `root`.
 
     `name` must pass `validate_model_name` (one path segment); the folder must not be a symbolic
-    link and must resolve to a direct child of the resolved `root`. Raises ValueError otherwise;
+    link and must resolve to a direct child of the resolved `root`. Raises UserError otherwise;
     the folder need not exist yet (saving checks the same way).
     """
     validate_model_name(name)
     root = Path(root).resolve()
     folder = root / name
     if folder.is_symlink() or folder.resolve().parent != root:
-        raise ValueError(f"model name {name!r} does not name a folder inside the models folder")
+        raise UserError(f"model name {name!r} does not name a folder inside the models folder")
     return folder
 
 
+def model_name_free(root: str | Path, name: str) -> bool:
+    """Whether `name` looks free for a new model of `root`: no folder, or an empty one (a save
+    in progress or one that crashed: `registry.save_model` tells them apart when it claims the
+    name). Advisory, for refusing early; only the save's claim decides."""
+    folder = model_folder(root, name)
+    return not folder.exists() or (folder.is_dir() and not any(folder.iterdir()))
+
+
 def read_card(folder: str | Path) -> dict[str, Any]:
-    """The parsed card.json of a model folder; ValueError when the folder is not a model."""
+    """The parsed card.json of a model folder; UserError when the folder is not a model."""
     return read_card_and_digest(folder)[0]
 
 
@@ -60,23 +72,23 @@ def read_card_and_digest(folder: str | Path) -> tuple[dict[str, Any], str]:
     try:
         raw = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError) as err:
-        raise ValueError(
+        raise UserError(
             f"{folder} is not a model: it has no {CARD_NAME}; train and save one"
         ) from err
     try:
         card = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path} is not valid JSON ({err}); save the model again") from err
+        raise UserError(f"{path} is not valid JSON ({err}); save the model again") from err
     if not isinstance(card, dict) or card.get("format") != CARD_FORMAT:
-        raise ValueError(f"{path} is not a Grievance Lens model card; save the model again")
+        raise UserError(f"{path} is not a Grievance Lens model card; save the model again")
     return card, hashlib.sha256(raw).hexdigest()
 
 
 def check_no_pickle(folder: str | Path) -> None:
-    """Raise ValueError if `folder` holds a pickle-based file (.bin, .pt, .pkl, ...)."""
+    """Raise UserError if `folder` holds a pickle-based file (.bin, .pt, .pkl, ...)."""
     found = sorted(p.name for p in Path(folder).rglob("*") if p.suffix.lower() in PICKLE_SUFFIXES)
     if found:
-        raise ValueError(
+        raise UserError(
             f"refusing to load {folder}: it contains pickle-based files {found}, which can run "
             "code when loaded; only safetensors, npz and json are accepted. Re-save the model "
             "with this tool (safetensors) or remove those files if you trust the rest"
@@ -84,14 +96,14 @@ def check_no_pickle(folder: str | Path) -> None:
 
 
 def check_no_code(folder: str | Path) -> None:
-    """Raise ValueError if `folder` ships Python code: a .py file anywhere in it, or `auto_map`
+    """Raise UserError if `folder` ships Python code: a .py file anywhere in it, or `auto_map`
     in config.json or tokenizer_config.json (transformers' pointer to classes in such files)."""
     folder = Path(folder)
     scripts = sorted(p.name for p in folder.rglob("*.py"))
     mapped = [n for n in AUTO_MAP_FILES if _has_auto_map(folder / n)]
     if scripts or mapped:
         found = scripts + [f"auto_map in {n}" for n in mapped]
-        raise ValueError(
+        raise UserError(
             f"refusing to load {folder.name}: it ships code {found}, which would run when "
             "loaded; only standard architectures with safetensors weights are accepted"
         )
@@ -103,15 +115,34 @@ def _has_auto_map(path: Path) -> bool:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path.name} is not valid JSON ({err}); save the model again") from err
+        raise UserError(f"{path.name} is not valid JSON ({err}); save the model again") from err
     return isinstance(data, dict) and "auto_map" in data
 
 
 def check_loadable(folder: str | Path) -> None:
     """Every torch-free refusal before a folder is handed to torch or transformers: no
-    pickle-based file and no shipped code."""
+    pickle-based file, no shipped code, and in a saved model nothing its card does not list."""
     check_no_pickle(folder)
     check_no_code(folder)
+    if (Path(folder) / CARD_NAME).is_file():  # a backbone folder has no card
+        check_only_listed_files(folder, read_card(folder))
+
+
+def check_only_listed_files(folder: str | Path, card: dict[str, Any]) -> None:
+    """Raise UserError if `folder` holds anything besides card.json that the card's file list
+    (FILES_KEY) does not name: transformers reads files by name (a tokenizer's extra vocabulary,
+    a second weights file), so an unlisted file could change what loads. Cards saved before the
+    list existed are not checked."""
+    listed = card.get(FILES_KEY)
+    if not isinstance(listed, dict):  # older cards; a damaged list is refused by the loader
+        return
+    extra = sorted(set(os.listdir(folder)) - set(listed) - {CARD_NAME})
+    if extra:
+        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        raise UserError(
+            f"refusing to load {Path(folder).name}: {shown} is not listed in its {CARD_NAME}; "
+            "remove the extra files or save the model again"
+        )
 
 
 def file_digest(path: Path) -> str:

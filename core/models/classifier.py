@@ -4,11 +4,14 @@ probabilities."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+
+from core.errors import UserError
 
 # A desk decision below 60% confidence goes to a person: on the demo data this flags the
 # ambiguous complaints without burying reviewers (the page lets analysts move it).
@@ -51,10 +54,10 @@ class Prediction:
 
 
 def shared_classes(transformer: Any, baseline: Any) -> list[str]:
-    """The labels both models share, in column order; ValueError when they disagree."""
+    """The labels both models share, in column order; UserError when they disagree."""
     classes = [str(c) for c in transformer.classes_]
     if classes != [str(c) for c in baseline.classes_]:
-        raise ValueError(
+        raise UserError(
             f"the transformer's desks {classes} differ from the baseline's "
             f"{[str(c) for c in baseline.classes_]}; load both from one saved model"
         )
@@ -66,3 +69,37 @@ def device_name(model: Any) -> str:
     torch device's type ("cuda", "cpu"); "cpu" for models without one (the bag of words)."""
     device = getattr(model, "device", None)
     return str(getattr(device, "type", "cpu"))
+
+
+CHUNK = 256  # texts per prediction between cancel checks: prompt to stop, big enough to batch
+
+
+def predict_in_batches(
+    model: Any,
+    texts: Sequence[str],
+    *,
+    chunk: int = CHUNK,
+    on_rows: Callable[[int], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> np.ndarray | None:
+    """`model.predict_proba(texts)`, (n, k) in input order, a chunk at a time: `cancel` is checked
+    before each chunk (None is returned once it is set) and `on_rows(done)` hears how many texts
+    are done after each. The one loop every long prediction goes through.
+
+    The chunks are cut from all of `texts` sorted by length, so each of the model's batches
+    holds texts of about one length and pads little: chunks of the input order would mix short
+    and long texts in every batch.
+    """
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    pred_probs: np.ndarray | None = None
+    for start in range(0, len(texts), chunk):
+        if cancel is not None and cancel.is_set():
+            return None
+        rows = order[start : start + chunk]
+        part = np.asarray(model.predict_proba([texts[i] for i in rows]), dtype=np.float64)
+        if pred_probs is None:
+            pred_probs = np.empty((len(texts), part.shape[1]), dtype=np.float64)
+        pred_probs[rows] = part
+        if on_rows is not None:
+            on_rows(start + len(rows))
+    return np.zeros((0, len(model.classes_))) if pred_probs is None else pred_probs

@@ -10,55 +10,19 @@ words'.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from core.access import Permission
-from core.jobs import BackgroundJob, JobQueue, Requester
+from core.errors import UserError
 from core.models.blend import BLEND
-from core.models.classifier import Prediction, device_name
+from core.models.classifier import Prediction, predict_in_batches
 from core.models.registry import LoadedModel
-from core.models.transformer.inference import DEFAULT_BATCH_SIZE
+from core.progress import Progress, ProgressCallback
 
-CHUNK = 256  # texts per progress report: small enough to cancel promptly, big enough to batch
-
-
-@dataclass(frozen=True)
-class ClassifyProgress:
-    done: int
-    total: int
-
-
-def chunked_proba(
-    model,
-    texts: Sequence[str],
-    *,
-    on_progress: Callable[[ClassifyProgress], None] | None = None,
-    cancel: threading.Event | None = None,
-) -> np.ndarray | None:
-    """`model.predict_proba` in chunks with progress; (n, k) in input order, or None when
-    cancelled.
-
-    The chunks are cut from all of `texts` sorted by length, so each of the model's batches
-    holds texts of about one length and pads little: chunks of the input order would mix short
-    and long texts in every batch.
-    """
-    order = np.argsort([len(t) for t in texts], kind="stable")
-    pred_probs: np.ndarray | None = None
-    for start in range(0, len(texts), CHUNK):
-        if cancel is not None and cancel.is_set():
-            return None
-        rows = order[start : start + CHUNK]
-        chunk = model.predict_proba([texts[i] for i in rows])
-        if pred_probs is None:
-            pred_probs = np.empty((len(texts), chunk.shape[1]), dtype=chunk.dtype)
-        pred_probs[rows] = chunk
-        if on_progress is not None:
-            on_progress(ClassifyProgress(start + len(rows), len(texts)))
-    return model.predict_proba([]) if pred_probs is None else pred_probs
+CLASSIFY_PHASE = "classify"  # the Progress phase: texts classified
 
 
 def classification_columns(
@@ -66,10 +30,11 @@ def classification_columns(
     texts: Sequence[str],
     *,
     review_threshold: float,
-    on_progress: Callable[[ClassifyProgress], None] | None = None,
+    on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> pd.DataFrame | None:
-    """The contract columns for `texts` (one row each, same order); None when cancelled.
+    """The contract columns for `texts` (one row each, same order), reporting texts classified
+    as `Progress` (phase "classify"); None when cancelled.
 
     The decision is the model's blend of both models (`loaded.blend`; the transformer alone for
     models saved before blends). `needs_review` is set when the decision's top probability is
@@ -77,8 +42,13 @@ def classification_columns(
     """
     _check_threshold(review_threshold)
     texts = ["" if t is None else str(t) for t in texts]
-    transformer_probs = chunked_proba(
-        loaded.transformer, texts, on_progress=on_progress, cancel=cancel
+
+    def on_rows(done: int) -> None:
+        if on_progress is not None:
+            on_progress(Progress(done, len(texts), CLASSIFY_PHASE))
+
+    transformer_probs = predict_in_batches(
+        loaded.transformer, texts, on_rows=on_rows, cancel=cancel
     )
     if transformer_probs is None:
         return None
@@ -88,7 +58,7 @@ def classification_columns(
 
 def _check_threshold(review_threshold: float) -> None:
     if not 0.0 <= review_threshold <= 1.0:
-        raise ValueError(f"the review threshold must lie in 0..1, got {review_threshold}")
+        raise UserError(f"the review threshold must lie in 0..1, got {review_threshold}")
 
 
 def _columns(
@@ -152,12 +122,12 @@ def classify_table(
     *,
     text_col: str,
     review_threshold: float,
-    on_progress: Callable[[ClassifyProgress], None] | None = None,
+    on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> pd.DataFrame | None:
     """`table` with the contract columns appended; None when cancelled."""
     if text_col not in table.columns:
-        raise ValueError(f"no column '{text_col}' in the input; it has {list(table.columns)}")
+        raise UserError(f"no column '{text_col}' in the input; it has {list(table.columns)}")
     texts = table[text_col].fillna("").astype(str).tolist()
     result = classification_columns(
         loaded, texts, review_threshold=review_threshold, on_progress=on_progress, cancel=cancel
@@ -166,29 +136,8 @@ def classify_table(
         return None
     clash = sorted(set(result.columns) & set(map(str, table.columns)))
     if clash:
-        raise ValueError(f"the input already has columns {clash}; rename them and run again")
+        raise UserError(f"the input already has columns {clash}; rename them and run again")
     return table.reset_index(drop=True).join(result)
-
-
-def classify_in_background(
-    loaded: LoadedModel,
-    table: pd.DataFrame,
-    *,
-    text_col: str,
-    review_threshold: float,
-    queue: JobQueue,
-    requester: Requester,
-) -> BackgroundJob[ClassifyProgress, pd.DataFrame | None]:
-    """`classify_table` as a job of `queue` (progress, cancel; see core.jobs); reviewers and
-    admins only: a whole file takes the shared CPUs."""
-    transformer = loaded.transformer
-    return queue.start(
-        classify_table, loaded, table, text_col=text_col, review_threshold=review_threshold,
-        requester=requester, title=f"Classify {len(table):,} rows with {loaded.path.name}",
-        kind="classify", permission=Permission.RUN_JOBS,
-        lane=queue.heavy_lane(device_name(transformer)),
-        tokens_per_batch=DEFAULT_BATCH_SIZE * transformer.max_length,
-    )  # fmt: skip
 
 
 def routed_predictions(result: pd.DataFrame) -> list[Prediction]:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from core.data.dataset import Dataset, slice_names, slice_rows
+from core.errors import UserError
 from core.metrics import (
     EvalReport,
     argmax_labels,
@@ -23,7 +24,7 @@ def evaluate_model(
 ) -> EvalReport:
     """Evaluate any model with `classes_` and `predict_proba(texts)` against gold `labels`."""
     if len(texts) != len(labels):
-        raise ValueError(f"got {len(texts)} texts but {len(labels)} labels; give one per text")
+        raise UserError(f"got {len(texts)} texts but {len(labels)} labels; give one per text")
     classes = [str(c) for c in model.classes_]
     return evaluate_proba(labels, model.predict_proba(texts), classes)
 

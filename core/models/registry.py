@@ -1,12 +1,15 @@
-"""Models on disk: save atomically, list, load safely (safetensors, npz, json), rename, delete.
+"""Models on disk: save atomically and exclusively, list, load safely (safetensors, npz, json),
+rename, delete.
 
 A model is a folder `models/<name>/` with the transformer (config.json, model.safetensors,
 tokenizer files), the bag-of-words baseline (baseline.npz + baseline.json) and card.json.
-A folder without card.json is not a model.
+A folder without card.json is not a model (an empty one is a save's claim on its name).
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -14,6 +17,8 @@ import platform
 import shutil
 import uuid
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +32,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreT
 
 from core.access import Actor, Permission
 from core.data.privacy import MASKING_VERSION
+from core.errors import UserError
 from core.models.baseline import BagOfWordsClassifier
 from core.models.blend import Blend
 from core.models.card import (
@@ -43,6 +49,7 @@ from core.models.card import (
     read_card,
     read_card_and_digest,
 )
+from core.models.device import Runtime
 from core.models.tiny.model import TinyTransformerForSequenceClassification
 from core.models.tiny.tokenizer import TinyTokenizer
 from core.models.transformer import head as _registers_mean_pool  # noqa: F401  (Auto classes)
@@ -143,7 +150,7 @@ def _architecture(model: torch.nn.Module) -> str:
         return ARCH_TRANSFORMERS
     if isinstance(model, TinyTransformerForSequenceClassification):
         return ARCH_TINY
-    raise ValueError(f"cannot save a {type(model).__name__}; only transformers and tiny models")
+    raise TypeError(f"cannot save a {type(model).__name__}; only transformers and tiny models")
 
 
 def _report_json(report: Any) -> dict[str, Any] | None:
@@ -181,22 +188,93 @@ def save_model(
     must stay inside `root`, symbolic links included (`model_folder`). Everything is written
     into a hidden temporary folder beside the target, which is renamed into place only when
     complete: an interrupted save leaves no folder that lists as a model.
+
+    Without `overwrite` the name is claimed first (`_claimed`) and the save never replaces
+    anything: when two saves of one name race, one wins and the other raises ModelNameTaken,
+    and the winner's folder is never touched. `overwrite=True` replaces a model explicitly.
     """
     actor.require(Permission.MANAGE_MODELS)
     if result.cancelled or result.transformer is None or result.baseline is None:
-        raise ValueError("this training run was cancelled; there is no model to save")
+        raise UserError("this training run was cancelled; there is no model to save")
     Path(root).mkdir(parents=True, exist_ok=True)
     target = model_folder(root, name)
-    if target.exists() and not overwrite:
-        raise ValueError(f"a model named {name!r} already exists; choose another name")
     staging = target.parent / f".{target.name}.saving-{uuid.uuid4().hex[:8]}"
     try:
-        _write_model(result, staging, data_fingerprint)
-        _move_into_place(staging, target)
+        if overwrite:
+            _write_model(result, staging, data_fingerprint)
+            _move_into_place(staging, target)
+        else:
+            with _claimed(target, name):
+                _write_model(result, staging, data_fingerprint)
+                _rename_onto_claim(staging, target, name)
     finally:
         if staging.exists():
             shutil.rmtree(staging)
     return target
+
+
+class ModelNameTaken(UserError):
+    """The name a save asked for is taken: a model or another folder has it, or another save
+    claimed it first. Another name is the fix (`train_and_save` tries the next one)."""
+
+
+@contextmanager
+def _claimed(target: Path, name: str) -> Iterator[None]:
+    """Hold the name `target` for one save: an empty folder there, locked while the save runs.
+
+    The claim is `os.mkdir`, so only one save creates it. A save that crashed leaves an empty
+    folder behind (a folder without card.json is not a model); its lock died with its process,
+    so a claim nobody holds is taken over, while a held one or a folder with anything in it
+    raises ModelNameTaken. On exit the claim is removed unless the save renamed a model onto it.
+    """
+    with suppress(FileExistsError):  # a model, another folder or a claim: decided under the lock
+        os.mkdir(target)
+    fd = _lock_empty_folder(target, name)
+    try:
+        yield
+    finally:
+        with suppress(OSError):  # not our empty claim any more (renamed onto, or removed)
+            if os.path.samestat(os.fstat(fd), os.stat(target, follow_symlinks=False)):
+                os.rmdir(target)  # never removes a model: rmdir fails on a folder with files
+        os.close(fd)
+
+
+def _lock_empty_folder(target: Path, name: str) -> int:
+    """A descriptor of the empty folder `target`, exclusively locked (flock: per open file, so
+    two threads of one process exclude each other too); ModelNameTaken if that is impossible."""
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as err:  # a file, a link, or removed meanwhile
+        raise ModelNameTaken(
+            f"{name!r} is taken in the models folder; choose another name"
+        ) from err
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        entries = os.listdir(fd)
+    except BaseException as err:
+        os.close(fd)
+        if isinstance(err, BlockingIOError):  # held: a live save's claim
+            raise ModelNameTaken(
+                f"another save is writing a model named {name!r}; choose another name"
+            ) from err
+        raise
+    if entries:
+        os.close(fd)
+        what = "a model" if CARD_NAME in entries else "a folder (not a model)"
+        raise ModelNameTaken(f"{what} named {name!r} already exists; choose another name")
+    return fd
+
+
+def _rename_onto_claim(staging: Path, target: Path, name: str) -> None:
+    """Rename the complete `staging` onto the empty claim `target`: POSIX renames a folder onto
+    an empty one atomically and refuses one with files in it, so a claim lost in a race (taken
+    over as stale just before this save locked it) can never swap out the winner's model."""
+    try:
+        os.rename(staging, target)
+    except OSError as err:
+        if err.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+            raise
+        raise ModelNameTaken(f"a model named {name!r} already exists; choose another name") from err
 
 
 def _write_model(result: TrainResult, folder: Path, data_fingerprint: str | None) -> None:
@@ -210,7 +288,8 @@ def _write_model(result: TrainResult, folder: Path, data_fingerprint: str | None
 
 
 def _move_into_place(staging: Path, target: Path) -> None:
-    """Rename `staging` to `target`; an existing `target` is swapped out, then removed."""
+    """Rename `staging` to `target` (an explicit overwrite); an existing `target` is swapped
+    out, then removed."""
     if not target.exists():
         os.rename(staging, target)
         return
@@ -223,7 +302,7 @@ def _move_into_place(staging: Path, target: Path) -> None:
 def load_model(
     folder: str | Path,
     *,
-    device: str = "cpu",
+    device: str = "auto",
     precision: str = "auto",
     digest: str | None = None,
 ) -> LoadedModel:
@@ -237,29 +316,33 @@ def load_model(
     folder : path
         A folder written by `save_model`.
     device, precision : str
-        Where and how the transformer runs (see `TransformerClassifier`).
+        Where and how the transformer runs, resolved here once into its runtime
+        (core.models.device.Runtime.resolve): "auto" is CUDA when available, and the
+        operator's GRIEVANCE_LENS_PRECISION or else bf16 where it is fast. Every consumer of
+        the loaded model uses that runtime.
     digest : str, optional
         The card digest the caller expects (`core.models.card.card_digest`); ValueError when
         the folder now holds another model.
     """
     folder = Path(folder)
+    runtime = Runtime.resolve(device, precision)  # a bad setting fails before any file is read
     card, found = read_card_and_digest(folder)
     if digest is not None and found != digest:
-        raise ValueError(f"model {folder.name!r} changed on disk while loading; load it again")
+        raise UserError(f"model {folder.name!r} changed on disk while loading; load it again")
     check_loadable(folder)
     _verify_files(folder, card)
     model, tokenizer = _load_transformer(folder, card.get("architecture"))
     labels = [str(label) for label in card["labels"]]
     transformer = TransformerClassifier(
         model, tokenizer, labels,
-        max_length=int(card["max_length"]), device=device, precision=precision,
+        max_length=int(card["max_length"]), device=runtime.device, precision=runtime.precision,
         truncation=card_truncation(card),
     )  # fmt: skip
     baseline = BagOfWordsClassifier.load(folder)
     if [str(c) for c in baseline.classes_] != labels:
-        raise ValueError(f"{folder.name}: the baseline's labels differ from the card's; save again")
+        raise UserError(f"{folder.name}: the baseline's labels differ from the card's; save again")
     if card_digest(folder) != found:  # a save swapped the folder while its files were read
-        raise ValueError(f"model {folder.name!r} changed on disk while loading; load it again")
+        raise UserError(f"model {folder.name!r} changed on disk while loading; load it again")
     return LoadedModel(
         transformer=transformer, baseline=baseline, card=card, path=folder, digest=found,
         blend=Blend.from_card(card),
@@ -279,11 +362,11 @@ def _verify_files(folder: Path, card: dict[str, Any]) -> None:
     if expected is None:
         return
     if not isinstance(expected, dict):
-        raise ValueError(f"model {folder.name!r}: {CARD_NAME} is damaged; save the model again")
+        raise UserError(f"model {folder.name!r}: {CARD_NAME} is damaged; save the model again")
     for name, digest in sorted(expected.items()):
         path = model_folder(folder, name)  # a card names files of this folder only
         if not path.is_file() or file_digest(path) != digest:
-            raise ValueError(
+            raise UserError(
                 f"model {folder.name!r}: {name} differs from the file it was saved with; "
                 "save the model again"
             )
@@ -294,7 +377,7 @@ def _load_transformer(folder: Path, architecture: Any) -> tuple[torch.nn.Module,
         model = TinyTransformerForSequenceClassification.from_pretrained(folder)
         return model, TinyTokenizer.from_pretrained(folder)
     if architecture != ARCH_TRANSFORMERS:
-        raise ValueError(f"{folder.name}: unknown architecture {architecture!r} in {CARD_NAME}")
+        raise UserError(f"{folder.name}: unknown architecture {architecture!r} in {CARD_NAME}")
     check_config_fits_weights(folder)
     model = AutoModelForSequenceClassification.from_pretrained(
         folder, use_safetensors=True, local_files_only=True, attn_implementation="eager",
@@ -366,7 +449,7 @@ def _model_folder(root: str | Path, name: str) -> Path:
     """The existing model folder `name` inside `root`; names are never echoed with paths."""
     folder = model_folder(root, name)
     if not (folder / CARD_NAME).is_file():
-        raise ValueError(f"no model named {name!r}; pick one from the list")
+        raise UserError(f"no model named {name!r}; pick one from the list")
     return folder
 
 
@@ -376,9 +459,8 @@ def rename_model(root: str | Path, name: str, new_name: str, *, actor: Actor) ->
     actor.require(Permission.MANAGE_MODELS)
     folder = _model_folder(root, name)
     target = model_folder(root, new_name)
-    if target.exists():
-        raise ValueError(f"a model named {new_name!r} already exists; choose another name")
-    os.rename(folder, target)
+    with _claimed(target, new_name):  # as a save: never onto a model or a save in progress
+        _rename_onto_claim(folder, target, new_name)
     return target
 
 

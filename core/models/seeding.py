@@ -61,7 +61,7 @@ def seeded_eager_attention(
     if dropout > 0.0:
         seeded = getattr(module, "dropout", None)
         if not isinstance(seeded, SeededDropout):
-            raise ValueError(f"{type(module).__name__} has no seeded dropout; use seeded_dropout")
+            raise TypeError(f"{type(module).__name__} has no seeded dropout; use seeded_dropout")
         weights = seeded(weights)
     output = torch.matmul(weights, value).transpose(1, 2).contiguous()  # (batch, n, heads, d)
     return output, weights
@@ -86,7 +86,7 @@ def seeded_dropout(model: nn.Module, generator: torch.Generator) -> Iterator[Non
     attention = getattr(config, "_attn_implementation", None)
     switch = attention == "eager" and hasattr(model, "set_attn_implementation")
     if attention not in (None, "eager", SEEDED_ATTENTION):
-        raise ValueError(f"training needs eager attention, the model uses {attention!r}")
+        raise RuntimeError(f"training needs eager attention, the model uses {attention!r}")
     if switch:
         _register_seeded_attention()
         model.set_attn_implementation(SEEDED_ATTENTION)

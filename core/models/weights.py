@@ -9,6 +9,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from core.errors import UserError
+
 # The safetensors library refuses headers over 100 MB; a real header is a few kB per tensor.
 MAX_HEADER_BYTES = 100_000_000
 # A config may promise at most this many times the parameters its weight files hold (fp16 files
@@ -23,17 +25,17 @@ DTYPE_BYTES = {
 def read_safetensors_shapes(path: Path) -> dict[str, tuple[int, ...]]:
     """{tensor name: shape} from the header of the safetensors file `path`.
 
-    Raises ValueError in one line when the header is missing, too large, not JSON, or names a
+    Raises UserError in one line when the header is missing, too large, not JSON, or names a
     tensor whose bytes lie beyond the end of the file.
     """
     size = path.stat().st_size
     with path.open("rb") as handle:
         prefix = handle.read(8)
         if len(prefix) < 8:
-            raise ValueError(f"{path.name} is not a safetensors file; save the model again")
+            raise UserError(f"{path.name} is not a safetensors file; save the model again")
         (length,) = struct.unpack("<Q", prefix)
         if length > min(MAX_HEADER_BYTES, size - 8):
-            raise ValueError(f"{path.name} has a bad header length; save the model again")
+            raise UserError(f"{path.name} has a bad header length; save the model again")
         header = _parse_header(path, handle.read(length))
     return _shapes(path, header, size - 8 - length)
 
@@ -42,9 +44,9 @@ def _parse_header(path: Path, raw: bytes) -> dict[str, Any]:
     try:
         header = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path.name} has a header that is not JSON; save again") from err
+        raise UserError(f"{path.name} has a header that is not JSON; save again") from err
     if not isinstance(header, dict):
-        raise ValueError(f"{path.name} has a header that is not a table; save the model again")
+        raise UserError(f"{path.name} has a header that is not a table; save the model again")
     header.pop("__metadata__", None)
     return header
 
@@ -57,10 +59,10 @@ def _shapes(path: Path, header: dict[str, Any], data_bytes: int) -> dict[str, tu
             begin, end = (int(n) for n in entry["data_offsets"])
             width = DTYPE_BYTES[entry["dtype"]]
         except (TypeError, KeyError, ValueError) as err:
-            raise ValueError(f"{path.name}: tensor {name!r} has a bad header entry") from err
+            raise UserError(f"{path.name}: tensor {name!r} has a bad header entry") from err
         # The shape must account for exactly the bytes it points at, inside the file.
         if not 0 <= begin <= end <= data_bytes or math.prod(shape) * width != end - begin:
-            raise ValueError(f"{path.name}: tensor {name!r} does not match its bytes in the file")
+            raise UserError(f"{path.name}: tensor {name!r} does not match its bytes in the file")
         shapes[name] = shape
     return shapes
 
@@ -86,7 +88,7 @@ def check_config_fits_weights(folder: Path) -> None:
     held = sum(count_parameters(read_safetensors_shapes(f)) for f in files)
     promised = _estimated_parameters(config if isinstance(config, dict) else {})
     if promised > MAX_CONFIG_OVER_WEIGHTS * held + 1_000_000:
-        raise ValueError(
+        raise UserError(
             f"refusing to load {folder.name}: config.json describes about {promised:,} "
             f"parameters but the weights hold {held:,}; the folder is damaged or crafted"
         )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.checks import check_non_empty_str
+from core.errors import UserError
 
 DECISIONS = ("keep", "relabel", "escalate")
 TRIAGE_STATUSES = ("open", "confirmed", "corrected")
@@ -38,23 +39,23 @@ class ReviewDecision:
     def __post_init__(self) -> None:
         check_non_empty_str("fingerprint", self.fingerprint)
         if isinstance(self.row, bool) or not isinstance(self.row, int) or self.row < 1:
-            raise ValueError(f"row must be a 1-based spreadsheet row number, got {self.row!r}")
+            raise UserError(f"row must be a 1-based spreadsheet row number, got {self.row!r}")
         if not isinstance(self.text, str):
-            raise ValueError(f"text must be a string, got {type(self.text).__name__}")
+            raise UserError(f"text must be a string, got {type(self.text).__name__}")
         check_non_empty_str("given_label", self.given_label)
         if self.decision not in DECISIONS:
-            raise ValueError(f"decision must be one of {DECISIONS}, got {self.decision!r}")
+            raise UserError(f"decision must be one of {DECISIONS}, got {self.decision!r}")
         check_non_empty_str("reviewer", self.reviewer)
         self._check_new_label()
         if not isinstance(self.note, str):
-            raise ValueError(f"note must be a string, got {type(self.note).__name__}")
+            raise UserError(f"note must be a string, got {type(self.note).__name__}")
 
     def _check_new_label(self) -> None:
         if self.decision == "relabel":
             if not isinstance(self.new_label, str) or not self.new_label.strip():
-                raise ValueError("a relabel decision needs new_label: the label to change to")
+                raise UserError("a relabel decision needs new_label: the label to change to")
         elif self.new_label is not None:
-            raise ValueError(f"new_label must be None for a {self.decision!r} decision")
+            raise UserError(f"new_label must be None for a {self.decision!r} decision")
 
 
 @dataclass(frozen=True)
@@ -81,23 +82,23 @@ class TriageItem:
         check_non_empty_str("batch", self.batch)
         check_non_empty_str("decided_by", self.decided_by)
         if not isinstance(self.text, str):
-            raise ValueError(f"text must be a string, got {type(self.text).__name__}")
+            raise UserError(f"text must be a string, got {type(self.text).__name__}")
         check_non_empty_str("predicted_label", self.predicted_label)
         ok = isinstance(self.confidence, int | float) and not isinstance(self.confidence, bool)
         if not ok or not math.isfinite(self.confidence) or not 0 <= self.confidence <= 1:
-            raise ValueError(f"confidence must be a number in [0, 1], got {self.confidence!r}")
+            raise UserError(f"confidence must be a number in [0, 1], got {self.confidence!r}")
         if self.status not in TRIAGE_STATUSES:
-            raise ValueError(f"status must be one of {TRIAGE_STATUSES}, got {self.status!r}")
+            raise UserError(f"status must be one of {TRIAGE_STATUSES}, got {self.status!r}")
         _check_probabilities(self.probabilities)
 
 
 def _check_probabilities(probabilities: object) -> None:
     if not isinstance(probabilities, Mapping):
-        raise ValueError("probabilities must be a dict {label: probability}")
+        raise UserError("probabilities must be a dict {label: probability}")
     for label, p in probabilities.items():
         bad = not isinstance(p, int | float) or isinstance(p, bool) or not math.isfinite(p)
         if not isinstance(label, str) or bad:
-            raise ValueError(f"probabilities must map str to a finite number, got {label!r}: {p!r}")
+            raise UserError(f"probabilities must map str to a finite number, got {label!r}: {p!r}")
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from core.access import Actor, Permission
+from core.errors import UserError
 from core.review.records import ReviewDecision
 
 if TYPE_CHECKING:  # only annotations: this module loads neither pandas nor core.data
@@ -59,9 +60,9 @@ def _latest_by_row(
     latest: dict[int, ReviewDecision] = {}
     for decision in items:
         if not isinstance(decision, ReviewDecision):
-            raise ValueError(f"expected ReviewDecision objects, got {type(decision).__name__}")
+            raise TypeError(f"expected ReviewDecision objects, got {type(decision).__name__}")
         if decision.fingerprint != dataset.fingerprint:
-            raise ValueError(
+            raise UserError(
                 f"decision {decision.id} is for data set {decision.fingerprint[:12]}…, not this "
                 f"one ({dataset.fingerprint[:12]}…); load the decisions of this data set's "
                 "fingerprint"
@@ -82,15 +83,15 @@ def _check_row(decision: ReviewDecision, record_of: dict[int, tuple[str, str]]) 
     worse than no export, and the one-line error names the row to review again.
     """
     if decision.row not in record_of:
-        raise ValueError(f"decision {decision.id} is for row {decision.row}, not in this data set")
+        raise UserError(f"decision {decision.id} is for row {decision.row}, not in this data set")
     text, label = record_of[decision.row]
     if text != decision.text:
-        raise ValueError(
+        raise UserError(
             f"row {decision.row} now holds {_clip(text)!r} but decision {decision.id} was made "
             f"on {_clip(decision.text)!r}; review the row again"
         )
     if label != decision.given_label:
-        raise ValueError(
+        raise UserError(
             f"row {decision.row} is labelled {label!r} but decision {decision.id} was made on "
             f"label {decision.given_label!r}; review the row again"
         )

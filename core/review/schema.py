@@ -10,6 +10,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from core.errors import UserError
+
 # Seconds a writer waits for another connection's write lock before giving up. Writes are tiny
 # (one row and one trail event), so even many sessions clear the lock within milliseconds.
 BUSY_TIMEOUT_S = 30.0
@@ -133,7 +135,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 SchemaObjects = frozenset[tuple[str, str, str | None]]
 
 
-class StoreError(ValueError):
+class StoreError(UserError):
     """The review store cannot be used as asked: an unreadable or tampered file, or a write to a
     store opened read-only. The message is one line saying what to do."""
 
@@ -144,7 +146,7 @@ def configure_connection(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA foreign_keys = ON")
     mode = switch_to_wal(conn)
     if str(mode).lower() != "wal":
-        raise ValueError(f"could not switch the database to WAL mode (got {mode!r})")
+        raise StoreError(f"could not switch the database to WAL mode (got {mode!r})")
     # FULL: WAL commits are fsynced, so a confirmed decision survives a power cut, not only a
     # crash of the app (NORMAL may lose the last commits on power loss). Writes are rare.
     conn.execute("PRAGMA synchronous = FULL")
@@ -192,7 +194,7 @@ def _statements(script: str) -> Iterator[str]:
                 yield pending.strip()
             pending = ""
     if pending.strip():
-        raise ValueError(f"incomplete SQL statement in a migration: {pending.strip()[:60]!r}")
+        raise RuntimeError(f"incomplete SQL statement in a migration: {pending.strip()[:60]!r}")
 
 
 def verify_schema(conn: sqlite3.Connection, path: Path) -> int:

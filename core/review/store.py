@@ -20,6 +20,7 @@ from typing import Any
 
 from core.access import Actor, Permission
 from core.checks import check_non_empty_str
+from core.errors import UserError
 from core.paths import data_dir
 from core.review.records import (
     TRIAGE_STATUSES,
@@ -77,7 +78,7 @@ class Store:
         """
         path = Path(path) if path is not None else default_db_path()
         if path.is_dir():
-            raise ValueError(f"{path} is a folder; give the path of a database file inside it")
+            raise UserError(f"{path} is a folder; give the path of a database file inside it")
         if read_only is None:
             read_only = path.exists() and not (_writable(path) and _writable(path.parent))
         if not read_only:
@@ -132,7 +133,7 @@ class Store:
         """
         actor.require(Permission.DECIDE)
         if not isinstance(decision, ReviewDecision):
-            raise ValueError(f"expected a ReviewDecision, got {type(decision).__name__}")
+            raise TypeError(f"expected a ReviewDecision, got {type(decision).__name__}")
         _check_reviewer(actor, decision.reviewer)
         now = _utc_now()
         with self._transaction() as conn:
@@ -195,9 +196,9 @@ class Store:
         items = list(items)
         bad = next((i for i in items if not isinstance(i, TriageItem)), None)
         if bad is not None:
-            raise ValueError(f"expected TriageItem objects, got {type(bad).__name__}")
+            raise TypeError(f"expected TriageItem objects, got {type(bad).__name__}")
         if any(i.status != "open" or i.final_label is not None for i in items):
-            raise ValueError("enqueue only open items (status 'open', no final_label)")
+            raise UserError("enqueue only open items (status 'open', no final_label)")
         now = _utc_now()
         with self._transaction() as conn:
             if skip_queued:
@@ -209,7 +210,7 @@ class Store:
     ) -> list[TriageItem]:
         """Triage items, optionally of one `batch` and/or `status`, oldest first."""
         if status is not None and status not in TRIAGE_STATUSES:
-            raise ValueError(f"status must be one of {TRIAGE_STATUSES} or None, got {status!r}")
+            raise UserError(f"status must be one of {TRIAGE_STATUSES} or None, got {status!r}")
         _check_limit(limit)
         rows = self._query(
             f"SELECT {_TRIAGE_COLUMNS} FROM {_TRIAGE_JOIN}"
@@ -230,7 +231,7 @@ class Store:
         """Confirm (final label = predicted) or correct an open triage item; return it decided.
 
         `actor` needs DECIDE (reviewer); signed in, `reviewer` must be the actor's e-mail. The
-        verdict is appended to triage_decisions (items are never updated). Raises ValueError
+        verdict is appended to triage_decisions (items are never updated). Raises UserError
         when the item does not exist or was already decided (by anyone).
         """
         actor.require(Permission.DECIDE)
@@ -304,7 +305,7 @@ def _check_reviewer(actor: Actor, reviewer: str) -> None:
     """Signed in, the reviewer (and so the trail's actor) is the actor's e-mail: no typed name
     stands in for it. Without sign-in the one local user is admin and types their name."""
     if actor.signed_in and reviewer != actor.user:
-        raise ValueError(
+        raise UserError(
             f"you are signed in as {actor.user}, so decisions are saved under that address, "
             f"not {reviewer!r}"
         )
@@ -382,16 +383,16 @@ def _jsonable(record: object, **extra: Any) -> dict[str, Any]:
 
 def _to_json(value: Mapping[str, Any], name: str) -> str:
     if not isinstance(value, Mapping):
-        raise ValueError(f"{name} must be a dict, got {type(value).__name__}")
+        raise UserError(f"{name} must be a dict, got {type(value).__name__}")
     try:
         return json.dumps(dict(value), ensure_ascii=False, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be JSON-serialisable with finite numbers ({err})") from err
+        raise UserError(f"{name} must be JSON-serialisable with finite numbers ({err})") from err
 
 
 def _check_limit(limit: object) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
+        raise UserError(f"limit must be an integer >= 1, got {limit!r}")
 
 
 def _insert_triage(conn: sqlite3.Connection, item: TriageItem, now: str) -> int:
@@ -424,15 +425,15 @@ def _already_queued(conn: sqlite3.Connection, item: TriageItem) -> bool:
 
 
 def _open_triage_label(conn: sqlite3.Connection, item_id: object) -> str:
-    """The predicted label of open triage item `item_id`; ValueError if missing or decided."""
+    """The predicted label of open triage item `item_id`; UserError if missing or decided."""
     if isinstance(item_id, bool) or not isinstance(item_id, int):
-        raise ValueError(f"item_id must be an integer triage id, got {item_id!r}")
+        raise UserError(f"item_id must be an integer triage id, got {item_id!r}")
     found = conn.execute(_TRIAGE_BY_ID, (item_id,)).fetchone()
     if found is None:
-        raise ValueError(f"no triage item with id {item_id}; reload the queue")
+        raise UserError(f"no triage item with id {item_id}; reload the queue")
     item = _triage_from_row(found)
     if item.status != "open":
-        raise ValueError(f"triage item {item_id} was already {item.status}; reload the queue")
+        raise UserError(f"triage item {item_id} was already {item.status}; reload the queue")
     return item.predicted_label
 
 

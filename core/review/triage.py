@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from core.access import Actor, Permission
 from core.checks import check_non_empty_str
+from core.errors import UserError
 from core.review.records import TriageItem
 
 if TYPE_CHECKING:  # only annotations: pandas is imported by the functions that build frames
@@ -68,13 +69,13 @@ def enqueue_uncertain(
     texts, predictions = list(texts), list(predictions)
     rows = [None] * len(texts) if rows is None else list(rows)
     if not len(texts) == len(predictions) == len(rows):
-        raise ValueError(
+        raise UserError(
             f"texts ({len(texts)}), predictions ({len(predictions)}) and rows ({len(rows)}) "
             "must be equally long: one prediction per classified text"
         )
     ok = isinstance(threshold, int | float) and not isinstance(threshold, bool)
     if not ok or not math.isfinite(threshold) or not 0 <= threshold <= 1:
-        raise ValueError(f"threshold must be a number in [0, 1], got {threshold!r}")
+        raise UserError(f"threshold must be a number in [0, 1], got {threshold!r}")
     items = [
         _triage_item(batch, text, prediction, row, decided_by)
         for text, prediction, row in zip(texts, predictions, rows, strict=True)
@@ -139,7 +140,7 @@ def with_training_rows(dataset: Dataset, extra_rows: pd.DataFrame) -> pd.DataFra
     import pandas as pd
 
     if not {"text", "label"} <= set(extra_rows.columns):
-        raise ValueError("extra_rows needs 'text' and 'label' columns (see triage_training_rows)")
+        raise UserError("extra_rows needs 'text' and 'label' columns (see triage_training_rows)")
     frame = dataset.to_frame()
     base = frame.drop(columns=["row"]).assign(source=[f"data set row {r}" for r in dataset.rows])
     added = extra_rows.drop(columns=["batch", "row"], errors="ignore")

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from core.errors import UserError
 from core.models.seeding import reset_parameters
 from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer, read_saved_json
 from core.models.weights import read_safetensors_shapes
@@ -77,18 +78,18 @@ class TinyConfig:
         for name, limit in SIZE_LIMITS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
-                raise ValueError(f"{name} must be an integer in 1..{limit}; got {value!r}")
+                raise UserError(f"{name} must be an integer in 1..{limit}; got {value!r}")
         if self.d_model % self.n_heads:
-            raise ValueError(
+            raise UserError(
                 f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"
             )
         if self.pooling not in POOLINGS:
-            raise ValueError(f"pooling must be 'mean' or 'cls'; got {self.pooling!r}")
+            raise UserError(f"pooling must be 'mean' or 'cls'; got {self.pooling!r}")
         if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1); got {self.dropout}")
+            raise UserError(f"dropout must be in [0, 1); got {self.dropout}")
         scale = self.embedding_scale
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1e3:
-            raise ValueError(f"embedding_scale must be a number in (0, 1000]; got {scale!r}")
+            raise UserError(f"embedding_scale must be a number in (0, 1000]; got {scale!r}")
 
     def to_dict(self) -> dict:
         """JSON-ready dictionary (label ids become strings, as in Hugging Face configs)."""
@@ -100,7 +101,7 @@ class TinyConfig:
     def from_dict(cls, data: dict) -> TinyConfig:
         """Inverse of `to_dict`; extra keys (model_type, architectures) are ignored."""
         if data.get("model_type") != MODEL_TYPE:
-            raise ValueError(
+            raise UserError(
                 f"config is not a {MODEL_TYPE} config (model_type {data.get('model_type')!r})"
             )
         names = {f.name for f in fields(cls)}
@@ -120,7 +121,7 @@ def _label_maps(
     inverse = {label: i for i, label in id2label.items()}
     label2id = {str(k): int(v) for k, v in label2id.items()} or inverse
     if sorted(id2label) != list(range(num_labels)) or label2id != inverse:
-        raise ValueError(
+        raise UserError(
             f"id2label must map 0..{num_labels - 1} to distinct labels and label2id must be its "
             "inverse; pass label maps with num_labels entries"
         )
@@ -227,7 +228,7 @@ class TinyTransformerForSequenceClassification(nn.Module):
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         """(b, n) ids → (b, n, d) scaled word embeddings plus positional encoding when on."""
         if input_ids.shape[1] > self.config.max_length:
-            raise ValueError(
+            raise UserError(
                 f"sequence of {input_ids.shape[1]} tokens exceeds max_length "
                 f"{self.config.max_length}; tokenize with truncation=True"
             )
@@ -281,15 +282,13 @@ class TinyTransformerForSequenceClassification(nn.Module):
         config = TinyConfig.from_dict(read_saved_json(directory, CONFIG_NAME))
         weights_path = Path(directory) / WEIGHTS_NAME
         if not weights_path.is_file():
-            raise ValueError(
-                f"{weights_path} is missing; save the model with save_pretrained first"
-            )
+            raise UserError(f"{weights_path} is missing; save the model with save_pretrained first")
         _check_weights_fit(cls, config, weights_path)
         model = cls(config)
         try:
             model.load_state_dict(load_file(str(weights_path), device="cpu"))
         except RuntimeError as error:
-            raise ValueError(f"{weights_path} does not fit {config}: {error}") from error
+            raise UserError(f"{weights_path} does not fit {config}: {error}") from error
         return model.to(device).eval()
 
 
@@ -304,7 +303,7 @@ def _check_weights_fit(cls: type[nn.Module], config: TinyConfig, weights_path: P
         wanted = {k: tuple(v.shape) for k, v in cls(config).state_dict().items()}
     if held != wanted:
         diff = sorted(set(held.items()) ^ set(wanted.items()))[0][0]
-        raise ValueError(
+        raise UserError(
             f"{weights_path.name} does not fit config.json (first difference: tensor {diff!r}); "
             "save the model again"
         )
@@ -374,7 +373,7 @@ def predict_proba(
 ) -> np.ndarray:
     """Softmax probabilities (n_texts, num_labels), batched; columns follow id2label."""
     if model.training:
-        raise ValueError("call model.eval() before predicting (dropout is active in train mode)")
+        raise RuntimeError("call model.eval() before predicting (dropout is active in train mode)")
     rows = []
     with torch.inference_mode():
         for start in range(0, len(texts), batch_size):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from torch import nn
 
+from core.errors import UserError
 from core.models.tiny.model import TinyConfig
 from core.numeric import positional_encoding, softmax
 
@@ -69,7 +70,7 @@ def reference_forward(
     """
     input_ids, mask = np.asarray(input_ids), np.asarray(attention_mask)
     if input_ids.shape != mask.shape or input_ids.ndim != 2:
-        raise ValueError("input_ids and attention_mask must both be (batch, seq) arrays")
+        raise UserError("input_ids and attention_mask must both be (batch, seq) arrays")
     x = params["embeddings.weight"][input_ids] * config.embedding_scale  # (b, n, d)
     if config.positional_encoding:
         x = x + positional_encoding(config.max_length, config.d_model)[: input_ids.shape[1]]

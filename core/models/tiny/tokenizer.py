@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from core.errors import UserError
 from core.paths import read_json, write_json
 from core.text import cut_for_tokens, word_spans, words
 
@@ -51,7 +52,7 @@ class TinyTokenizer:
     def __init__(self, vocab: dict[str, int], *, add_cls: bool = False, max_length: int = 64):
         _check_vocab(vocab, add_cls=add_cls)
         if max_length < 1:
-            raise ValueError(f"max_length must be at least 1; got {max_length}")
+            raise UserError(f"max_length must be at least 1; got {max_length}")
         self.vocab = dict(vocab)
         self.add_cls = add_cls
         self.max_length = max_length
@@ -74,7 +75,7 @@ class TinyTokenizer:
         """
         specials = [PAD, UNK, CLS] if add_cls else [PAD, UNK]
         if max_size <= len(specials) or min_freq < 1:
-            raise ValueError(f"max_size must exceed {len(specials)} and min_freq be at least 1")
+            raise UserError(f"max_size must exceed {len(specials)} and min_freq be at least 1")
         counts = Counter(w for text in texts for w in words(text))
         ranked = sorted(
             (w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w)
@@ -114,7 +115,7 @@ class TinyTokenizer:
     def _cap(self, max_length: int | None) -> int:
         """The requested length, at most the tokenizer's own (the model has no more positions)."""
         if max_length is not None and max_length < 1:
-            raise ValueError(f"max_length must be at least 1; got {max_length}")
+            raise UserError(f"max_length must be at least 1; got {max_length}")
         return min(max_length or self.max_length, self.max_length)
 
     def encode(
@@ -162,7 +163,7 @@ class TinyTokenizer:
         """
         texts = [texts] if isinstance(texts, str) else list(texts)
         if not all(isinstance(t, str) for t in texts):
-            raise ValueError("texts must be a string or a list of strings")
+            raise UserError("texts must be a string or a list of strings")
         ids = [self.encode(t, truncation=truncation, max_length=max_length) for t in texts]
         width = self._padded_width(ids, padding, max_length)
         encoding = {
@@ -186,7 +187,7 @@ class TinyTokenizer:
             return max(longest, 1)  # at least one column: a batch of empty texts is still (b, 1)
         if padding is False or padding == "do_not_pad":
             return 0
-        raise ValueError(f"padding must be True, False, 'longest' or 'max_length'; got {padding!r}")
+        raise UserError(f"padding must be True, False, 'longest' or 'max_length'; got {padding!r}")
 
     def save_pretrained(self, directory: str | Path) -> None:
         """Write vocab.json and tokenizer_config.json into `directory` (created if needed)."""
@@ -213,21 +214,21 @@ class TinyTokenizer:
 def _check_vocab(vocab: dict[str, int], *, add_cls: bool) -> None:
     expected = {PAD: PAD_ID, UNK: UNK_ID, **({CLS: CLS_ID} if add_cls else {})}
     if any(vocab.get(token) != i for token, i in expected.items()):
-        raise ValueError(f"vocabulary must map {expected}; build it with TinyTokenizer.build")
+        raise UserError(f"vocabulary must map {expected}; build it with TinyTokenizer.build")
     if sorted(vocab.values()) != list(range(len(vocab))):
-        raise ValueError("vocabulary ids must be 0..size-1, each used once")
+        raise UserError("vocabulary ids must be 0..size-1, each used once")
 
 
 def _as_tensor(rows: list, return_tensors: str | None):
     if return_tensors is None:
         return rows
     if len({len(r) for r in rows}) > 1:
-        raise ValueError("texts have different lengths; pass padding=True to return tensors")
+        raise UserError("texts have different lengths; pass padding=True to return tensors")
     if return_tensors == "pt":
         return torch.tensor(rows, dtype=torch.long)
     if return_tensors == "np":
         return np.asarray(rows, dtype=np.int64)
-    raise ValueError(f"return_tensors must be 'pt', 'np' or None; got {return_tensors!r}")
+    raise UserError(f"return_tensors must be 'pt', 'np' or None; got {return_tensors!r}")
 
 
 def read_saved_json(directory: str | Path, name: str) -> Any:

@@ -18,6 +18,7 @@ from huggingface_hub import try_to_load_from_cache
 from torch import nn
 from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
+from core.errors import UserError
 from core.models.card import check_loadable, model_folder
 from core.models.seeding import reset_linear
 from core.models.tiny.model import create_tiny_classifier, is_tiny_model_dir
@@ -49,7 +50,7 @@ def resolve_backbone(backbone: str) -> str:
         _check_folder(Path(backbone))
         return str(Path(backbone))
     if Path(backbone).exists():
-        raise ValueError(f"backbone {backbone!r} is a file; give a model folder or a model id")
+        raise UserError(f"backbone {backbone!r} is a file; give a model folder or a model id")
     snapshot = _cached_snapshot(backbone)
     if snapshot is not None:
         _check_folder(snapshot)
@@ -75,7 +76,7 @@ def find_backbone(text: str, *, models_root: str | Path) -> str:
     Accepted: "minilm" and "tiny"; the name of a saved transformers model in `models_root`
     (returned as its folder); the id of a model in the Hugging Face cache (returned as is).
     Anything else (absolute or relative paths, '..', files, ids not in the cache) raises the
-    same ValueError, "not found", which says nothing about the server's file system.
+    same UserError, "not found", which says nothing about the server's file system.
     """
     text = text.strip()
     if text in (MINILM, TINY):
@@ -86,18 +87,18 @@ def find_backbone(text: str, *, models_root: str | Path) -> str:
     # A relative folder of the server's working directory would shadow a cached id.
     if _cached_snapshot(text) is not None and not Path(text).exists():
         return text
-    raise ValueError(NOT_FOUND.format(text=text))
+    raise UserError(NOT_FOUND.format(text=text))
 
 
 def _saved_backbone(models_root: str | Path, name: str) -> Path | None:
     try:
         folder = model_folder(models_root, name)
-    except ValueError:
+    except UserError:
         return None
     if not (folder / "config.json").is_file():
         return None
     if is_tiny_model_dir(folder):
-        raise ValueError(f"{name!r} is a tiny model; only transformers models can be backbones")
+        raise UserError(f"{name!r} is a tiny model; only transformers models can be backbones")
     return folder
 
 
@@ -136,8 +137,10 @@ def load_backbone(
             _reset_missing(model, info["missing_keys"], generator)
             return model, tokenizer
         encoder = AutoModel.from_pretrained(source, trust_remote_code=False, **options)
-    except OSError as exc:
-        raise ValueError(
+    except (OSError, ValueError) as exc:  # no such files, or files transformers cannot read
+        if isinstance(exc, UserError):
+            raise
+        raise UserError(
             f"could not load backbone {backbone_label(config.backbone)!r} offline ({exc}); give "
             "'minilm', a "
             "local folder with config.json, model.safetensors and tokenizer files, or the id of "
@@ -162,7 +165,7 @@ def backbone_positions(backbone: str) -> int | None:
         return None
     try:
         return _positions(resolve_backbone(backbone))
-    except ValueError:
+    except UserError:
         return None  # loading the model says what is wrong, with the advice
 
 
@@ -184,7 +187,7 @@ def check_positions(config: TrainConfig) -> None:
 
 def _refuse_beyond_positions(config: TrainConfig, positions: int | None) -> None:
     if positions is not None and config.max_length > positions:
-        raise ValueError(
+        raise UserError(
             f"max_length {config.max_length} is more than the {positions} positions backbone "
             f"{backbone_label(config.backbone)!r} has; use a max_length of at most {positions}"
         )
@@ -199,7 +202,5 @@ def _reset_missing(
     for key in missing_keys:
         layer = modules.get(key.rsplit(".", 1)[0])
         if not isinstance(layer, nn.Linear):
-            raise ValueError(
-                f"the backbone lacks {key!r}, which is not a linear layer; use another"
-            )
+            raise UserError(f"the backbone lacks {key!r}, which is not a linear layer; use another")
         reset_linear(layer, generator, std=std)

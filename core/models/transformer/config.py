@@ -8,12 +8,16 @@ from pathlib import Path
 from typing import Literal
 
 from core.checks import check_fraction, check_int, check_non_empty_str
+from core.errors import UserError
 
 MINILM = "minilm"
 TINY = "tiny"
 POOLINGS = ("mean", "cls")
 FULL, QUICK = "full", "quick"
 RECIPES = (FULL, QUICK)
+# A training's Progress phases: optimiser steps (full), then for the quick recipe texts embedded
+# and the linear head fitted.
+TRAIN_PHASE, EMBED_PHASE, HEAD_PHASE = "train", "embed", "head"
 
 
 @dataclass(frozen=True)
@@ -107,26 +111,26 @@ class TrainConfig:
         if self.patience is None:
             object.__setattr__(self, "patience", defaults.patience)
         if self.truncation not in ("head", "head_tail"):
-            raise ValueError(f"truncation must be 'head' or 'head_tail', got {self.truncation!r}")
+            raise UserError(f"truncation must be 'head' or 'head_tail', got {self.truncation!r}")
         if self.truncation == "head_tail" and self.backbone == TINY:
-            raise ValueError("the tiny transformer reads the head of a long text only; use "
+            raise UserError("the tiny transformer reads the head of a long text only; use "
                              "truncation 'head'")  # fmt: skip
         if self.recipe not in RECIPES:
-            raise ValueError(f"recipe must be one of {RECIPES}, got {self.recipe!r}")
+            raise UserError(f"recipe must be one of {RECIPES}, got {self.recipe!r}")
         if self.recipe == QUICK and self.backbone == TINY:
-            raise ValueError(
+            raise UserError(
                 "the quick recipe needs a pretrained encoder; the tiny transformer starts from "
                 "random weights, so train it with the full recipe"
             )
         if self.head_init not in ("random", "probe"):
-            raise ValueError(f"head_init must be 'random' or 'probe', got {self.head_init!r}")
+            raise UserError(f"head_init must be 'random' or 'probe', got {self.head_init!r}")
         if self.head_init == "probe" and (self.backbone == TINY or self.pooling != "mean"):
-            raise ValueError("head_init 'probe' needs a pretrained encoder with mean pooling")
+            raise UserError("head_init 'probe' needs a pretrained encoder with mean pooling")
         if self.recipe == QUICK and self.pooling != "mean":
-            raise ValueError("the quick recipe fits its head on mean-pooled embeddings; use "
+            raise UserError("the quick recipe fits its head on mean-pooled embeddings; use "
                              "pooling 'mean'")  # fmt: skip
         if self.pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+            raise UserError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         for name in ("epochs", "batch_size", "max_length"):
             check_int(name, getattr(self, name), minimum=1)
         check_int("patience", self.patience, minimum=1)
@@ -140,13 +144,13 @@ class TrainConfig:
         check_fraction("val_fraction", self.val_fraction, low=0.0, high=0.5)
         check_fraction("classifier_dropout", self.classifier_dropout, low=-1e-12, high=0.9)
         if not isinstance(self.positional_encoding, bool):
-            raise ValueError(
+            raise UserError(
                 f"positional_encoding must be True or False, got {self.positional_encoding!r}"
             )
         if not isinstance(self.class_weights, bool):
-            raise ValueError(f"class_weights must be True or False, got {self.class_weights!r}")
+            raise UserError(f"class_weights must be True or False, got {self.class_weights!r}")
         if self.device not in ("auto", "cpu", "cuda"):
-            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
+            raise UserError(f"device must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
 
 
 def backbone_label(backbone: str) -> str:

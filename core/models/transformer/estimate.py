@@ -14,6 +14,7 @@ cuts the epochs short: a full run that stops early takes less.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -24,7 +25,7 @@ import torch
 from core.data.dataset import Dataset
 from core.data.privacy import mask_texts
 from core.models.baseline import BagOfWordsClassifier
-from core.models.device import resolve_device
+from core.models.device import Runtime, resolve_device
 from core.models.seeding import job_generator, seeded_dropout
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import QUICK, TrainConfig
@@ -36,6 +37,7 @@ from core.models.transformer.loop import (
     train_step,
 )
 from core.models.transformer.quick import EMBED_BATCH, HEAD_STRENGTHS, embed_texts, fit_linear_head
+from core.progress import check_cancel
 from core.text import cut_for_tokens
 
 TIMED_PASSES = 3  # timed batches, short to long, after one untimed warm-up pass
@@ -121,11 +123,14 @@ class _CostLine:
         return float(sum(self.intercept + self.slope * p for p in pieces))
 
 
-def estimate_duration(train: Dataset, val: Dataset, config: TrainConfig) -> DurationEstimate:
+def estimate_duration(
+    train: Dataset, val: Dataset, config: TrainConfig, *, cancel: threading.Event | None = None
+) -> DurationEstimate:
     """Time a few passes of `config`'s training on `train` and `val` and scale to all of it.
 
     Costs a few seconds: the backbone is loaded and a handful of batches run (training steps
-    on a throwaway copy for "full"). Raises ValueError for what training itself would refuse.
+    on a throwaway copy for "full"). Raises UserError for what training itself would refuse,
+    core.progress.Cancelled when `cancel` is set once the backbone is loaded.
     """
     from core.models.transformer.training import check_split
 
@@ -136,6 +141,7 @@ def estimate_duration(train: Dataset, val: Dataset, config: TrainConfig) -> Dura
     model, tokenizer = load_backbone(config, classes, texts=train_texts)
     model.to(device)
     load_s = time.perf_counter() - started
+    check_cancel(cancel)
     pieces = _piece_counter(tokenizer, config.max_length)
     if config.recipe == QUICK:
         parts = _quick_costs(model, tokenizer, train, train_texts, val_texts, config, pieces,
@@ -249,10 +255,11 @@ def _quick_costs(model, tokenizer, train, train_texts, val_texts, config, pieces
     lengths = np.asarray(pieces(texts))
     batches = _sorted_batches(len(texts), lengths, EMBED_BATCH)
     padded = _padded(lengths, batches)
+    runtime = Runtime.resolve(device)  # quick_fit's, so the estimate times the same passes
 
     def embed(pick: int) -> None:
         embed_texts(model, tokenizer, [texts[r] for r in batches[pick]],
-                    max_length=config.max_length, device=device,
+                    max_length=config.max_length, runtime=runtime,
                     truncation=config.truncation)  # fmt: skip
 
     timed = _timed_passes(embed, padded)

@@ -23,8 +23,9 @@ from transformers import BatchEncoding
 
 from core.checks import check_fraction, check_int, check_texts
 from core.data.privacy import mask_texts
+from core.errors import UserError
 from core.models.classifier import Prediction
-from core.models.device import autocast, resolve_precision
+from core.models.device import Runtime
 from core.models.transformer.truncation import (
     HEAD,
     TRUNCATIONS,
@@ -117,10 +118,14 @@ class TransformerClassifier:
         Label of each logit column, in column order.
     max_length : int
         Word pieces kept per text (including [CLS] and [SEP]).
-    device : str or torch.device
+    device : {"auto", "cpu", "cuda"} or torch.device
         Where the model runs; it is moved there.
     precision : {"auto", "fp32", "bf16"}
-        bf16 autocast or full fp32; "auto" picks bf16 on CUDA and on CPUs with hardware bf16.
+        bf16 autocast or full fp32; "auto" follows `Runtime.resolve` (GRIEVANCE_LENS_PRECISION,
+        else bf16 on CUDA and on CPUs with hardware bf16).
+
+    Device and precision are resolved once into `runtime` (core.models.device.Runtime), which
+    every consumer of this model uses: prediction, training validation, explanation, probes.
     """
 
     def __init__(
@@ -136,15 +141,30 @@ class TransformerClassifier:
     ) -> None:
         check_int("max_length", max_length, minimum=2)
         if truncation not in TRUNCATIONS:
-            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
+            raise UserError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
         self.truncation = truncation
-        self.device = torch.device(device)
-        self.precision = resolve_precision(precision, self.device)
-        self.model = model.to(self.device).eval()
+        self.runtime = Runtime.resolve(device, precision)  # decided once, for every consumer
+        self.model = model.to(self.runtime.device).eval()
         self._predictor = inference_view(self.model)  # eval mode, fused attention; see above
         self.tokenizer = tokenizer
         self.classes_ = np.asarray(list(classes), dtype=str)
         self.max_length = max_length
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model runs (its runtime's device)."""
+        return self.runtime.device
+
+    @property
+    def precision(self) -> str:
+        """How precisely it runs, "fp32" or "bf16" (its runtime's precision)."""
+        return self.runtime.precision
+
+    @property
+    def predictor(self) -> nn.Module:
+        """The inference view `predict_proba` calls (eval mode, fused attention); probes that
+        must give the model's own answer call it too, under `runtime.autocast()`."""
+        return self._predictor
 
     def predict_proba(
         self, texts: Sequence[str], *, batch_size: int = DEFAULT_BATCH_SIZE
@@ -171,7 +191,7 @@ class TransformerClassifier:
 
     def _batch_proba(self, texts: list[str]) -> np.ndarray:
         batch = encode_batch(self.tokenizer, texts, self.max_length, self.device, self.truncation)
-        with autocast(self.device, self.precision):
+        with self.runtime.autocast():
             logits = self._predictor(**batch).logits
         return torch.softmax(logits.float(), dim=-1).cpu().numpy()
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -19,29 +19,23 @@ from transformers import get_linear_schedule_with_warmup
 from core.data.dataset import Dataset
 from core.metrics import evaluate_predictions
 from core.models.device import autocast
-from core.models.transformer.config import TrainConfig
+from core.models.transformer.config import TRAIN_PHASE, TrainConfig
 from core.models.transformer.inference import TransformerClassifier, encode_batch
+from core.progress import Progress, ProgressCallback
 
 GRAD_CLIP_NORM = 1.0  # the usual BERT fine-tuning clip; tames the first steps of a fresh head
 MEGABATCH = 50  # length-grouping window, in batches: big enough to group, small enough to mix
-ProgressCallback = Callable[["TrainProgress"], None]
 
 
 @dataclass(frozen=True)
-class TrainProgress:
-    """One optimiser step's report; validation fields hold the latest epoch's figures."""
+class StepMetrics:
+    """What a training step's `Progress.detail` carries for the curves: the mean training loss
+    of the epoch so far and the latest epoch's validation figures (None before the first)."""
 
-    step: int
-    total_steps: int
     epoch: int  # 1-based
-    loss: float  # mean training loss over the current epoch so far
+    loss: float  # NaN while the quick recipe embeds
     val_accuracy: float | None
     val_macro_f1: float | None
-    elapsed_s: float
-    eta_s: float
-    # "train": optimiser steps; the quick recipe reports "embed" (step = rows embedded, loss
-    # NaN) and then "head" (the linear head fitted; loss and validation figures set).
-    phase: Literal["train", "embed", "head"] = "train"
 
 
 @dataclass(frozen=True)
@@ -146,6 +140,9 @@ def fit_classifier(
         optimizer, num_warmup_steps=int(total * config.warmup_ratio), num_training_steps=total
     )
     state = _LoopState(started=time.perf_counter(), total_steps=total)
+    # Validation predicts with the runtime the saved model gets when loaded on this device
+    # (precision "auto", as load_model resolves it), so the best epoch is chosen on the
+    # answers the model will give; the training steps keep their own rule (train_step).
     predictor = TransformerClassifier(
         model, tokenizer, classes, max_length=config.max_length, device=device,
         truncation=config.truncation,
@@ -238,17 +235,5 @@ def _report(
 ) -> None:
     if on_progress is None:
         return
-    elapsed = time.perf_counter() - state.started
-    eta = elapsed / state.step * (state.total_steps - state.step)
-    on_progress(
-        TrainProgress(
-            step=state.step,
-            total_steps=state.total_steps,
-            epoch=epoch,
-            loss=loss,
-            val_accuracy=state.val_accuracy,
-            val_macro_f1=state.val_macro_f1,
-            elapsed_s=elapsed,
-            eta_s=eta,
-        )
-    )
+    metrics = StepMetrics(epoch, loss, state.val_accuracy, state.val_macro_f1)
+    on_progress(Progress(state.step, state.total_steps, TRAIN_PHASE, metrics))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -27,18 +26,19 @@ from sklearn.linear_model import LogisticRegression
 from torch import nn
 
 from core.data.dataset import Dataset
+from core.errors import UserError
 from core.metrics import evaluate_predictions
-from core.models.device import autocast
-from core.models.transformer.config import TrainConfig
+from core.models.device import Runtime
+from core.models.transformer.config import EMBED_PHASE, HEAD_PHASE, TrainConfig
 from core.models.transformer.head import MeanPoolForSequenceClassification, mean_pool
 from core.models.transformer.inference import encode_batch, inference_view
 from core.models.transformer.loop import (
     EpochRecord,
     FitOutcome,
-    ProgressCallback,
-    TrainProgress,
+    StepMetrics,
 )
 from core.models.transformer.truncation import HEAD
+from core.progress import Progress, ProgressCallback
 
 EMBED_BATCH = 64  # texts per forward pass while embedding (inference: no activations kept)
 # Logistic-regression strengths tried, weakest first; the validation split picks one. Frozen
@@ -69,7 +69,7 @@ def embed_texts(
     texts: Sequence[str],
     *,
     max_length: int,
-    device: torch.device,
+    runtime: Runtime,
     truncation: str = HEAD,
     on_rows: BatchCallback | None = None,
     cancel: threading.Event | None = None,
@@ -77,7 +77,9 @@ def embed_texts(
     """Mean-pooled encoder states of `texts`, (n_texts, hidden) float32 in input order; None
     when `cancel` was set. Texts must already be masked (core.data.privacy), as in training.
 
-    Batches are cut from the length-sorted texts, so each pads to a similar length.
+    Batches are cut from the length-sorted texts, so each pads to a similar length. The
+    encoder runs on `runtime` (the model's device, under its autocast): a head fitted on these
+    features then meets, at prediction, features computed exactly the same way.
     """
     view = inference_view(model)  # eval mode whatever `model` is in, fused attention
     order = np.argsort([len(t) for t in texts], kind="stable")
@@ -88,10 +90,9 @@ def embed_texts(
                 return None
             rows = order[start : start + EMBED_BATCH]
             batch = encode_batch(
-                tokenizer, [texts[i] for i in rows], max_length, device, truncation
+                tokenizer, [texts[i] for i in rows], max_length, runtime.device, truncation
             )
-            # bf16 on CUDA only, as in training: on a CPU without bf16 units it is slower.
-            with autocast(device, "bf16" if device.type == "cuda" else "fp32"):
+            with runtime.autocast():
                 states = view.encoder(**batch).last_hidden_state
             features[rows] = mean_pool(states.float(), batch["attention_mask"]).cpu().numpy()
             if on_rows is not None:
@@ -115,7 +116,7 @@ def fit_linear_head(
     `class_weights` balances the loss by inverse class frequency, as full fine-tuning does.
     """
     if len(set(labels.tolist())) != n_classes:
-        raise ValueError("every class needs training rows before a head can be fitted")
+        raise UserError("every class needs training rows before a head can be fitted")
     regression = LogisticRegression(
         max_iter=HEAD_MAX_ITER,
         warm_start=True,  # each stronger C starts from the previous solution: fewer iterations
@@ -186,27 +187,23 @@ def quick_fit(
     """Embed both (masked) splits with the frozen encoder, fit the head, write it into `model`.
 
     Progress is reported in rows embedded (phase "embed"), then once more when the head is
-    fitted (phase "head"); the outcome holds one record, like a one-epoch fine-tuning.
+    fitted (phase "head"); the outcome holds one record, like a one-epoch fine-tuning. The
+    texts are embedded with the runtime the saved model gets on `device` (precision "auto").
     """
     label_ids = {label: i for i, label in enumerate(classes)}
-    started = time.perf_counter()
     total = len(train) + len(val)
     done_before = [0]
+    embedding = StepMetrics(1, math.nan, None, None)
 
     def on_rows(rows: int) -> None:
         if on_progress is not None:
-            step = done_before[0] + rows
-            elapsed = time.perf_counter() - started
-            on_progress(TrainProgress(
-                step=step, total_steps=total, epoch=1, loss=math.nan, val_accuracy=None,
-                val_macro_f1=None, elapsed_s=elapsed, eta_s=elapsed / step * (total - step),
-                phase="embed",
-            ))  # fmt: skip
+            on_progress(Progress(done_before[0] + rows, total, EMBED_PHASE, embedding))
 
+    runtime = Runtime.resolve(device)
     embedded = []
     for part in (train, val):
         features = embed_texts(
-            model, tokenizer, part.texts, max_length=config.max_length, device=device,
+            model, tokenizer, part.texts, max_length=config.max_length, runtime=runtime,
             truncation=config.truncation, on_rows=on_rows, cancel=cancel,
         )  # fmt: skip
         if features is None:
@@ -222,9 +219,6 @@ def quick_fit(
     model.eval()
     record = EpochRecord(1, head.train_loss, head.val_accuracy, head.val_macro_f1)
     if on_progress is not None:
-        on_progress(TrainProgress(
-            step=total, total_steps=total, epoch=1, loss=head.train_loss,
-            val_accuracy=head.val_accuracy, val_macro_f1=head.val_macro_f1,
-            elapsed_s=time.perf_counter() - started, eta_s=0.0, phase="head",
-        ))  # fmt: skip
+        fitted = StepMetrics(1, head.train_loss, head.val_accuracy, head.val_macro_f1)
+        on_progress(Progress(total, total, HEAD_PHASE, fitted))
     return FitOutcome((record,), 1, total, False, head_strength=head.strength)

@@ -13,6 +13,7 @@ from transformers import PreTrainedTokenizerBase
 
 from core.data.dataset import TWIN_SLICE, Dataset
 from core.data.privacy import mask_dataset
+from core.errors import UserError
 from core.metrics import EvalReport
 from core.models.baseline import BagOfWordsClassifier, BaselineConfig
 from core.models.blend import TRANSFORMER_ONLY, Blend, choose_blend
@@ -25,10 +26,10 @@ from core.models.transformer.inference import TransformerClassifier
 from core.models.transformer.loop import (
     EpochRecord,
     FitOutcome,
-    ProgressCallback,
     fit_classifier,
 )
 from core.models.transformer.quick import quick_fit
+from core.progress import ProgressCallback
 
 
 @dataclass(frozen=True)
@@ -61,13 +62,13 @@ class TrainResult:
 def check_split(train: Dataset, val: Dataset) -> tuple[str, ...]:
     """The sorted class labels of `train`; every validation label must be among them."""
     if len(train) == 0 or len(val) == 0:
-        raise ValueError("both the training and the validation split need rows; add data")
+        raise UserError("both the training and the validation split need rows; add data")
     classes = tuple(sorted(set(train.labels)))
     if len(classes) < 2:
-        raise ValueError(f"training needs at least two labels, found {list(classes)}")
+        raise UserError(f"training needs at least two labels, found {list(classes)}")
     unseen = sorted(set(val.labels) - set(classes))
     if unseen:
-        raise ValueError(
+        raise UserError(
             f"validation labels {unseen} never occur in the training split; add training rows "
             "for them or lower val_fraction"
         )

@@ -1,0 +1,155 @@
+"""One process-wide cache of loaded models, shared by every session: keyed by each model's name
+and card digest, bounded by the memory its models hold, least recently used evicted first."""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from core.errors import UserError
+from core.models.registry import LoadedModel, load_model
+
+CACHE_MB_ENV = "GRIEVANCE_LENS_MODEL_CACHE_MB"
+DEFAULT_BUDGET_MB = 2048  # about twenty MiniLM models (some 90 MB each with their baselines)
+MB = 1024 * 1024
+# A rough price of one vocabulary entry of the baseline (a str key and an int in a dict): the
+# estimate only has to rank models by size, not match the allocator.
+_BYTES_PER_TERM = 100
+
+
+def cache_key(folder: str | Path, digest: str) -> str:
+    """The key of a model version: its folder's name and card digest, as `LoadedModel.key`, so a
+    model saved again under the same name is another entry."""
+    return f"{Path(folder).name}@{digest}"
+
+
+def model_bytes(loaded: LoadedModel) -> int:
+    """An estimate of the memory `loaded` holds: the transformer's parameters and buffers plus
+    the baseline's arrays and vocabulary."""
+    tensors = (*loaded.transformer.model.parameters(), *loaded.transformer.model.buffers())
+    return sum(t.numel() * t.element_size() for t in tensors) + _baseline_bytes(loaded.baseline)
+
+
+def _baseline_bytes(baseline) -> int:
+    total = 0
+    for _, step in baseline.pipeline_.steps:
+        total += sum(v.nbytes for v in vars(step).values() if isinstance(v, np.ndarray))
+        total += _BYTES_PER_TERM * len(getattr(step, "vocabulary_", {}))
+    return total
+
+
+class ModelCache:
+    """Loaded models by `cache_key`, at most `budget_bytes` of them (`model_bytes`), the least
+    recently used evicted first; the newest is always kept, even alone over the budget.
+
+    Thread-safe: sessions ask from their own threads. Two asking for the same model at once wait
+    for one load; a load of another model never waits for it. Models are never mutated, so one
+    copy serves every session.
+
+    Parameters
+    ----------
+    budget_bytes : int
+        Memory the cached models may hold together.
+    loader : callable
+        `loader(folder, digest=digest)` loads one model (default `load_model`: the process's
+        runtime, core.models.device.Runtime).
+    sizer : callable
+        The bytes one loaded model holds (default `model_bytes`).
+    """
+
+    def __init__(
+        self,
+        budget_bytes: int = DEFAULT_BUDGET_MB * MB,
+        *,
+        loader: Callable[..., LoadedModel] = load_model,
+        sizer: Callable[[LoadedModel], int] = model_bytes,
+    ) -> None:
+        if not isinstance(budget_bytes, int) or budget_bytes < 1:
+            raise UserError(f"a model cache needs a budget of 1 byte or more, got {budget_bytes!r}")
+        self.budget_bytes = budget_bytes
+        self._loader, self._sizer = loader, sizer
+        self._entries: OrderedDict[str, tuple[LoadedModel, int]] = OrderedDict()  # oldest first
+        self._loading: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ModelCache:
+        """A cache whose budget is GRIEVANCE_LENS_MODEL_CACHE_MB megabytes (default 2048)."""
+        env = os.environ if environ is None else environ
+        raw = env.get(CACHE_MB_ENV, "").strip()
+        return cls(_megabytes(raw) if raw else DEFAULT_BUDGET_MB * MB)
+
+    def get(self, folder: str | Path, digest: str) -> LoadedModel:
+        """The model at `folder` whose card digest is `digest`, loaded at the first ask.
+
+        ValueError (from the loader) when the folder no longer holds that version.
+        """
+        key = cache_key(folder, digest)
+        with self._lock:
+            if (found := self._touch(key)) is not None:
+                return found
+            loading = self._loading.setdefault(key, threading.Lock())
+        with loading:  # one load per key; other keys load meanwhile
+            with self._lock:
+                if (found := self._touch(key)) is not None:
+                    return found
+            try:
+                loaded = self._loader(folder, digest=digest)
+                size = self._sizer(loaded)
+            except BaseException:
+                with self._lock:
+                    self._loading.pop(key, None)
+                raise
+            with self._lock:
+                self._entries[key] = (loaded, size)
+                self._loading.pop(key, None)
+                self._evict()
+        return loaded
+
+    def holds(self, folder: str | Path, digest: str) -> bool:
+        """Whether that model version is loaded already (asking for it costs no load)."""
+        with self._lock:
+            return cache_key(folder, digest) in self._entries
+
+    def keys(self) -> list[str]:
+        """The cached keys, least recently used first."""
+        with self._lock:
+            return list(self._entries)
+
+    @property
+    def used_bytes(self) -> int:
+        """The estimated memory the cached models hold together."""
+        with self._lock:
+            return sum(size for _, size in self._entries.values())
+
+    def _touch(self, key: str) -> LoadedModel | None:
+        """The cached model of `key`, marked most recently used; None when absent."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        self._entries.move_to_end(key)
+        return entry[0]
+
+    def _evict(self) -> None:
+        """Drop the least recently used models until the rest fit; the newest always stays."""
+        used = sum(size for _, size in self._entries.values())
+        while used > self.budget_bytes and len(self._entries) > 1:
+            _, (_, size) = self._entries.popitem(last=False)
+            used -= size
+
+
+def _megabytes(raw: str) -> int:
+    message = f"{CACHE_MB_ENV} must be a positive number of megabytes, got {raw!r}; fix or unset it"
+    try:
+        megabytes = float(raw)
+    except ValueError as exc:
+        raise UserError(message) from exc
+    if not (math.isfinite(megabytes) and megabytes > 0):
+        raise UserError(message)
+    return max(1, int(megabytes * MB))

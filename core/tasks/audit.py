@@ -1,0 +1,84 @@
+"""A label audit as a task of the server's queue (the bag-of-words, quick or transformer audit of
+core.analysis), or an audit already finished (from the audit cache) behind the same interface,
+so the Label audit page polls one thing either way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.access import Permission
+from core.analysis.audit import AuditConfig, AuditResult
+from core.analysis.audit_quick import QUICK_AUDIT
+from core.analysis.audit_transformer import run_chosen_audit
+from core.data.dataset import Dataset
+from core.errors import UserError
+from core.jobs import Job, JobQueue, JobSnapshot, JobStatus, Requester
+from core.models.transformer.config import TrainConfig
+
+
+@dataclass(frozen=True)
+class AuditRun:
+    """One audit of one data set: a queued job, or a result found in the cache (`job` None)."""
+
+    key: str  # the caller's cache key (core.analysis.audit.audit_cache_key)
+    fingerprint: str  # of the audited data set
+    config: AuditConfig
+    job: Job[AuditResult] | None = None
+    cached: AuditResult | None = None
+
+    def snapshot(self) -> JobSnapshot[AuditResult]:
+        """The job's snapshot; a cached result reads as a job that is done."""
+        if self.job is not None:
+            return self.job.snapshot()
+        status = JobStatus.CANCELLED if self.cached.cancelled else JobStatus.DONE
+        return JobSnapshot(status, None, (), self.cached, None, 0.0)
+
+    def wait(self, timeout: float | None = None) -> JobSnapshot[AuditResult]:
+        """Block until the audit ends (or `timeout` passes); return the snapshot."""
+        return self.job.wait(timeout) if self.job is not None else self.snapshot()
+
+    def cancel(self) -> None:
+        if self.job is not None:
+            self.job.cancel()
+
+
+def start_audit(
+    dataset: Dataset,
+    config: AuditConfig,
+    *,
+    train_config: TrainConfig | None = None,
+    key: str = "",
+    queue: JobQueue,
+    requester: Requester,
+) -> AuditRun:
+    """Queue the audit for `requester` (reviewers and admins): the transformer audit when
+    `train_config` is given, the quick audit when `config.model` is "quick" too, else the bag of
+    words; on the heavy lane of `train_config.device`."""
+    device = train_config.device if train_config is not None else "cpu"
+    task = requester.task(
+        lambda *, on_progress, cancel: run_chosen_audit(
+            dataset, config, train_config, on_progress=on_progress, cancel=cancel
+        ),
+        f"Label audit ({config.model}, {config.folds} folds) of {len(dataset):,} rows", "audit",
+        lane=queue.heavy_lane(device), tokens_per_batch=_tokens_per_batch(config, train_config),
+    )  # fmt: skip
+    job = queue.submit(task, actor=requester.actor, permission=Permission.RUN_JOBS)
+    return AuditRun(key, dataset.fingerprint, config, job=job)
+
+
+def finished_audit(dataset: Dataset, result: AuditResult, *, key: str = "") -> AuditRun:
+    """An audit already done with `result` (from a cache); starts nothing."""
+    if result.fingerprint != dataset.fingerprint:
+        raise UserError("the cached audit result belongs to another data set; run it again")
+    config = AuditConfig(folds=result.folds, model=result.model)
+    return AuditRun(key, dataset.fingerprint, config, cached=result)
+
+
+def _tokens_per_batch(config: AuditConfig, train: TrainConfig | None) -> int | None:
+    if train is None:
+        return None
+    if config.model == QUICK_AUDIT:
+        from core.models.transformer.quick import EMBED_BATCH
+
+        return EMBED_BATCH * train.max_length
+    return train.batch_size * train.max_length
