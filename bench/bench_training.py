@@ -45,6 +45,7 @@ from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.loop import (
     GRAD_CLIP_NORM,
+    FitInputs,
     fit_classifier,
     make_optimizer,
 )
@@ -96,9 +97,9 @@ def project_epoch(data: Dataset, val: Dataset, config: TrainConfig, classes) -> 
     marks: list[float] = []
     started = time.perf_counter()
     fit_classifier(
-        model, tokenizer, data, val, config, classes=classes, device=torch.device("cpu"),
+        FitInputs(model, tokenizer, data, val, config, classes, torch.device("cpu")),
         on_progress=lambda p: marks.append(time.perf_counter()),
-    )  # fmt: skip
+    )
     # The last progress report comes after validation; the one before it closes step n-1.
     per_step = (marks[-2] - started) / (len(marks) - 1)
     return per_step * len(marks)

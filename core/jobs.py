@@ -289,6 +289,9 @@ class Job(Generic[R]):
             self._status, self._result, self._error = status, result, error
             self._finished = time.monotonic()
             self._history = self._history[-1:]  # curves are drawn while running only
+            # The work holds its inputs (a data set, a loaded model): a finished job keeps
+            # only what the Jobs page lists.
+            self.task = dataclasses.replace(self.task, work=_done_work)
         self._done.set()
 
     def _drop_result(self) -> None:
@@ -296,6 +299,10 @@ class Job(Generic[R]):
         with self._lock:
             if self._result is not None:
                 self._result, self._result_dropped = None, True
+
+
+def _done_work(**_: Any) -> None:
+    """What a finished job's task runs: nothing (its real work and inputs are let go)."""
 
 
 class QueueFull(UserError):

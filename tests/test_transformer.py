@@ -24,6 +24,7 @@ from core.models.transformer.config import (
 from core.models.transformer.head import MeanPoolForSequenceClassification
 from core.models.transformer.inference import TransformerClassifier, predict_labels
 from core.models.transformer.loop import (
+    FitInputs,
     class_weight_tensor,
     fit_classifier,
     length_grouped_batches,
@@ -222,7 +223,7 @@ def test_validation_runs_in_eval_mode_and_training_goes_on_in_train_mode(tiny_be
         lambda module, _: seen.append((torch.is_grad_enabled(), module.training))
     )
     outcome = fit_classifier(
-        model, tokenizer, train, val, config, classes=classes, device=torch.device("cpu")
+        FitInputs(model, tokenizer, train, val, config, classes, torch.device("cpu"))
     )
     validation = [training for grad, training in seen if not grad]
     steps = [training for grad, training in seen if grad]

@@ -174,12 +174,9 @@ def get_audit_job() -> AuditRun | None:
     return st.session_state.get(AUDIT_JOB)
 
 
-def set_audit_job(job: AuditRun) -> None:
-    """Keep `job` as this session's audit; a running previous one is cancelled first."""
-    previous = get_audit_job()
-    if previous is not None and previous is not job:
-        previous.cancel()
-    st.session_state[AUDIT_JOB] = job
+def set_audit_job(run: AuditRun) -> None:
+    """Keep `run` as this session's audit; a running previous one is cancelled first."""
+    _keep_run(AUDIT_JOB, run)
 
 
 def get_probe_scan() -> ScanRun | None:
@@ -188,10 +185,7 @@ def get_probe_scan() -> ScanRun | None:
 
 def set_probe_scan(run: ScanRun) -> None:
     """Keep `run` as this session's data set scan; a running previous one is cancelled first."""
-    previous = get_probe_scan()
-    if previous is not None and previous is not run:
-        previous.job.cancel()
-    st.session_state[PROBE_SCAN] = run
+    _keep_run(PROBE_SCAN, run)
 
 
 def get_explain_review() -> ReviewRun | None:
@@ -200,10 +194,16 @@ def get_explain_review() -> ReviewRun | None:
 
 def set_explain_review(run: ReviewRun) -> None:
     """Keep `run` as this session's Explain sample; a running previous one is cancelled first."""
-    previous = get_explain_review()
+    _keep_run(EXPLAIN_REVIEW, run)
+
+
+def _keep_run(key: str, run: AuditRun | ScanRun | ReviewRun) -> None:
+    """Keep `run` under `key`: one run of each kind per session, so the previous one (still
+    running or not) is cancelled rather than left working for nobody."""
+    previous = st.session_state.get(key)
     if previous is not None and previous is not run:
-        previous.job.cancel()
-    st.session_state[EXPLAIN_REVIEW] = run
+        previous.cancel()
+    st.session_state[key] = run
 
 
 def explain_row() -> int | None:

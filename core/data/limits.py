@@ -93,7 +93,7 @@ class IntakeLimits:
         env = os.environ if environ is None else environ
         overrides: dict[str, int] = {}
         if raw := env.get(MAX_FILE_MB_ENV, "").strip():
-            overrides["max_file_bytes"] = _parse_megabytes(MAX_FILE_MB_ENV, raw)
+            overrides["max_file_bytes"] = parse_megabytes(MAX_FILE_MB_ENV, raw)
         if raw := env.get(MAX_ROWS_ENV, "").strip():
             overrides["max_rows"] = _parse_count(MAX_ROWS_ENV, raw)
         return cls(**overrides)
@@ -102,7 +102,9 @@ class IntakeLimits:
 DEFAULT_LIMITS = IntakeLimits()
 
 
-def _parse_megabytes(variable: str, raw: str) -> int:
+def parse_megabytes(variable: str, raw: str) -> int:
+    """The setting `variable` = `raw` (a positive number of megabytes) in bytes; a one-line
+    DataError naming the setting otherwise."""
     message = f"{variable} must be a positive number of megabytes, got {raw!r}; fix or unset it"
     try:
         megabytes = float(raw)

@@ -3,7 +3,6 @@ and card digest, bounded by the memory its models hold, least recently used evic
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 from collections import OrderedDict
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core.data.limits import parse_megabytes
 from core.errors import UserError
 from core.models.registry import LoadedModel, load_model
 
@@ -83,7 +83,7 @@ class ModelCache:
         """A cache whose budget is GRIEVANCE_LENS_MODEL_CACHE_MB megabytes (default 2048)."""
         env = os.environ if environ is None else environ
         raw = env.get(CACHE_MB_ENV, "").strip()
-        return cls(_megabytes(raw) if raw else DEFAULT_BUDGET_MB * MB)
+        return cls(parse_megabytes(CACHE_MB_ENV, raw) if raw else DEFAULT_BUDGET_MB * MB)
 
     def get(self, folder: str | Path, digest: str) -> LoadedModel:
         """The model at `folder` whose card digest is `digest`, loaded at the first ask.
@@ -142,14 +142,3 @@ class ModelCache:
         while used > self.budget_bytes and len(self._entries) > 1:
             _, (_, size) = self._entries.popitem(last=False)
             used -= size
-
-
-def _megabytes(raw: str) -> int:
-    message = f"{CACHE_MB_ENV} must be a positive number of megabytes, got {raw!r}; fix or unset it"
-    try:
-        megabytes = float(raw)
-    except ValueError as exc:
-        raise UserError(message) from exc
-    if not (math.isfinite(megabytes) and megabytes > 0):
-        raise UserError(message)
-    return max(1, int(megabytes * MB))

@@ -25,6 +25,9 @@ class ScanRun:
     model_path: str
     dataset_fingerprint: str
 
+    def cancel(self) -> None:
+        self.job.cancel()
+
 
 def start_scan(
     transformer: Any,
@@ -56,6 +59,9 @@ class ReviewRun:
     dataset_fingerprint: str
     max_rows: int
     include: tuple[int, ...]
+
+    def cancel(self) -> None:
+        self.job.cancel()
 
 
 def start_review(

@@ -110,25 +110,38 @@ class _LoopState:
     val_macro_f1: float | None = None
 
 
+@dataclass(frozen=True)
+class FitInputs:
+    """What a recipe's fit works on (`fit_classifier`, the quick recipe's `quick_fit`): a
+    backbone with a fresh head for `classes` (in column order) and its tokenizer, both (masked)
+    splits, the settings, and the device it runs on."""
+
+    model: nn.Module
+    tokenizer: Any
+    train: Dataset
+    val: Dataset
+    config: TrainConfig
+    classes: Sequence[str]
+    device: torch.device
+
+
 def fit_classifier(
-    model: nn.Module,
-    tokenizer: Any,
-    train: Dataset,
-    val: Dataset,
-    config: TrainConfig,
+    inputs: FitInputs,
     *,
-    classes: Sequence[str],
-    device: torch.device,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> FitOutcome:
-    """Fine-tune `model` on `train`, keep the epoch with the best validation macro-F1.
+    """Fine-tune `inputs.model` on `inputs.train`, keep the epoch with the best validation
+    macro-F1.
 
     Works with any model whose forward takes `input_ids` and `attention_mask` and returns
     `.logits` (batch, n_classes). The loss is computed here (optionally class-weighted), so the
     model's own loss is never used. Cancelling returns `cancelled=True` and leaves the model
     in an unspecified state.
     """
+    model, tokenizer, classes, device = (inputs.model, inputs.tokenizer, inputs.classes,
+                                          inputs.device)  # fmt: skip
+    train, val, config = inputs.train, inputs.val, inputs.config
     label2id = {label: i for i, label in enumerate(classes)}
     y = np.asarray([label2id[label] for label in train.labels])
     weights = class_weight_tensor(y, len(classes)).to(device) if config.class_weights else None

@@ -25,15 +25,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from torch import nn
 
-from core.data.dataset import Dataset
 from core.errors import UserError
 from core.metrics import evaluate_predictions
 from core.models.device import Runtime
-from core.models.transformer.config import EMBED_PHASE, HEAD_PHASE, TrainConfig
+from core.models.transformer.config import EMBED_PHASE, HEAD_PHASE
 from core.models.transformer.head import MeanPoolForSequenceClassification, mean_pool
 from core.models.transformer.inference import encode_batch, inference_view
 from core.models.transformer.loop import (
     EpochRecord,
+    FitInputs,
     FitOutcome,
     StepMetrics,
 )
@@ -173,24 +173,21 @@ def set_head(model: MeanPoolForSequenceClassification, head: LinearHead) -> None
 
 
 def quick_fit(
-    model: MeanPoolForSequenceClassification,
-    tokenizer,
-    train: Dataset,
-    val: Dataset,
-    config: TrainConfig,
+    inputs: FitInputs,
     *,
-    classes: Sequence[str],
-    device: torch.device,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> FitOutcome:
-    """Embed both (masked) splits with the frozen encoder, fit the head, write it into `model`.
+    """Embed both (masked) splits with the frozen encoder of `inputs.model` (a
+    MeanPoolForSequenceClassification), fit the head, write it into the model.
 
     Progress is reported in rows embedded (phase "embed"), then once more when the head is
     fitted (phase "head"); the outcome holds one record, like a one-epoch fine-tuning. The
-    texts are embedded with the runtime the saved model gets on `device` (precision "auto").
+    texts are embedded with the runtime the saved model gets on `inputs.device` (precision
+    "auto").
     """
-    label_ids = {label: i for i, label in enumerate(classes)}
+    train, val, config = inputs.train, inputs.val, inputs.config
+    label_ids = {label: i for i, label in enumerate(inputs.classes)}
     total = len(train) + len(val)
     done_before = [0]
     embedding = StepMetrics(1, math.nan, None, None)
@@ -199,11 +196,12 @@ def quick_fit(
         if on_progress is not None:
             on_progress(Progress(done_before[0] + rows, total, EMBED_PHASE, embedding))
 
-    runtime = Runtime.resolve(device)
+    runtime = Runtime.resolve(inputs.device)
     embedded = []
     for part in (train, val):
         features = embed_texts(
-            model, tokenizer, part.texts, max_length=config.max_length, runtime=runtime,
+            inputs.model, inputs.tokenizer, part.texts, max_length=config.max_length,
+            runtime=runtime,
             truncation=config.truncation, on_rows=on_rows, cancel=cancel,
         )  # fmt: skip
         if features is None:
@@ -213,10 +211,10 @@ def quick_fit(
     head = fit_linear_head(
         embedded[0], np.asarray([label_ids[y] for y in train.labels]),
         embedded[1], np.asarray([label_ids[y] for y in val.labels]),
-        n_classes=len(classes), class_weights=config.class_weights,
+        n_classes=len(inputs.classes), class_weights=config.class_weights,
     )  # fmt: skip
-    set_head(model, head)
-    model.eval()
+    set_head(inputs.model, head)
+    inputs.model.eval()
     record = EpochRecord(1, head.train_loss, head.val_accuracy, head.val_macro_f1)
     if on_progress is not None:
         fitted = StepMetrics(1, head.train_loss, head.val_accuracy, head.val_macro_f1)

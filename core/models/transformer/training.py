@@ -25,6 +25,7 @@ from core.models.transformer.config import QUICK, TrainConfig
 from core.models.transformer.inference import TransformerClassifier
 from core.models.transformer.loop import (
     EpochRecord,
+    FitInputs,
     FitOutcome,
     fit_classifier,
 )
@@ -100,16 +101,17 @@ def fine_tune(
     device = resolve_device(config.device)
     model, tokenizer = load_backbone(config, classes, texts=train.texts)
     model.to(device)
-    options = {"classes": classes, "device": device, "on_progress": on_progress, "cancel": cancel}
+    inputs = FitInputs(model, tokenizer, train, val, config, classes, device)
+    options = {"on_progress": on_progress, "cancel": cancel}
     if config.recipe == QUICK:
-        outcome = quick_fit(model, tokenizer, train, val, config, **options)
+        outcome = quick_fit(inputs, **options)
     else:
         if config.head_init == "probe":  # the quick recipe's head first, then fine-tune it all
-            probed = quick_fit(model, tokenizer, train, val, config, **options)
+            probed = quick_fit(inputs, **options)
             if probed.cancelled:
                 return TransformerClassifier(model, tokenizer, classes, device=device), probed
         with seeded_dropout(model, job_generator(config.seed, device)):
-            outcome = fit_classifier(model, tokenizer, train, val, config, **options)
+            outcome = fit_classifier(inputs, **options)
     if isinstance(tokenizer, PreTrainedTokenizerBase):  # so pipeline(truncation=True) cuts alike
         tokenizer.model_max_length = config.max_length
     transformer = TransformerClassifier(

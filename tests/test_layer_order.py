@@ -1,0 +1,96 @@
+"""The layers of core import one way only (DESIGN.md, "core layout"): what everything shares at
+the bottom, then data, models, analysis, the services that run and guard them, and only then
+the UI. A module may import its own layer and the layers below it, never one above."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Lowest first. A module's layer is the first prefix (of its dotted name) listed here.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # the shared bottom: words, checks, paths, metrics, errors, progress, the roles vocabulary
+    (
+        "core.text",
+        "core.checks",
+        "core.paths",
+        "core.metrics",
+        "core.errors",
+        "core.progress",
+        "core.numeric",
+        "core.access",
+    ),  # fmt: skip
+    ("core.data",),
+    ("core.models",),
+    ("core.analysis", "core.lab"),
+    ("core.charts",),
+    (
+        "core.jobs",
+        "core.tasks",
+        "core.roles",
+        "core.exposure",
+        "core.review",
+        "core.scale",
+        "core.cli",
+        "core.__main__",
+    ),  # fmt: skip
+    ("ui",),
+    ("pages", "app"),
+)
+
+
+def layer_of(module: str) -> int | None:
+    if module == "core":  # the package itself: a docstring, below everything
+        return 0
+    for rank, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return rank
+    return None
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(path: Path) -> set[str]:
+    """Every module `path` imports, at the top or inside functions (type-only imports too)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)  # and `from core import cli` imports core.cli:
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def sources() -> list[Path]:
+    return [
+        ROOT / "app.py",
+        *(p for d in ("core", "ui", "pages") for p in (ROOT / d).rglob("*.py")),
+    ]
+
+
+def test_every_module_has_a_layer():
+    unplaced = [module_name(p) for p in sources() if layer_of(module_name(p)) is None]
+    assert unplaced == []
+
+
+def test_imports_never_go_up_a_layer():
+    upward = []
+    for path in sources():
+        here = layer_of(module_name(path))
+        for name in imported(path):
+            there = layer_of(name)
+            if there is not None and there > here:
+                upward.append(f"{module_name(path)} imports {name}")
+    assert upward == []
+
+
+def test_the_checker_sees_an_upward_import():
+    """The rule itself: models importing the queue or metrics living above models fail it."""
+    assert layer_of("core.models.registry") < layer_of("core.jobs")
+    assert layer_of("core.metrics") < layer_of("core.models.transformer.loop")
+    assert layer_of("core.analysis.audit") < layer_of("core.tasks.audit")
+    assert layer_of("ui.jobs") < layer_of("pages.train")
