@@ -8,8 +8,8 @@ What runs is the code of `python -m core train` and `classify`: `fine_tune` (loa
 MeanPoolForSequenceClassification around a BertModel, eager attention; seeded dropout;
 `fit_classifier`: AdamW, length-grouped batches, dynamic padding, bf16 autocast on CUDA, the
 validation pass that ends each epoch) and `TransformerClassifier.predict_proba` with precision
-"auto", called as `classify` calls it (`chunked_proba`) and once over all texts. Only the inputs
-are made here, because a bare GPU machine has neither the bundled weights nor a network:
+"auto", called as `classify` calls it (`predict_in_batches`) and once over all texts. Only the
+inputs are made here, because a bare GPU machine has neither the bundled weights nor a network:
 - the backbone: bench/minilm_config.json with random weights (speed does not depend on their
   values), saved as safetensors to a temporary folder that `load_backbone` reads like any
   local backbone;
@@ -59,11 +59,10 @@ try:  # core's own requirements (scikit-learn, openpyxl, ...) may be missing on 
     from core.data.dataset import Dataset
     from core.data.demo import DemoConfig, generate_demo_data
     from core.data.privacy import mask_texts
-    from core.models.classify import chunked_proba
+    from core.models.classifier import predict_in_batches
     from core.models.device import configure_cpu_threads
     from core.models.transformer.config import TrainConfig
     from core.models.transformer.inference import DEFAULT_BATCH_SIZE, TransformerClassifier
-    from core.models.transformer.loop import TrainProgress
     from core.models.transformer.training import fine_tune
     from core.text import cut_for_tokens
 except ModuleNotFoundError as exc:
@@ -203,13 +202,16 @@ def forward_gflop(model: nn.Module, lengths: np.ndarray) -> float:
 
 def timed_epoch(train: Dataset, val: Dataset, config: TrainConfig):
     """One epoch of `fine_tune` after a 3-step warm-up run on a fresh model (kernels chosen,
-    allocator grown); the classifier and the epoch's seconds by fit_classifier's own clock
-    (its steps and the validation pass that ends the epoch)."""
+    allocator grown); the classifier and the epoch's seconds from the call to the last progress
+    report (building the model from its config, its steps and the validation pass that ends
+    the epoch: the queue, not the loop, keeps time now)."""
     warm_train = train.subset(range(min(len(train), 64)))
     fine_tune(warm_train, val.subset(range(min(len(val), 32))), replace(config, max_steps=3))
-    reports: list[TrainProgress] = []
-    transformer, outcome = fine_tune(train, val, config, on_progress=reports.append)
-    return transformer, reports[-1].elapsed_s, outcome.steps
+    started, last = time.perf_counter(), [0.0]
+    transformer, outcome = fine_tune(
+        train, val, config, on_progress=lambda _: last.__setitem__(0, time.perf_counter())
+    )
+    return transformer, last[0] - started, outcome.steps
 
 
 def seconds_of(fn, *args, **kwargs) -> float:
@@ -236,7 +238,7 @@ def run_workload(kind: str, data, tokenizer, folder: Path, args, peak: float) ->
     transformer, epoch_s, steps = timed_epoch(train, val, config)
     val_s = seconds_of(transformer.predict, list(val.texts))  # the epoch's validation pass
     transformer.predict_proba(infer[:256])  # warm-up at inference batch shapes
-    classify_s = seconds_of(chunked_proba, transformer, infer)
+    classify_s = seconds_of(predict_in_batches, transformer, infer)
     one_call_s = seconds_of(transformer.predict_proba, infer, batch_size=args.infer_batch_size)
     return figures(kind, transformer, tokenizer, (train, val, infer), args, peak,
                    {"epoch": epoch_s, "val": val_s, "classify": classify_s,

@@ -50,7 +50,9 @@ def explained(
     """Cached per (model, text, target, step limit)."""
     config = ExplainConfig(target=target, max_steps=max_steps)
     return run_short(
-        lambda cancel: explain_text(_model.transformer, _model.baseline, text, config),
+        lambda cancel: explain_text(
+            _model.transformer, _model.baseline, text, config, cancel=cancel
+        ),
         title="Explain one complaint", kind="explain",
     )  # fmt: skip
 

@@ -5,6 +5,7 @@ model."""
 from __future__ import annotations
 
 import json
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -40,6 +41,7 @@ from core.models.tiny.model import create_tiny_classifier
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.inference import TransformerClassifier
+from core.progress import Cancelled
 from core.text import word_spans
 from tests.conftest import separable_rows
 
@@ -377,3 +379,12 @@ def test_the_explain_command_states_the_config_defaults(capsys):
     assert f"(default {config.n_steps})" in shown
     assert f"(default {config.max_steps})" in shown
     assert f"(default {config.max_relative_delta}; 0: one pass)" in shown
+
+
+def test_a_cancelled_explanation_stops_between_integration_steps(bert_cls, baseline):
+    """The Explain page's short-lane work gives its worker back when its caller gives up."""
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(Cancelled):
+        explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=8), cancel=cancel)
+    assert explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=8)).target  # unset: runs

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,7 @@ from core.errors import UserError
 from core.models.classifier import Prediction, shared_classes
 from core.models.transformer.inference import inference_view
 from core.models.transformer.truncation import HEAD, head_tail_pieces, reads_head_and_tail
+from core.progress import check_cancel
 from core.text import WordSpan, cut_for_tokens, word_spans
 
 
@@ -449,6 +451,7 @@ def integrated_gradients(
     max_steps: int = ExplainConfig.max_steps,
     internal_batch_size: int | None = None,
     logits: np.ndarray | None = None,
+    cancel: threading.Event | None = None,
 ) -> TokenAttribution:
     """Integrated Gradients of the target's centred logit on the word embeddings, adaptive.
 
@@ -458,7 +461,7 @@ def integrated_gradients(
     logit gap and `max_steps` allows (see the module docstring). Returns one score per token
     (seq,), the logit gap F(text) - F(baseline) and the convergence delta sum(scores) - gap.
     `logits` (n_classes,), the text's logits when the caller already has them, saves one
-    forward pass.
+    forward pass. A set `cancel` stops it between refinements (core.progress.Cancelled).
     """
     path = _PathFunction(model, encoded, target_index, pad_token_id)
     adaptive = max_relative_delta is not None
@@ -474,6 +477,7 @@ def integrated_gradients(
     segments = _integrate(path, pieces, value, n_steps, internal_batch_size)
     steps = len(pieces) * n_steps
     while adaptive:
+        check_cancel(cancel)
         affordable = (max_steps - steps) // (2 * n_steps)
         tolerance = max(max_relative_delta * abs(gap), MIN_TOLERANCE)
         chosen = _to_refine(segments, tolerance, affordable)
@@ -553,7 +557,12 @@ def _target_index(classes: list[str], target: str | None, pred_probs: np.ndarray
 
 
 def explain_text(
-    transformer: Any, baseline: Any, text: str, config: ExplainConfig = ExplainConfig()
+    transformer: Any,
+    baseline: Any,
+    text: str,
+    config: ExplainConfig = ExplainConfig(),
+    *,
+    cancel: threading.Event | None = None,
 ) -> Explanation:
     """Explain one complaint with both models, for `config.target` (default: the prediction).
 
@@ -569,6 +578,8 @@ def explain_text(
         personal data masked (core.data.privacy), so `Explanation.text` is the masked text.
     config : ExplainConfig
         Target desk and integration settings.
+    cancel : threading.Event, optional
+        Checked between the steps of the integration (core.progress.Cancelled once set).
     """
     text = check_complaint(text, purpose="explain")
     classes = shared_classes(transformer, baseline)
@@ -584,7 +595,7 @@ def explain_text(
         model, encoded, target_index,
         pad_token_id=_pad_token_id(transformer.tokenizer), n_steps=config.n_steps,
         max_relative_delta=config.max_relative_delta, max_steps=config.max_steps,
-        internal_batch_size=config.internal_batch_size, logits=logits,
+        internal_batch_size=config.internal_batch_size, logits=logits, cancel=cancel,
     )  # fmt: skip
     word_scores, seen, unassigned = merge_to_words(text, encoded.offsets, tokens.scores)
     bow = baseline.word_contributions(text, target=classes[target_index])
