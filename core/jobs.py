@@ -705,8 +705,11 @@ class JobQueue:
         if self._session_alive is None:
             return
         with self._cond:
+            working = {j.task.session_id for j in self._active()}  # a job may still be writing
             ended = [
-                s for s in self._session_folders if s is not None and not self._session_alive(s)
+                s
+                for s in self._session_folders
+                if s is not None and s not in working and not self._session_alive(s)
             ]
             folders = [self._session_folders.pop(s) for s in ended]
         for folder in folders:
