@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run test lint
+.PHONY: run test test-fast lint
 
 $(RUNTIME_STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ test: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
+
+# The edit-test loop: no browser journeys, nothing marked slow (run `make test` before a commit).
+test-fast: $(DEV_STAMP)
+	$(BIN)/python -m pytest -m "not browser and not slow"
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check --fix .

@@ -22,6 +22,7 @@ import dataclasses
 import itertools
 import logging
 import os
+import secrets
 import shutil
 import tempfile
 import threading
@@ -238,7 +239,7 @@ class Job(Generic[R]):
         except UserError as exc:
             self._finish(JobStatus.FAILED, error=" ".join(str(exc).split()))
         except Exception:  # a worker must always end in a state the page can show
-            reference = os.urandom(4).hex()
+            reference = secrets.token_hex(4).upper()  # as the pages show one (ui.errors)
             log.exception(
                 "job %s (%s) failed unexpectedly [%s]", self.id, self.task.kind, reference
             )
@@ -698,7 +699,9 @@ class JobQueue:
                     log.info("stopping job %s: %s", job.id, stop[0])
                     job.cancel(reason=stop[0], fails=stop[1])
             self._sweep_scratch()
-            time.sleep(MONITOR_INTERVAL_S)
+            with self._cond:  # shutdown() wakes it at once, not after the interval
+                if not self._closed:
+                    self._cond.wait(MONITOR_INTERVAL_S)
 
     def _sweep_scratch(self) -> None:
         """Delete the scratch folders of browser sessions that have ended."""

@@ -11,9 +11,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core.data.contained import Containment, load_table_contained
+from core.data import contained as contained_module
+from core.data.contained import (
+    CONTAIN_UPLOADS_ENV,
+    Containment,
+    contain_uploads,
+    load_table_contained,
+)
 from core.data.intake import load_table
 from core.data.limits import DataError, IntakeLimits
+from core.errors import UserError
+from tests.helpers import ROOT
 
 LIMITS = IntakeLimits()
 CSV = "text,label\nrefund pending ₹500,UPI Dispute\n\ncard stolen abroad,Card Fraud\n".encode()
@@ -73,3 +81,28 @@ def test_a_read_that_takes_too_long_is_stopped():
         load_table_contained(
             CSV, filename="a.csv", limits=LIMITS, containment=Containment(seconds=0.05)
         )
+
+
+def test_uploads_are_read_in_a_child_unless_the_operator_trusts_every_uploader():
+    assert contain_uploads({}) and contain_uploads({CONTAIN_UPLOADS_ENV: "1"})
+    assert not contain_uploads({CONTAIN_UPLOADS_ENV: " 0 "})
+    refused = r"^GRIEVANCE_LENS_CONTAIN_UPLOADS must be 0 or 1, got 'no'; fix or unset it$"
+    with pytest.raises(UserError, match=refused):
+        contain_uploads({CONTAIN_UPLOADS_ENV: "no"})
+
+
+def test_the_data_page_reads_an_upload_in_a_child_by_default(contained_uploads, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    children, run = [], contained_module.subprocess.run
+
+    def spied_run(command, **kwargs):
+        children.append(command)
+        return run(command, **kwargs)
+
+    monkeypatch.setattr(contained_module.subprocess, "run", spied_run)
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    app.run()
+    app.file_uploader[0].set_value(("complaints.csv", CSV, "text/csv")).run()
+    assert not app.exception and not app.error
+    assert [command[1:3] for command in children] == [["-m", "core.data.contained"]]

@@ -292,7 +292,7 @@ def test_encoding_warning_reaches_the_command_line(tmp_path, capsys):
     assert report.encoding == "utf-8"
 
 
-def test_encoding_warning_reaches_the_data_page():
+def test_encoding_warning_reaches_the_data_page(contained_uploads):
     from streamlit.testing.v1 import AppTest
 
     app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)

@@ -14,7 +14,7 @@ from core.access import OPERATOR
 from core.data.privacy import mask_texts
 from core.models.device import Runtime
 from core.models.registry import list_models, load_model, save_model
-from core.models.transformer.config import TrainConfig
+from core.models.transformer.config import MINILM, QUICK_BACKBONE_ENV, TrainConfig, quick_backbone
 from core.models.transformer.quick import embed_texts, fit_linear_head
 from core.models.transformer.training import train_models
 from tests.conftest import make_dataset, separable_rows
@@ -179,3 +179,10 @@ def test_full_fine_tuning_can_start_from_the_quick_head(tiny_bert_dir, split):
     assert phases[-1] == "train" and result.best_epoch == 1 and not result.cancelled
     with pytest.raises(ValueError, match="probe"):
         TrainConfig(backbone="tiny", head_init="probe")
+
+
+def test_the_first_quick_model_takes_the_operators_backbone_or_else_minilm():
+    assert quick_backbone({}) == quick_backbone({QUICK_BACKBONE_ENV: " "}) == MINILM
+    assert quick_backbone({QUICK_BACKBONE_ENV: "/srv/backbones/bert-small"}) == (
+        "/srv/backbones/bert-small"
+    )

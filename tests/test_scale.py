@@ -16,7 +16,8 @@ from core.data.limits import DataError
 from core.scale import ScaleConfig, input_parts, score_archive
 from tests.helpers import run_cli
 
-ROWS, PARTS = 2000, 4
+# A few hundred rows: a Ray run's cost is its actors starting (torch imports), not the rows.
+ROWS, PARTS = 400, 4
 CONTRACT = ["predicted_label", "confidence", "needs_review", "bow_label", "bow_confidence"]
 
 pytestmark = pytest.mark.slow  # a Ray instance: about 10 s to start, seconds per run
@@ -34,7 +35,7 @@ def ray_instance():
 
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory) -> dict[str, Path]:
-    """2,000 demo rows as one CSV, one Parquet file, and folders of four parts of each."""
+    """400 demo rows as one CSV, one Parquet file, and folders of four parts of each."""
     folder = tmp_path_factory.mktemp("archive")
     demo = generate_demo_data(DemoConfig(rows=ROWS, seed=1))
     demo.insert(0, "ticket", [f"T{i:05d}" for i in range(ROWS)])  # a column to keep in order

@@ -178,6 +178,7 @@ def render_first_model(active: ActiveDataset | None, page_key: str, *, stop: boo
     in the background (about a minute), with its progress; the page reruns with the model
     active once it is saved. `stop`: a page that needs a model stops here."""
     from core.models.registry import models_of_dataset
+    from core.models.transformer.config import quick_backbone
     from core.paths import models_dir
     from ui.datasets import use_demo_dataset
 
@@ -210,7 +211,8 @@ def render_first_model(active: ActiveDataset | None, page_key: str, *, stop: boo
         )
         if st.button("Build a quick model", key=f"{page_key}.first.quick", type="primary"):
             target = active if active is not None else use_demo_dataset()
-            if start_training_job(target, TrainConfig(recipe=QUICK), default_model_name("quick")):
+            config = TrainConfig(recipe=QUICK, backbone=quick_backbone())
+            if start_training_job(target, config, default_model_name("quick")):
                 st.rerun()  # else the refusal stays on screen
     st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
     _stop_if(stop)

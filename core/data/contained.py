@@ -19,6 +19,7 @@ import os
 import resource
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -37,6 +38,21 @@ _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Characters of the child's stderr kept in the log, its last ones (where a traceback ends): a
 # child that a hostile file took over must not fill the server's log.
 MAX_STDERR_LOGGED = 20_000
+
+
+CONTAIN_UPLOADS_ENV = "GRIEVANCE_LENS_CONTAIN_UPLOADS"
+
+
+def contain_uploads(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the pages read uploads in a child process (the default, "1"), or, with
+    GRIEVANCE_LENS_CONTAIN_UPLOADS=0, in the server's own process: only for a server whose every
+    uploader is trusted (and the test suite, whose hundreds of tiny uploads would each wait for
+    a child's imports). `environ` defaults to `os.environ`; unset or empty keeps the default."""
+    env = os.environ if environ is None else environ
+    raw = env.get(CONTAIN_UPLOADS_ENV, "").strip()
+    if raw not in ("", "0", "1"):
+        raise UserError(f"{CONTAIN_UPLOADS_ENV} must be 0 or 1, got {raw!r}; fix or unset it")
+    return raw != "0"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ def test_a_quick_model_is_one_click_away_on_a_page_that_needs_one(page, app_url:
     main = page.get_by_test_id("stMainBlockContainer")
     expect(main.get_by_text("No model is active")).to_be_visible()
     page.get_by_role("button", name="Build a quick model").click()
-    # Embedding the demo complaints with the bundled MiniLM: progress, then the page itself.
+    # Embedding the demo complaints with the server's quick backbone (GRIEVANCE_LENS_QUICK_BACKBONE:
+    # a small random BERT in the tests, seconds; MiniLM by default): progress, then the page.
     expect(main.get_by_text("Building model quick-")).to_be_visible()
     expect(page.get_by_role("textbox", name="Complaint")).to_be_visible(timeout=240_000)
     expect(main.get_by_text("This is a quick model")).to_be_visible()

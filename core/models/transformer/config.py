@@ -3,6 +3,8 @@ the Train page build one, core receives it."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -158,3 +160,15 @@ def backbone_label(backbone: str) -> str:
     name only, never with the server's path."""
     path = Path(backbone)
     return path.name if path.is_absolute() else backbone
+
+
+QUICK_BACKBONE_ENV = "GRIEVANCE_LENS_QUICK_BACKBONE"
+
+
+def quick_backbone(environ: Mapping[str, str] | None = None) -> str:
+    """The backbone of the first-use quick model ("Build a quick model" on a page that needs a
+    model): the operator's $GRIEVANCE_LENS_QUICK_BACKBONE (a folder or the id of a cached model,
+    trusted as a command-line backbone is), else the bundled MiniLM. `environ` defaults to
+    `os.environ`; an unset or empty variable keeps MiniLM."""
+    env = os.environ if environ is None else environ
+    return env.get(QUICK_BACKBONE_ENV, "").strip() or MINILM
