@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 _TIMING_FIELDS = ("backbone", "recipe", "pooling", "batch_size", "max_length", "val_fraction",
                   "seed", "device", "positional_encoding", "class_weights")  # fmt: skip
 ESTIMATE_TTL_S = 600  # the machine's load changes: time again after ten minutes
+ESTIMATE_KEY = "train.estimate"  # Job: the estimate this session's Train page shows last
 ACTIVATED_KEY = "train.activated"  # int: id of the finished training made the active model
 
 QUICK_MODEL_NOTE = (
@@ -113,11 +114,18 @@ def estimate_job(active: ActiveDataset, config: TrainConfig) -> Job[DurationEsti
     fields = asdict(config)
     timing = repr([(name, fields[name]) for name in _TIMING_FIELDS])
     key = f"{active.dataset.fingerprint}:{timing}"
-    return _estimate_board().job(
+    job = _estimate_board().job(
         key,
         lambda: start_estimate(active.dataset, config, queue=get_job_queue(),
                                requester=job_requester()),
     )  # fmt: skip
+    previous = st.session_state.get(ESTIMATE_KEY)
+    if previous is not None and previous is not job and previous.status.active:
+        # Settings changed before it ended: nobody here waits for it any more, and a training
+        # started now must not queue behind estimates of settings no page shows.
+        previous.cancel()
+    st.session_state[ESTIMATE_KEY] = job
+    return job
 
 
 def render_estimate_wait(job: Job) -> None:
