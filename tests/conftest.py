@@ -109,8 +109,10 @@ def _in_browser_tests(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The browser journeys run last, so their server (browser_server) starts and imports torch
-    on the other core while the other tests run."""
+    """The browser journeys run last: Playwright's sync API leaves an event loop on its thread,
+    so a worker (pyproject's `-n 2 --dist loadfile`) that ran one can no longer run the tests
+    that call `asyncio.run`; sorted last, a worker takes browser files only once every other
+    file is handed out."""
     items.sort(key=_in_browser_tests)  # stable: each group keeps its order
 
 
@@ -288,16 +290,14 @@ def tiny_bert_cls_model_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPa
     return save_model(result, tmp_path_factory.mktemp("models"), "tiny-bert", actor=OPERATOR)
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="session")
 def browser_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, one_thread: None
 ):
-    """The app server of tests/browser, started with the session when any of them is selected
-    (None otherwise) and warmed up in the background; it serves the session's tiny model as
-    `tiny-test` and builds its quick models on `demo_bert_dir`."""
-    if not any(_in_browser_tests(item) for item in request.session.items):
-        yield None
-        return
+    """The app server of tests/browser, started by the first browser test of this pytest
+    process (each of the two workers runs whole files, so a worker without browser tests starts
+    none); it serves the session's tiny model as `tiny-test` and builds its quick models on
+    `demo_bert_dir`."""
     from core.models.transformer.config import QUICK_BACKBONE_ENV
     from tests.browser.server import AppServer
 
