@@ -197,7 +197,7 @@ def _score_locally(
     """Score part after part in this process; `first` is part 0's table, already read.
 
     Each part is scored in windows of LOCAL_WINDOW rows: the model sorts a window by length
-    before batching it (`chunked_proba`), and a wider window pads less. `config.batch_size`
+    before batching it (`predict_in_batches`), and a wider window pads less. `config.batch_size`
     (a Ray batch) would sort only 256 rows at a time.
     """
     from core.models.classify import classify_table
