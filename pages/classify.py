@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 import streamlit as st
@@ -46,6 +46,9 @@ class ClassifyRun:
     file_name: str
     text_col: str
     threshold: float
+    # The finished job's summary, kept here once seen: the queue keeps the result objects of
+    # its newest finished jobs only, while the file stays until this session ends.
+    classified: ClassifiedFile | None = None
 
 
 def render_single(model: LoadedModel, threshold: float) -> None:
@@ -158,7 +161,9 @@ def render_run(run: ClassifyRun) -> None:
     if snapshot.status is JobStatus.CANCELLED:
         st.info("Classification was cancelled.")
         return
-    classified: ClassifiedFile | None = snapshot.result
+    classified: ClassifiedFile | None = run.classified or snapshot.result
+    if classified is not None and run.classified is None:
+        st.session_state[CLASSIFY_JOB] = replace(run, classified=classified)
     if classified is None or not classified.path.is_file():
         st.info("This classification is no longer kept on the server; classify the file again.")
         return

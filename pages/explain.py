@@ -139,7 +139,8 @@ def render_picked(model: LoadedModel) -> str | None:
         st.error(md_escape(snapshot.error))
         return None
     if snapshot.result is None:
-        st.info("Classifying the sample was cancelled; change the number of rows to start again.")
+        why = "is no longer kept on the server" if snapshot.result_dropped else "was cancelled"
+        st.info(f"The classified sample {why}; change the number of rows to start again.")
         return None
     return render_row_choice(snapshot.result, dataset, requested)
 

@@ -279,6 +279,8 @@ def render_scan(model: LoadedModel, actor: Actor) -> None:
         st.error(md_escape(snapshot.error))
     elif snapshot.result is not None:
         render_scan_result(snapshot.result)
+    elif snapshot.result_dropped:  # the queue keeps only its newest finished jobs' results
+        st.info("This scan is no longer kept on the server; run it again.")
 
 
 st.title("Order probes")

@@ -87,8 +87,9 @@ def start_estimate(
 
 class EstimateBoard:
     """The server's training-time estimates by (data set, timing settings), shared by every
-    session: timing again costs the shared CPUs seconds, so an estimate is reused for `ttl_s`
-    while it is running or done; a cancelled one (its session ended) is started again."""
+    session: timing again costs the shared CPUs seconds, so an estimate is reused while it
+    runs and for `ttl_s` once done; a cancelled one (its session ended, or its settings were
+    left) or one whose result the queue no longer keeps is started again."""
 
     def __init__(self, *, ttl_s: float = 600.0, max_entries: int = 32) -> None:
         self.ttl_s, self.max_entries = ttl_s, max_entries
@@ -109,6 +110,10 @@ class EstimateBoard:
             return job
 
     def _reusable(self, started: float, job: Job, now: float) -> bool:
-        if job.status is JobStatus.CANCELLED:
-            return False
-        return job.status.active or now - started < self.ttl_s
+        """Running, or done recently with its result still kept by the queue (it keeps only the
+        newest finished jobs' results); a cancelled or failed-for-a-limit one is not."""
+        snapshot = job.snapshot()
+        if snapshot.status.active:
+            return True
+        fresh = now - started < self.ttl_s
+        return fresh and snapshot.status is not JobStatus.CANCELLED and not snapshot.result_dropped
