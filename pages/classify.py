@@ -23,6 +23,7 @@ from ui.auth import allowed, current_actor
 from ui.downloads import render_table_downloads
 from ui.jobs import (
     JobProgress,
+    counted,
     describe_job,
     get_job_queue,
     job_requester,
@@ -143,10 +144,7 @@ def describe_progress(job: ClassifyJob) -> JobProgress | None:
     """Rows classified so far and the time left; None once the job has ended."""
     return describe_job(
         job,
-        lambda latest, eta: (
-            f"{latest.done if latest else 0:,.0f} of "
-            f"{latest.total if latest else 0:,.0f} complaints{eta}"
-        ),
+        lambda snapshot, eta: f"{counted(snapshot.latest)} complaints{eta}",
     )
 
 

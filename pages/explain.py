@@ -27,6 +27,7 @@ from ui.auth import current_actor
 from ui.datasets import require_dataset
 from ui.jobs import (
     JobProgress,
+    counted,
     describe_job,
     get_job_queue,
     job_requester,
@@ -94,10 +95,7 @@ def describe_review(job: Job[pd.DataFrame | None]) -> JobProgress | None:
     """Rows of the sample classified so far and the time left; None once it has ended."""
     return describe_job(
         job,
-        lambda latest, eta: (
-            f"Classifying the sample: {latest.done if latest else 0:.0f} of "
-            f"{latest.total if latest else 0:.0f}{eta}"
-        ),
+        lambda snapshot, eta: f"Classifying the sample: {counted(snapshot.latest)}{eta}",
     )
 
 

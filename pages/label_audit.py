@@ -25,9 +25,8 @@ from core.analysis.audit_transformer import model_audit_settings, train_config_f
 from core.data.dataset import Dataset
 from core.data.export import safe_file_stem
 from core.errors import UserError
-from core.jobs import JobStatus
+from core.jobs import JobSnapshot, JobStatus
 from core.models.transformer.config import TrainConfig, backbone_label
-from core.progress import Progress
 from core.review.records import ReviewDecision
 from core.review.relabel import apply_decisions, plan_carry_over
 from core.review.store import Store
@@ -189,10 +188,11 @@ def describe_audit(run: AuditRun) -> JobProgress | None:
     """Where the audit is (fold and step, or texts embedded), elapsed and left, for the progress
     fragment; None once it has ended."""
 
-    def text(latest: Progress | None, eta: str) -> str:
+    def text(snapshot: JobSnapshot, eta: str) -> str:
         first = f"Fold 1 of {run.config.folds}"  # what runs before the first report
+        latest = snapshot.latest
         where = latest.detail if latest is not None and latest.detail else first
-        return f"{where} · {run.snapshot().elapsed_s:.0f} s elapsed{eta}"
+        return f"{where} · {snapshot.elapsed_s:.0f} s elapsed{eta}"
 
     return describe_job(run, text)
 

@@ -29,14 +29,14 @@ from core.charts.probe_tables import (
 from core.charts.probes import capped_chart, flip_rate_chart, probe_shift_chart
 from core.data.dataset import Dataset
 from core.errors import UserError
-from core.jobs import Job, JobStatus
+from core.jobs import Job, JobSnapshot, JobStatus
 from core.models.registry import LoadedModel
-from core.progress import Progress
 from core.tasks.probes import start_scan
 from ui.auth import allowed, current_actor
 from ui.datasets import require_dataset
 from ui.jobs import (
     JobProgress,
+    counted,
     describe_job,
     get_job_queue,
     job_requester,
@@ -222,10 +222,11 @@ def render_scan_form(model: LoadedModel, dataset: Dataset) -> None:
 def describe_scan(job: Job[ScanResult]) -> JobProgress | None:
     """The scan's phase, texts done and time left; None once it has ended."""
 
-    def text(latest: Progress | None, eta: str) -> str:
+    def text(snapshot: JobSnapshot, eta: str) -> str:
+        latest = snapshot.latest
         if latest is None:
             return "starting"
-        return f"{latest.phase}: {latest.done:,.0f} of {latest.total:,.0f} texts{eta}"
+        return f"{latest.phase}: {counted(latest)} texts{eta}"
 
     return describe_job(job, text)
 

@@ -132,13 +132,20 @@ def _render_progress(
             on_cancel()
 
 
-def describe_job(job: Any, text: Callable[[Progress | None, str], str]) -> JobProgress | None:
+def counted(latest: Progress | None) -> str:
+    """ "done of total" of a progress value, e.g. "1,024 of 3,000" ("0 of 0" before any)."""
+    done, total = (latest.done, latest.total) if latest is not None else (0, 0)
+    return f"{done:,.0f} of {total:,.0f}"
+
+
+def describe_job(job: Any, text: Callable[[JobSnapshot, str], str]) -> JobProgress | None:
     """The progress of a core.jobs.Job (or anything with its `snapshot()`): the bar at the
-    latest Progress's fraction, labelled `text(latest, eta_text)` (`latest` is None before the
-    first report; the ETA is the queue's); its place while queued; None once it has ended."""
+    latest Progress's fraction, labelled `text(snapshot, eta_text)` (`snapshot.latest` is None
+    before the first report; the ETA is the queue's); its place while queued; None once it has
+    ended. One snapshot per poll."""
     snapshot = job.snapshot()
     if snapshot.status is not JobStatus.RUNNING:
         return idle_progress(snapshot)
     latest = snapshot.latest
     fraction = latest.fraction if latest is not None else 0.0
-    return JobProgress(fraction, text(latest, eta_text(snapshot.eta_s)))
+    return JobProgress(fraction, text(snapshot, eta_text(snapshot.eta_s)))
