@@ -3,10 +3,13 @@ process (`engine="local"`) or on a Ray cluster (`engine="ray"`), with the same o
 
 Both engines read every part with the project's own intake (`load_table`: the same parsing, limits
 and refusals as the app) and score it with the same `classification_columns`; only where the work
-runs differs. On Ray, `read_binary_files` hands each part's bytes to a task that parses it, and
-`map_batches` runs an actor pool whose actors load the model once each (from the folder's files,
-shipped through the object store, so workers need no shared storage). Ray's own `read_csv` is not
-used: it infers column types and drops blank lines, so its table would differ from the app's.
+runs differs. Every part must be a regular file within the run's size limit, checked for all parts
+before any is read and again as each is opened. On Ray, each part's path goes to a task that
+reads and parses it with `load_table` and the run's limits, and `map_batches` runs an actor pool
+whose actors load the model once each (from the folder's files, shipped through the object store;
+the parts must be at the same path on every node, as for any Ray read of local files). Ray's own
+`read_csv` and `read_binary_files` are not used: the first infers column types and drops blank
+lines, so its table would differ from the app's, and neither checks a file before reading it all.
 
 Row order: every parsed row carries its part and row number; Ray Data keeps the order
 (`preserve_order`), and the writer checks it against those numbers before dropping them.
@@ -35,8 +38,8 @@ import pyarrow.parquet as pq
 from core.checks import check_choice, check_int
 from core.data.columns import detect_text_column
 from core.data.export import write_table
-from core.data.intake import load_table
-from core.data.limits import DataError
+from core.data.intake import check_file, load_table
+from core.data.limits import DEFAULT_LIMITS, DataError, IntakeLimits
 from core.errors import UserError
 from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 
@@ -77,6 +80,10 @@ class ScaleConfig:
     # "auto" (CUDA when available), "cpu" or "cuda": where the model runs; on Ray, where each
     # actor runs it: an actor that asked for no GPU runs on its CPUs.
     device: str = "auto"
+    # What a part may hold, as for an upload; the command line passes IntakeLimits.from_env()
+    # so that GRIEVANCE_LENS_MAX_FILE_MB holds here as in the app. Ray tasks get this object:
+    # a worker's environment may not hold the operator's settings.
+    limits: IntakeLimits = DEFAULT_LIMITS
 
     def __post_init__(self) -> None:
         check_choice("engine", self.engine, ENGINES)
@@ -103,13 +110,23 @@ class ScaleResult:
     seconds: float
 
 
-def input_parts(path: Path) -> list[Path]:
-    """The part files of `path`: the file itself, or a folder's .csv or .parquet files by name."""
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
+def input_parts(path: Path, limits: IntakeLimits = DEFAULT_LIMITS) -> list[Path]:
+    """The part files of `path`: the file itself, or a folder's .csv or .parquet files by name.
+
+    Every part is checked without being opened (`check_file`): a regular file, links followed,
+    within `limits.max_file_bytes`. A part that is not (a FIFO, a link to a device) is refused
+    rather than skipped: its rows would be missing from the output.
+    """
+    if not os.path.lexists(path):
         raise DataError(f"no such file or folder: '{path}'; check the path")
-    parts = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in PART_SUFFIXES)
+    parts = _folder_parts(path) if path.is_dir() else [path]
+    for part in parts:
+        check_file(part, limits)
+    return parts
+
+
+def _folder_parts(path: Path) -> list[Path]:
+    parts = sorted(p for p in path.iterdir() if p.suffix.lower() in PART_SUFFIXES)
     if not parts:
         raise DataError(f"'{path}' holds no .csv or .parquet parts; put the archive's parts there")
     kinds = {p.suffix.lower() for p in parts}
@@ -138,9 +155,9 @@ def score_archive(
     bad part, a missing column or an unreachable cluster; nothing is left at `out` then.
     """
     started = time.perf_counter()
-    parts = input_parts(config.input)
+    parts = input_parts(config.input, config.limits)
     check_output(config.out)
-    first = load_table(parts[0])
+    first = load_table(parts[0], limits=config.limits)
     text_col, columns = _first_part_columns(first, config.text_col)
     if config.engine == "ray":
         frames = _score_with_ray(config, parts, text_col, columns)
@@ -164,9 +181,9 @@ def _first_part_columns(table: pd.DataFrame, text_col: str | None) -> tuple[str,
 # ------------------------------------------------------------------------------ both engines
 
 
-def parse_part(data: bytes, name: str, part: int, columns: list[str]) -> pd.DataFrame:
-    """One part's table as `load_table` reads it, numbered (see `numbered`)."""
-    return numbered(load_table(data, filename=name), name, part, columns)
+def parse_part(path: Path, part: int, columns: list[str], limits: IntakeLimits) -> pd.DataFrame:
+    """The part at `path` as `load_table` reads it within `limits`, numbered (see `numbered`)."""
+    return numbered(load_table(path, limits=limits), path.name, part, columns)
 
 
 def numbered(table: pd.DataFrame, name: str, part: int, columns: list[str]) -> pd.DataFrame:
@@ -205,7 +222,7 @@ def _score_locally(
 
     loaded = load_model(config.model_dir, device=config.device, precision=config.precision)
     for number, path in enumerate(parts):
-        frame = first if number == 0 else load_table(path)
+        frame = first if number == 0 else load_table(path, limits=config.limits)
         frame = numbered(frame, path.name, number, columns)
         for start in range(0, len(frame), LOCAL_WINDOW):
             yield classify_table(
@@ -231,11 +248,12 @@ def _new_rows(on_rows: Callable[[int], None] | None) -> Callable[[Any], None]:
 
 
 def _parse_parts(
-    files: pd.DataFrame, numbers: dict[str, int], columns: list[str]
+    files: pd.DataFrame, columns: list[str], limits: IntakeLimits
 ) -> Iterator[pd.DataFrame]:
-    """Ray task body: part files (bytes, path) into their parsed rows."""
-    for data, path in zip(files["bytes"], files["path"], strict=True):
-        yield parse_part(bytes(data), Path(path).name, numbers[path], columns)
+    """Ray task body: parts (path, part number) into their parsed rows, each read here through
+    intake's checks (a regular file within `limits`, checked before it is opened)."""
+    for path, part in zip(files["path"], files["part"], strict=True):
+        yield parse_part(Path(path), int(part), columns, limits)
 
 
 class _Scorer:
@@ -283,13 +301,13 @@ def _score_with_ray(
 
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True  # rows leave in the order they came
-    paths = [str(p.resolve()) for p in parts]
+    paths = [str(p.absolute()) for p in parts]  # the names a local run sees, links kept
     cpus = config.cpus_per_worker or _cpus_per_worker(ray, config)
-    files = ray.data.read_binary_files(
-        paths, include_paths=True, override_num_blocks=len(paths), num_cpus=_READ_CPUS
+    files = ray.data.from_items(
+        [{"path": path, "part": i} for i, path in enumerate(paths)], override_num_blocks=len(paths)
     )
     rows = files.map_batches(
-        _parse_parts, fn_args=({p: i for i, p in enumerate(paths)}, columns),
+        _parse_parts, fn_args=(columns, config.limits),
         batch_size=1, batch_format="pandas", num_cpus=_READ_CPUS,
     )  # fmt: skip
     scored = rows.map_batches(

@@ -98,3 +98,21 @@ def test_demo_data_refuses_other_suffix_and_writes_nothing(tmp_path: Path):
     out = tmp_path / "demo.txt"
     assert_one_line_error(run_cli("demo-data", str(out)), ".csv")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_classify_honours_the_file_size_setting(tmp_path: Path, tiny_model_dir: Path, monkeypatch):
+    # The app reads GRIEVANCE_LENS_MAX_FILE_MB; so does the command line, for every part.
+    path = tmp_path / "archive.csv"
+    path.write_text("text\n" + "my card was blocked abroad please help\n" * 40)
+    assert path.stat().st_size > 1024
+    monkeypatch.setenv("GRIEVANCE_LENS_MAX_FILE_MB", "0.001")
+    out = tmp_path / "routed.csv"
+    result = run_cli("classify", "--model", str(tiny_model_dir), str(path), "--out", str(out))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]  # after the progress bar's lines
+    assert last.startswith("error: 'archive.csv' is 0.0 MB, above the 0.000999")
+    assert last.endswith("raise the limit with GRIEVANCE_LENS_MAX_FILE_MB")
+    assert not out.exists()
+    monkeypatch.setenv("GRIEVANCE_LENS_MAX_FILE_MB", "1")
+    result = run_cli("classify", "--model", str(tiny_model_dir), str(path), "--out", str(out))
+    assert result.returncode == 0, result.stderr

@@ -106,3 +106,62 @@ def test_the_data_page_reads_an_upload_in_a_child_by_default(contained_uploads, 
     app.file_uploader[0].set_value(("complaints.csv", CSV, "text/csv")).run()
     assert not app.exception and not app.error
     assert [command[1:3] for command in children] == [["-m", "core.data.contained"]]
+
+
+def test_children_reading_uploads_at_once_are_bounded(monkeypatch):
+    # Each child may take a gigabyte: two slots, two reads in flight, a third caller is told to
+    # come back rather than starting a third child.
+    import subprocess
+    import threading
+
+    from core.data.contained import ReaderSlots
+
+    slots = ReaderSlots(count=2, wait_seconds=0.05)
+    in_flight, release, lock = [], threading.Event(), threading.Condition()
+
+    def held_child(command, **kwargs):
+        with lock:
+            in_flight.append(command)
+            lock.notify_all()
+        assert release.wait(timeout=10), "the test never released the children"
+        return subprocess.CompletedProcess(command, 0, b"E" + b"'a.csv' refused", b"")
+
+    monkeypatch.setattr(contained_module.subprocess, "run", held_child)
+    answers: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            load_table_contained(CSV, filename="a.csv", limits=LIMITS, slots=slots)
+        except UserError as exc:
+            answers.append(exc)
+
+    readers = [threading.Thread(target=read, daemon=True) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    with lock:
+        assert lock.wait_for(lambda: len(in_flight) == 2, timeout=10)
+    try:
+        with pytest.raises(UserError) as busy:
+            load_table_contained(CSV, filename="b.csv", limits=LIMITS, slots=slots)
+    finally:
+        release.set()
+        for reader in readers:
+            reader.join(timeout=10)
+    assert str(busy.value) == (
+        "the server is reading other uploads (2 at a time); try again in a minute"
+    )
+    assert len(in_flight) == 2 and [str(a) for a in answers] == ["'a.csv' refused"] * 2
+    with pytest.raises(DataError, match=r"^'a.csv' refused$"):  # a child's answer: slots free
+        load_table_contained(CSV, filename="c.csv", limits=LIMITS, slots=slots)
+
+
+def test_the_number_of_upload_readers_is_a_setting(monkeypatch):
+    from core.data.contained import UPLOAD_READERS_ENV, ReaderSlots, default_reader_count
+
+    assert ReaderSlots.from_env({UPLOAD_READERS_ENV: " 3 "}).count == 3
+    assert ReaderSlots.from_env({}).count == default_reader_count() >= 1
+    assert default_reader_count(cpus=16, memory_bytes=64 * 2**30) == 8
+    assert default_reader_count(cpus=2, memory_bytes=4 * 2**30) == 1
+    assert default_reader_count(cpus=4, memory_bytes=16 * 2**30) == 2
+    with pytest.raises(UserError, match=r"^GRIEVANCE_LENS_UPLOAD_READERS must be a positive"):
+        ReaderSlots.from_env({UPLOAD_READERS_ENV: "0"})

@@ -4,6 +4,7 @@ line or read within memory bounded by its size; plus texts cut before tokenising
 from __future__ import annotations
 
 import io
+import os
 import time
 import tracemalloc
 from pathlib import Path
@@ -301,3 +302,142 @@ def test_encoding_warning_reaches_the_data_page(contained_uploads):
     app.run()
     assert not app.exception
     assert any(w.value.startswith("line 3 has a byte that is not UTF") for w in app.warning)
+
+
+# ----------------------------------------------------------------------------------------------
+# 8. Only regular files are read: a link to a device, a FIFO or a device is refused before open
+
+
+def _forbid_opening(monkeypatch, path: Path) -> None:
+    """Every open of `path`'s target fails the test: reading /dev/zero never ends (it took
+    `validate` to 11 GB in 30 s) and opening a FIFO with no writer blocks for ever."""
+    import builtins
+
+    target = os.path.realpath(path)
+
+    def guard(opener):
+        def guarded(file, *args, **kwargs):
+            if isinstance(file, (str, os.PathLike)) and os.path.realpath(file) == target:
+                raise AssertionError(f"{target} was opened")
+            return opener(file, *args, **kwargs)
+
+        return guarded
+
+    for owner in (os, io, builtins):
+        monkeypatch.setattr(owner, "open", guard(owner.open))
+
+
+def _within_deadline(call, seconds: float = 10):
+    """What `call()` returned or raised, from a thread given `seconds` to finish."""
+    import threading
+
+    outcome: list = []
+
+    def attempt() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread below
+            outcome.append(exc)
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(timeout=seconds)
+    assert outcome, f"no answer within {seconds} s"
+    return outcome[0]
+
+
+def _refused_without_opening(monkeypatch, path: Path, **options) -> str:
+    """The one-line DataError `load_table(path)` raises without opening `path`."""
+    _forbid_opening(monkeypatch, path)
+    refusal = _within_deadline(lambda: load_table(path, **options))
+    assert isinstance(refusal, DataError), f"expected a DataError, got {refusal!r}"
+    message = str(refusal)
+    assert "\n" not in message
+    return message
+
+
+def test_a_link_to_dev_zero_named_csv_is_refused_before_reading(tmp_path, monkeypatch):
+    link = tmp_path / "x.csv"
+    link.symlink_to("/dev/zero")
+    message = _refused_without_opening(monkeypatch, link)
+    assert message.startswith(f"'{link}' is a device, not a regular file;")
+    assert "copy the data into a .csv, .tsv, .xlsx or .parquet file" in message
+
+
+def test_a_fifo_named_csv_is_refused_without_waiting_for_a_writer(tmp_path, monkeypatch):
+    fifo = tmp_path / "x.csv"
+    os.mkfifo(fifo)
+    message = _refused_without_opening(monkeypatch, fifo)
+    assert message.startswith(f"'{fifo}' is a named pipe (FIFO), not a regular file;")
+
+
+def test_a_character_device_is_refused_whatever_its_name(tmp_path, monkeypatch):
+    message = _refused_without_opening(monkeypatch, Path("/dev/null"), filename="x.csv")
+    assert message.startswith("'/dev/null' is a device, not a regular file;")
+    link = tmp_path / "null.xlsx"
+    link.symlink_to("/dev/null")
+    assert _refused_without_opening(monkeypatch, link).startswith(f"'{link}' is a device")
+
+
+def test_validate_refuses_a_link_to_dev_zero_in_one_line(tmp_path, capsys, monkeypatch):
+    link = tmp_path / "x.csv"
+    link.symlink_to("/dev/zero")
+    _forbid_opening(monkeypatch, link)
+    assert _within_deadline(lambda: main(["validate", str(link)])) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: '{link}' is a device, not a regular")
+
+
+# ----------------------------------------------------------------------------------------------
+# 9. XLSX parts hold no more than they declare
+
+
+def _xlsx_with_a_lying_part(part: str, padding: int) -> bytes:
+    """A valid workbook whose `part` holds `padding` more bytes (trailing spaces) than its zip
+    headers declare; the declared size and CRC are those of the honest part, so zipfile cuts
+    the data at the declared size and sees nothing wrong."""
+    import struct
+    import zipfile
+    import zlib
+
+    buffer = io.BytesIO()
+    workbook = openpyxl.Workbook()
+    workbook.active.append(["text", "label"])
+    workbook.active.append(["refund pending", "UPI"])
+    workbook.save(buffer)
+    honest = zipfile.ZipFile(buffer)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as writer:
+        for info in honest.infolist():
+            body = honest.read(info.filename)
+            writer.writestr(info.filename, body + b" " * padding if info.filename == part else body)
+    data = bytearray(out.getvalue())
+    declared = honest.read(part)
+    lying = zipfile.ZipFile(io.BytesIO(bytes(data))).getinfo(part)
+    central = data.index(b"PK\x01\x02")  # the central directory: one entry per part
+    while data[central + 46 : central + 46 + len(part)] != part.encode():
+        name, extra, comment = struct.unpack_from("<HHH", data, central + 28)
+        central += 46 + name + extra + comment
+    for header, crc_at, size_at in ((lying.header_offset, 14, 22), (central, 16, 24)):
+        struct.pack_into("<I", data, header + crc_at, zlib.crc32(declared))
+        struct.pack_into("<I", data, header + size_at, len(declared))
+    return bytes(data)
+
+
+def test_an_xlsx_part_that_unpacks_beyond_its_declared_size_is_refused():
+    # zipfile's read() of a whole part unpacks everything before cutting it to the declared
+    # size: 390 KB of styles.xml took 760 MB. Refused from the parts, before openpyxl reads.
+    data = _xlsx_with_a_lying_part("xl/styles.xml", 4 * 1024**2)
+    assert len(data) < 20_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError) as error:
+            load_table(data, filename="lying.xlsx")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert _one_line(error).startswith(
+        "'lying.xlsx' looks like a zip bomb: its part 'xl/styles.xml' unpacks to more than the "
+    )
+    assert peak < 1024**2
+    assert len(load_table(_xlsx_with_a_lying_part("xl/styles.xml", 0), filename="ok.xlsx")) == 1

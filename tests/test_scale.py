@@ -5,6 +5,7 @@ parts; a bad part is one line and leaves nothing at OUT."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +13,8 @@ import pandas as pd
 import pytest
 
 from core.data.demo import DemoConfig, generate_demo_data
-from core.data.limits import DataError
-from core.scale import ScaleConfig, input_parts, score_archive
+from core.data.limits import DataError, IntakeLimits
+from core.scale import PART_COL, ScaleConfig, input_parts, score_archive
 from tests.helpers import run_cli
 
 # A few hundred rows: a Ray run's cost is its actors starting (torch imports), not the rows.
@@ -168,3 +169,58 @@ def test_the_writer_refuses_rows_out_of_their_input_order():
     check.checked(pd.DataFrame({PART_COL: [0, 1], ROW_COL: [3, 0]}))  # part 1 starts at row 0
     with pytest.raises(RuntimeError, match="out of order at part 1, row 2"):
         check.checked(pd.DataFrame({PART_COL: [1, 1], ROW_COL: [2, 3]}))  # row 1 is missing
+
+
+# ------------------------------------------------------------------ files the archive reads
+
+
+def _refuse_reading(monkeypatch) -> None:
+    import core.scale
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("a part was read")
+
+    monkeypatch.setattr(core.scale, "load_table", no_reading)
+
+
+def test_a_part_that_is_not_a_regular_file_is_refused_before_reading(tmp_path, monkeypatch):
+    _refuse_reading(monkeypatch)
+    link = tmp_path / "x.csv"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(DataError, match=rf"^'{link}' is a device, not a regular file;"):
+        score_archive(ScaleConfig(tmp_path / "model", link, tmp_path / "out.csv"))
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "part-000.csv").write_text("text\nrefund pending\n")
+    os.mkfifo(parts / "part-001.csv")  # skipped silently, its rows would be missing from OUT
+    with pytest.raises(DataError, match=r"part-001.csv' is a named pipe \(FIFO\), not a regular"):
+        score_archive(ScaleConfig(tmp_path / "model", parts, tmp_path / "out.csv"))
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_every_part_is_held_to_the_size_limit_before_any_is_read(tmp_path, monkeypatch):
+    _refuse_reading(monkeypatch)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "part-000.csv").write_text("text\nrefund pending\n")
+    (parts / "part-001.csv").write_text("text\n" + "card blocked abroad\n" * 100)
+    limits = IntakeLimits(max_file_bytes=1000)
+    config = ScaleConfig(tmp_path / "model", parts, tmp_path / "out.csv", limits=limits)
+    with pytest.raises(DataError, match=r"^'part-001.csv' is 0.0 MB, above the .* MB limit;"):
+        score_archive(config)
+
+
+def test_the_ray_task_reads_each_part_through_intake_with_the_runs_limits(tmp_path):
+    # A Ray worker reads the part itself, with the driver's limits (the worker's environment may
+    # not hold the operator's GRIEVANCE_LENS_MAX_FILE_MB): same checks as a local run.
+    from core.scale import _parse_parts
+
+    small, big = tmp_path / "part-000.csv", tmp_path / "part-001.csv"
+    small.write_text("text\nrefund pending\n")
+    big.write_text("text\n" + "card blocked abroad\n" * 100)
+    files = pd.DataFrame({"path": [str(small), str(big)], "part": [0, 1]})
+    parsed = _parse_parts(files, ["text"], IntakeLimits(max_file_bytes=1000))
+    first = next(parsed)
+    assert first["text"].tolist() == ["refund pending"] and first[PART_COL].tolist() == [0]
+    with pytest.raises(DataError, match=r"^'part-001.csv' is 0.0 MB, above the .* MB limit;"):
+        next(parsed)

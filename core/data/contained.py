@@ -9,6 +9,8 @@ child caps its own address space once it holds the file, and sends back an Arrow
 never a pickle: a child that a hostile file took over can only send a wrong table, not code.
 A fresh interpreter rather than a fork: the server is multi-threaded (forking it can deadlock),
 and multiprocessing's spawn and fork server re-run the server's main module in the child.
+Each child may take a gigabyte or two, so a process-wide `ReaderSlots` bounds how many run at once;
+a caller that finds no free slot within a short wait is told to try again.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import os
 import resource
 import subprocess
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -74,17 +78,95 @@ class Containment:
 DEFAULT_CONTAINMENT = Containment()
 
 
+UPLOAD_READERS_ENV = "GRIEVANCE_LENS_UPLOAD_READERS"
+# Memory one reader is counted for: what a child may take, the 1 GiB floor above plus ten times
+# a file near the 200 MB limit (about 2.5 GiB), counted so that readers hold a third at most.
+_MEMORY_PER_READER = 8 * 1024 * MB
+
+
+def default_reader_count(*, cpus: int | None = None, memory_bytes: int | None = None) -> int:
+    """How many children may read uploads at once on this machine (`cpus` usable cores and
+    `memory_bytes` of memory; both default to this machine's): half the cores, since a child
+    parses on one and the job queue needs the rest, and one per 8 GiB of memory; at least one.
+    A 4-core, 16 GiB server reads 2 uploads at once."""
+    cpus = len(os.sched_getaffinity(0)) if cpus is None else cpus
+    memory_bytes = _machine_memory_bytes() if memory_bytes is None else memory_bytes
+    return max(1, min(cpus // 2, memory_bytes // _MEMORY_PER_READER))
+
+
+def _machine_memory_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+class ReaderSlots:
+    """At most `count` children reading uploads at once: a burst of uploads must not start a
+    gigabyte-hungry child each. A caller waits up to `wait_seconds` for a slot, then gets a
+    one-line UserError telling it to come back, rather than piling up behind the others."""
+
+    def __init__(self, count: int, *, wait_seconds: float = 10.0) -> None:
+        # Ten seconds ride out a burst of ordinary files (about a second each) without leaving a
+        # page hanging behind a queue of large ones (up to Containment.seconds each).
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise UserError(f"the number of upload readers must be 1 or more, got {count!r}")
+        self.count, self.wait_seconds = count, wait_seconds
+        self._free = threading.BoundedSemaphore(count)
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold one slot for the duration of the block."""
+        if not self._free.acquire(timeout=self.wait_seconds):
+            raise UserError(
+                f"the server is reading other uploads ({self.count} at a time); try again in a "
+                "minute"
+            )
+        try:
+            yield
+        finally:
+            self._free.release()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ReaderSlots:
+        """`default_reader_count()` slots, or GRIEVANCE_LENS_UPLOAD_READERS of them.
+
+        `environ` defaults to `os.environ`; an unset or empty variable keeps the default."""
+        env = os.environ if environ is None else environ
+        raw = env.get(UPLOAD_READERS_ENV, "").strip()
+        if not raw:
+            return cls(default_reader_count())
+        if not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
+            raise UserError(
+                f"{UPLOAD_READERS_ENV} must be a positive whole number, got {raw!r}; fix or "
+                "unset it"
+            )
+        return cls(int(raw))
+
+
+_process_slots: list[ReaderSlots] = []  # the one ReaderSlots of this process, made when needed
+_process_slots_lock = threading.Lock()
+
+
+def process_reader_slots() -> ReaderSlots:
+    """The slots every upload read of this process shares (`ReaderSlots.from_env()`, read once)."""
+    with _process_slots_lock:
+        if not _process_slots:
+            _process_slots.append(ReaderSlots.from_env())
+        return _process_slots[0]
+
+
 def load_table_contained(
     data: bytes,
     *,
     filename: str,
     limits: IntakeLimits,
     containment: Containment = DEFAULT_CONTAINMENT,
+    slots: ReaderSlots | None = None,
 ) -> pd.DataFrame:
-    """`load_table(data, filename=..., limits=...)` run in a child process within `containment`.
+    """`load_table(data, filename=..., limits=...)` run in a child process within `containment`,
+    holding one of `slots` (default: the process's `process_reader_slots()`) while it runs.
 
     Returns the same table (values, dtypes and attrs); raises `DataError` with `load_table`'s
-    own message, or one saying the file needed more memory or time than one upload may use.
+    own message, or one saying the file needed more memory or time than one upload may use, and
+    a `UserError` when no slot came free in time.
     """
     command = [
         sys.executable, "-m", "core.data.contained", filename,
@@ -94,19 +176,26 @@ def load_table_contained(
     # pyarrow's default allocator (mimalloc) reserves large address ranges up front, which an
     # address-space cap refuses; the system allocator asks for what it uses.
     env = {**os.environ, "PYTHONPATH": path, "ARROW_DEFAULT_MEMORY_POOL": "system"}
+    with (slots or process_reader_slots()).slot():
+        done = _run_child(command, data, filename, env, containment)
+    _log_stderr(filename, done.stderr, failed=not _answered(done))
+    return _table_of(done, filename, containment, len(data))
+
+
+def _run_child(
+    command: list[str], data: bytes, filename: str, env: dict[str, str], c: Containment
+) -> subprocess.CompletedProcess:
     try:
-        done = subprocess.run(
-            command, input=bytes(data), capture_output=True, timeout=containment.seconds,
+        return subprocess.run(
+            command, input=bytes(data), capture_output=True, timeout=c.seconds,
             env=env, check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired as exc:
         _log_stderr(filename, exc.stderr, failed=True)
         raise DataError(
-            f"'{filename}' took longer than {containment.seconds:g} s to read; save it as CSV "
-            "UTF-8 or split it"
+            f"'{filename}' took longer than {c.seconds:g} s to read; save it as CSV UTF-8 or "
+            "split it"
         ) from None
-    _log_stderr(filename, done.stderr, failed=not _answered(done))
-    return _table_of(done, filename, containment, len(data))
 
 
 def _answered(done: subprocess.CompletedProcess) -> bool:

@@ -1,5 +1,6 @@
 """Read a labelled complaint file into a table of strings: the source's name and format, its
-bytes within the size limit, the format reader, and clean, checked column names.
+bytes within the size limit (a path only if it is a regular file, checked before it is opened),
+the format reader, and clean, checked column names.
 
 Every failure is a `DataError` (a `UserError`) whose message is one line saying what is wrong
 and what to do; the command line prints it after ``error:``.
@@ -8,6 +9,7 @@ and what to do; the command line prints it after ``error:``.
 from __future__ import annotations
 
 import os
+import stat
 from collections import defaultdict
 from pathlib import Path
 from typing import IO
@@ -100,19 +102,60 @@ def _read_bytes(source: Source, name: str, limits: IntakeLimits) -> bytes:
 
 
 def _read_path(path: Path, limits: IntakeLimits) -> bytes:
+    check_file(path, limits)
     try:
-        size = path.stat().st_size
-        if path.is_dir():
-            raise DataError(f"'{path}' is a folder; choose a file inside it")
-        if size > limits.max_file_bytes:
-            raise DataError(_too_big_message(path.name, size, limits))
-        return path.read_bytes()
-    except FileNotFoundError as exc:
-        raise DataError(f"no such file: '{path}'; check the path") from exc
+        # O_NONBLOCK: should the path turn into a FIFO after the check, opening it cannot block.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
+        raise _os_error(path, exc) from exc
+    with os.fdopen(fd, "rb") as handle:
+        # Checked again on what was opened: the path may have been replaced since.
+        size = _check_stat(path, os.fstat(handle.fileno()), limits)
+        data = handle.read(size)
+        if len(data) != size or handle.read(1):  # never more than the size that was checked
+            raise DataError(f"'{path}' changed while it was read; try again once it is complete")
+    return data
+
+
+def check_file(path: Path, limits: IntakeLimits) -> int:
+    """The size of the regular file at `path` (links followed) if within `limits`; a one-line
+    DataError for a missing path, a folder, anything that is not a regular file (a device, a FIFO,
+    a socket: reading /dev/zero never ends, opening a FIFO waits for a writer) or a file too big.
+    Nothing is opened."""
+    try:
+        status = os.stat(path)
+    except OSError as exc:
+        raise _os_error(path, exc) from exc
+    return _check_stat(path, status, limits)
+
+
+def _check_stat(path: Path, status: os.stat_result, limits: IntakeLimits) -> int:
+    if stat.S_ISDIR(status.st_mode):
+        raise DataError(f"'{path}' is a folder; choose a file inside it")
+    if not stat.S_ISREG(status.st_mode):
         raise DataError(
-            f"cannot read '{path}': {exc.strerror or exc}; check its permissions"
-        ) from exc
+            f"'{path}' is {_file_kind(status.st_mode)}, not a regular file; copy the data into a "
+            ".csv, .tsv, .xlsx or .parquet file and pass that file"
+        )
+    if status.st_size > limits.max_file_bytes:
+        raise DataError(_too_big_message(path.name, status.st_size, limits))
+    return status.st_size
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def _os_error(path: Path, exc: OSError) -> DataError:
+    if isinstance(exc, FileNotFoundError):
+        return DataError(f"no such file: '{path}'; check the path")
+    return DataError(f"cannot read '{path}': {exc.strerror or exc}; check its permissions")
 
 
 def _read_stream(stream: IO[bytes], name: str, limits: IntakeLimits) -> bytes:

@@ -9,6 +9,7 @@ import datetime as dt
 import io
 import math
 import re
+import struct
 import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
@@ -317,6 +318,7 @@ def _check_xlsx_container(data: bytes, name: str, limits: IntakeLimits) -> None:
             "open it in Excel and save it again as .xlsx"
         ) from exc
     _check_member_sizes(members, name, limits)
+    _check_unpacked_sizes(memoryview(data), members, name)
     if not any(member.filename == "[Content_Types].xml" for member in members):
         raise DataError(
             f"'{name}' is a zip archive but not an Excel workbook; save the data "
@@ -354,6 +356,68 @@ def _check_member_sizes(
                 f"'{name}' looks like a zip bomb: its part '{member.filename}' unpacks to "
                 f"{ratio:,.0f} times its packed size; refusing to open it (save the data as CSV)"
             )
+
+
+_UNPACK_STEP = 64 * 1024  # bytes a part is unpacked by, at most, while its size is checked
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, then name and extra field lengths
+
+
+def _check_unpacked_sizes(data: memoryview, members: Sequence[zipfile.ZipInfo], name: str) -> None:
+    """Refuse a part that unpacks to more than its declared size. zipfile cuts a part at that
+    size only after unpacking it: `read()` of a whole part (openpyxl reads workbook.xml,
+    styles.xml and the rels that way) unpacks everything first, so a part declaring 1 KB that
+    holds 1 GB of spaces cost 1 GB (2 GB per part at most). Unpacked here in bounded steps."""
+    for member in members:
+        if member.compress_type == zipfile.ZIP_STORED:
+            continue  # read as stored: never more than its packed bytes, inside the file
+        if member.compress_type != zipfile.ZIP_DEFLATED:
+            raise DataError(
+                f"'{name}': its part '{member.filename}' is packed with a method Excel never "
+                "uses; open it in Excel and save it again as .xlsx"
+            )
+        if not _inflates_within(_packed_bytes(data, member, name), member.file_size):
+            raise DataError(
+                f"'{name}' looks like a zip bomb: its part '{member.filename}' unpacks to more "
+                f"than the {member.file_size:,} bytes it declares; refusing to open it (save "
+                "the data as CSV)"
+            )
+
+
+def _packed_bytes(data: memoryview, member: zipfile.ZipInfo, name: str) -> memoryview:
+    """The packed bytes of `member`, found through its local header as zipfile finds them."""
+    start = member.header_offset
+    try:
+        signature, name_length, extra_length = _LOCAL_HEADER.unpack_from(data, start)
+    except struct.error:
+        signature = b""
+    if signature != b"PK\x03\x04":
+        raise DataError(
+            f"'{name}' is not a valid .xlsx workbook (part '{member.filename}' is damaged); "
+            "open it in Excel and save it again as .xlsx"
+        )
+    start += _LOCAL_HEADER.size + name_length + extra_length
+    return data[start : start + member.compress_size]
+
+
+def _inflates_within(packed: memoryview, limit: int) -> bool:
+    """Whether the raw deflate stream `packed` unpacks to at most `limit` bytes, unpacking at
+    most _UNPACK_STEP bytes from at most _UNPACK_STEP packed bytes at a time."""
+    inflater, produced = zlib.decompressobj(-zlib.MAX_WBITS), 0
+    try:
+        for start in range(0, len(packed), _UNPACK_STEP):
+            pending: bytes | memoryview = packed[start : start + _UNPACK_STEP]
+            while pending and not inflater.eof:
+                produced += len(inflater.decompress(pending, _UNPACK_STEP))
+                if produced > limit:
+                    return False
+                pending = inflater.unconsumed_tail
+        while not inflater.eof and (out := inflater.decompress(b"", _UNPACK_STEP)):
+            produced += len(out)  # output zlib still held after the last packed byte
+            if produced > limit:
+                return False
+    except zlib.error:
+        return True  # damaged, not oversized: zipfile reports it when the part is read
+    return True
 
 
 def _require_defusedxml() -> None:
