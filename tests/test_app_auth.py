@@ -10,6 +10,7 @@ import pytest
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
+from core.access import OPERATOR
 from core.models.classifier import Prediction
 from core.review.store import Store, default_db_path
 from core.review.triage import enqueue_uncertain
@@ -41,11 +42,13 @@ def roles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def signed(script: str, email: str | None) -> AppTest:
-    """`script` (app.py or a page) with [auth] on, as `email` (None: not signed in)."""
+def signed(script: str, email: str | None, **claims: object) -> AppTest:
+    """`script` (app.py or a page) with [auth] on, as `email` (None: not signed in), whose
+    provider says it is verified unless `claims` say otherwise."""
     at = AppTest.from_file(str(ROOT / script), default_timeout=60)
     at.secrets["auth"] = AUTH
-    at.user = {"is_logged_in": False} if email is None else {"is_logged_in": True, "email": email}
+    user = {"is_logged_in": True, "email": email, "email_verified": True, **claims}
+    at.user = {"is_logged_in": False} if email is None else user
     return at.run()
 
 
@@ -128,8 +131,9 @@ def _queue() -> list[int]:
     ]
     with Store.open(default_db_path()) as store:
         return enqueue_uncertain(
-            store, ["upi failed", "unknown charge"], predictions, threshold=0.5, batch="b.csv"
-        )
+            store, ["upi failed", "unknown charge"], predictions, threshold=0.5, batch="b.csv",
+            actor=OPERATOR,
+        )  # fmt: skip
 
 
 def test_a_viewer_sees_the_queue_but_no_verdict_buttons(roles: Path):
@@ -150,3 +154,42 @@ def test_a_reviewer_decides_under_their_email_with_no_name_to_type(roles: Path):
     with Store.open(default_db_path()) as store:
         (decided,) = [i for i in store.triage_items() if i.status != "open"]
     assert decided.reviewer == "asha@bank.example"
+
+
+def test_an_email_the_provider_does_not_call_verified_is_refused(roles: Path):
+    at = signed("app.py", "lead@bank.example", email_verified="False")
+    assert md_escape("lead@bank.example is not verified") in at.error[0].value
+    assert [b.label for b in at.button] == ["Sign out"] and not at.sidebar.toggle
+
+
+def test_an_issuer_named_in_the_setting_needs_no_email_verified(
+    roles: Path, monkeypatch: pytest.MonkeyPatch
+):
+    entra = "https://login.microsoftonline.com/0b5d3a1c-0000-4000-8000-00000000cafe/v2.0"
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.secrets["auth"] = AUTH
+    at.user = {"is_logged_in": True, "email": "lead@bank.example", "iss": entra}
+    assert "did not say whether" in at.run().error[0].value
+    monkeypatch.setenv("GRIEVANCE_LENS_UNVERIFIED_EMAIL_ISSUERS", entra)
+    assert not at.run().error and at.sidebar.toggle
+    monkeypatch.setenv(
+        "GRIEVANCE_LENS_UNVERIFIED_EMAIL_ISSUERS", "https://login.microsoftonline.com/common/v2.0"
+    )
+    assert "speaks for every tenant" in at.run().error[0].value
+
+
+def test_a_role_change_applies_even_when_size_and_time_stay_the_same(roles: Path):
+    """The roles file is known by its content: an edit that keeps the size and modification
+    time (a copy with preserved times, a coarse file system clock) still applies."""
+    import os
+
+    from core.access import Role
+    from ui.auth import _roles
+
+    roles.write_text('admin = ["lead@bank.example"]\n')
+    stat = roles.stat()
+    assert _roles(roles).role_for("lead@bank.example") is Role.ADMIN
+    roles.write_text('admin = ["head@bank.example"]\n')  # same size
+    os.utime(roles, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert roles.stat().st_size == stat.st_size
+    assert _roles(roles).role_for("lead@bank.example") is None

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.access import Role
+from core.errors import UserError
 from core.roles import (
     ROLES_ENV,
     RoleRules,
@@ -15,7 +16,9 @@ from core.roles import (
     actor_for_claims,
     load_roles,
     parse_roles,
+    read_roles_file,
     roles_path,
+    unverified_email_issuers,
 )
 
 ROLES = """
@@ -102,22 +105,32 @@ def test_roles_path_follows_the_environment(monkeypatch, tmp_path: Path):
     assert roles_path() == tmp_path / "team.toml"
 
 
-def test_a_listed_email_becomes_a_signed_in_actor(rules: RoleRules):
-    actor = actor_for_claims({"email": "Asha@Bank.example", "name": "Asha"}, rules)
+def test_a_listed_verified_email_becomes_a_signed_in_actor(rules: RoleRules):
+    claims = {"email": "Asha@Bank.example", "name": "Asha", "email_verified": True}
+    actor = actor_for_claims(claims, rules)
     assert (actor.user, actor.role, actor.signed_in) == ("asha@bank.example", Role.REVIEWER, True)
-    verified = actor_for_claims({"email": "lead@bank.example", "email_verified": True}, rules)
-    assert verified.role is Role.ADMIN
+    for verified in ("true", "TRUE", "True"):  # some providers send the claim as a string
+        claims = {"email": "lead@bank.example", "email_verified": verified}
+        assert actor_for_claims(claims, rules).role is Role.ADMIN
 
 
 @pytest.mark.parametrize(
     ("claims", "message"),
     [
-        ({"email": "stranger@elsewhere.example"}, "is not on the list of people"),
+        ({"email": "stranger@elsewhere.example", "email_verified": True}, "is not on the list"),
         ({"name": "No Mail"}, "did not include an e-mail address"),
         ({"email": ""}, "did not include an e-mail address"),
         ({"email": ["lead@bank.example"]}, "did not include an e-mail address"),
         ({"email": "lead@bank.example", "email_verified": False}, "is not verified"),
         ({"email": "lead@bank.example", "email_verified": "false"}, "is not verified"),
+        ({"email": "lead@bank.example", "email_verified": "False"}, "is not verified"),
+        ({"email": "lead@bank.example", "email_verified": "FALSE"}, "is not verified"),
+        ({"email": "lead@bank.example", "email_verified": 1}, "is not verified"),
+        ({"email": "lead@bank.example", "email_verified": "yes"}, "is not verified"),
+        ({"email": "lead@bank.example", "email_verified": None}, "is not verified"),
+        ({"email": "lead@bank.example"}, "did not say whether lead@bank.example is verified"),
+        ({"email": "lead@bank.example", "iss": ["a"]}, "did not say whether"),
+        ({"email": "a\uff20x@bank.example", "email_verified": True}, "did not include an"),
     ],
 )
 def test_identities_the_roles_file_does_not_admit_are_refused(
@@ -125,3 +138,85 @@ def test_identities_the_roles_file_does_not_admit_are_refused(
 ):
     with pytest.raises(SignInRefused, match=message):
         actor_for_claims(claims, rules)
+
+
+ENTRA = "https://login.microsoftonline.com/0b5d3a1c-0000-4000-8000-00000000cafe/v2.0"
+
+
+def test_an_issuer_that_never_sends_email_verified_is_trusted_only_when_named():
+    rules = parse_roles(ROLES)
+    claims = {"email": "lead@bank.example", "iss": ENTRA}
+    with pytest.raises(SignInRefused, match="did not say whether"):
+        actor_for_claims(claims, rules)
+    issuers = unverified_email_issuers({"GRIEVANCE_LENS_UNVERIFIED_EMAIL_ISSUERS": ENTRA})
+    assert issuers == frozenset({ENTRA})
+    assert actor_for_claims(claims, rules, unverified_issuers=issuers).role is Role.ADMIN
+    other = {"email": "lead@bank.example", "iss": ENTRA.replace("cafe", "beef")}
+    with pytest.raises(SignInRefused, match="did not say whether"):
+        actor_for_claims(other, rules, unverified_issuers=issuers)
+    said_no = {**claims, "email_verified": False}  # a named issuer that says "no" is believed
+    with pytest.raises(SignInRefused, match="is not verified"):
+        actor_for_claims(said_no, rules, unverified_issuers=issuers)
+
+
+def test_the_unverified_issuer_setting_lists_exact_tenant_issuers():
+    env = "GRIEVANCE_LENS_UNVERIFIED_EMAIL_ISSUERS"
+    assert unverified_email_issuers({}) == frozenset()
+    assert unverified_email_issuers({env: f" {ENTRA} , https://idp.bank.example/ ,"}) == {
+        ENTRA,
+        "https://idp.bank.example/",
+    }
+    for shared in ("common", "organizations", "consumers", "Common", "{tenantid}"):
+        with pytest.raises(UserError, match="tenant") as caught:
+            unverified_email_issuers({env: f"https://login.microsoftonline.com/{shared}/v2.0"})
+        assert "\n" not in str(caught.value)
+    with pytest.raises(UserError, match="https"):
+        unverified_email_issuers({env: "http://login.microsoftonline.com/tenant/v2.0"})
+
+
+KELVIN = "\u212a"  # the Kelvin sign: .lower() makes it a Latin "k"
+
+
+@pytest.mark.parametrize(
+    ("email", "role"),
+    [
+        ("LEAD@BANK.EXAMPLE", Role.ADMIN),
+        ("\uff2c\uff25\uff21\uff24@bank.example", Role.ADMIN),  # fullwidth LEAD, NFKC: "LEAD"
+        (f"lead@ban{KELVIN}.example", None),  # a domain must be plain ASCII as sent
+        ("lead@bank\uff0eexample", None),  # a fullwidth full stop in the domain
+        ("someone@b\u0430nk.example", None),  # a Cyrillic "a"
+        ("lead\uff20evil.example@bank.example", None),  # a fullwidth "@" becomes a second "@"
+    ],
+)
+def test_addresses_compare_after_nfkc_and_case_folding(email: str, role: Role | None):
+    assert parse_roles(ROLES).role_for(email) is role
+
+
+def test_case_folding_is_more_than_lower_case():
+    rules = parse_roles('admin = ["strasse@bank.example"]')
+    assert rules.role_for("STRA\u00dfE@bank.example") is Role.ADMIN  # "ß" folds to "ss"
+    assert parse_roles('admin = ["Stra\u00dfe@bank.example"]').admin == ("strasse@bank.example",)
+
+
+def test_a_sign_in_whose_domain_is_not_plain_ascii_is_refused():
+    claims = {"email": f"lead@ban{KELVIN}.example", "email_verified": True}
+    with pytest.raises(SignInRefused, match="not plain ASCII"):
+        actor_for_claims(claims, parse_roles(ROLES))
+
+
+@pytest.mark.parametrize("entry", [f"*@ban{KELVIN}.example", f"lead@ban{KELVIN}.example",
+                                   "*@b\u0430nk.example"])  # fmt: skip
+def test_roles_entries_whose_domain_is_not_plain_ascii_are_refused(entry: str):
+    with pytest.raises(RolesError, match="not plain ASCII"):
+        parse_roles(f'viewer = ["{entry}"]')
+
+
+def test_the_roles_file_is_known_by_the_digest_of_its_bytes(tmp_path: Path):
+    path = tmp_path / "roles.toml"
+    path.write_text('admin = ["lead@bank.example"]\n')
+    first = read_roles_file(path)
+    path.write_text('admin = ["head@bank.example"]\n')  # same size
+    second = read_roles_file(path)
+    assert first.digest != second.digest and len(first.digest) == 64
+    path.write_text('admin = ["lead@bank.example"]\n')
+    assert read_roles_file(path) == first

@@ -20,14 +20,16 @@ from typing import NoReturn
 import streamlit as st
 
 from core.access import LOCAL_USER, Actor, Permission, needed_role
+from core.errors import UserError
 from core.exposure import allows_public, exposure_error
 from core.roles import (
     RoleRules,
-    RolesError,
-    SignInRefused,
+    RolesFile,
     actor_for_claims,
-    load_roles,
+    parse_roles_file,
+    read_roles_file,
     roles_path,
+    unverified_email_issuers,
 )
 from ui.safe import md_escape
 
@@ -64,8 +66,9 @@ def current_actor() -> Actor:
     if not st.user.is_logged_in:
         _stop_with(render_sign_in)
     try:
-        return actor_for_claims(st.user.to_dict(), _roles(roles_path()))
-    except (RolesError, SignInRefused) as exc:
+        issuers = unverified_email_issuers(os.environ)
+        return actor_for_claims(st.user.to_dict(), _roles(roles_path()), unverified_issuers=issuers)
+    except UserError as exc:  # the roles file, the issuer setting, or this identity
         reason = str(exc)
     _stop_with(lambda: render_refusal(reason))
 
@@ -78,17 +81,15 @@ def _stop_with(render: Callable[[], None]) -> NoReturn:
 
 
 def _roles(path: Path) -> RoleRules:
-    """The roles file, parsed again only when it changed (a stat per call, not a parse)."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return load_roles(path)  # says that the file is missing
-    return _parsed_roles(str(path), stat.st_mtime_ns, stat.st_size)
+    """The roles file, parsed again only when its content changed: a read and a SHA-256 per
+    call (the file is at most 1 MB), not a parse. Modification time and size are not enough:
+    an edit can keep both (a copy with preserved times, a coarse file system clock)."""
+    return _parsed_roles(read_roles_file(path))
 
 
 @lru_cache(maxsize=4)
-def _parsed_roles(path: str, mtime_ns: int, size: int) -> RoleRules:
-    return load_roles(Path(path))
+def _parsed_roles(file: RolesFile) -> RoleRules:
+    return parse_roles_file(file)  # keyed by path and digest (RolesFile compares those)
 
 
 def render_sign_in() -> None:

@@ -7,7 +7,9 @@ restart would get the page without its frame. app.py lists its pages explicitly,
 legacy mode is switched off before the server starts.
 
 A server without sign-in listens on loopback only: any other address is refused here, before
-the server starts (core.exposure; app.py applies the same rule again at run time).
+the server starts (core.exposure; app.py applies the same rule again at run time). So is a
+sign-in whose cookie secret could be guessed. The server answers only requests addressed to an
+allowed host name (ui.hosts: DNS rebinding).
 """
 
 import os
@@ -18,7 +20,8 @@ from streamlit.runtime.pages_manager import PagesManager
 from streamlit.web import cli
 
 from core.errors import UserError
-from core.exposure import launch_error
+from core.exposure import HostRule, host_rule, launch_refusal, read_launch
+from ui.hosts import install_host_check
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
@@ -30,14 +33,21 @@ def streamlit_folders() -> list[Path]:
     return list(dict.fromkeys(folder.resolve() for folder in folders))
 
 
-def main() -> int:
+def checked_launch() -> HostRule | str:
+    """The host names this launch answers to, or why it must not start (one line)."""
     try:
-        refusal = launch_error(sys.argv[1:], os.environ, folders=streamlit_folders())
+        launch = read_launch(sys.argv[1:], os.environ, folders=streamlit_folders())
+        return launch_refusal(launch, os.environ) or host_rule(launch, os.environ)
     except UserError as exc:
-        refusal = str(exc)
-    if refusal is not None:
-        print(f"error: {refusal}", file=sys.stderr)
+        return str(exc)
+
+
+def main() -> int:
+    checked = checked_launch()
+    if isinstance(checked, str):
+        print(f"error: {checked}", file=sys.stderr)
         return 2
+    install_host_check(checked)
     PagesManager.uses_pages_directory = False
     sys.argv = ["streamlit", "run", str(APP), *sys.argv[1:]]
     return cli.main()

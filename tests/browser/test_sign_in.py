@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from core.access import Actor, Role
+from core.access import OPERATOR, Actor, Role
 from core.models.classifier import Prediction
 from core.review.store import DB_NAME, Store
 from core.review.triage import enqueue_uncertain
@@ -40,7 +40,18 @@ def provider() -> Iterator[str]:
     import oidc_provider_mock
     import werkzeug.serving
 
-    server = werkzeug.serving.make_server("127.0.0.1", 0, oidc_provider_mock.app(), threaded=True)
+    # The provider vouches for each address (`email_verified`): the app trusts no other.
+    emails = (
+        "stranger@elsewhere.example",
+        "Vera@Bank.example",
+        "asha@bank.example",
+        "lead@bank.example",
+    )
+    users = [
+        oidc_provider_mock.User(sub=e, claims={"email": e, "email_verified": True}) for e in emails
+    ]
+    app = oidc_provider_mock.app(user_claims=users)
+    server = werkzeug.serving.make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"
@@ -70,7 +81,9 @@ def auth_server(provider: str, tmp_path_factory, tiny_model_dir: Path) -> Iterat
     data.mkdir()
     with Store.open(data / DB_NAME) as store:
         item = Prediction("UPI Dispute", {"UPI Dispute": 0.42, "Other": 0.58}, True)
-        enqueue_uncertain(store, ["UPI paisa gaya"], [item], threshold=0.5, batch="march.csv")
+        enqueue_uncertain(
+            store, ["UPI paisa gaya"], [item], threshold=0.5, batch="march.csv", actor=OPERATOR
+        )
     server = AppServer(
         data, models_dir=models, warm_up=True, secrets_file=secrets, env={ROLES_ENV: str(roles)}
     )
