@@ -56,6 +56,7 @@ from bench.load_flows import (
 )
 from bench.machine import LoadGuard, command_line, machine, print_load, refuse_busy_start
 from bench.streamlit_client import RunResult
+from core.access import OPERATOR
 from core.data.demo import DemoConfig, generate_demo_data
 from core.paths import DATA_DIR_ENV, MODELS_DIR_ENV
 from core.review.store import DB_NAME, Store
@@ -210,7 +211,7 @@ def fill_triage_queue(folders: Folders, config: LoadConfig) -> int:
     texts = result["text"].astype(str).tolist()
     with Store.open(folders.data / DB_NAME) as store:
         added = enqueue_uncertain(
-            store, texts, predictions, threshold=1.0,
+            store, texts, predictions, actor=OPERATOR, threshold=1.0,
             batch=triage_batch_id("load-bench.csv", texts), rows=range(2, len(texts) + 2),
         )  # fmt: skip
     return len(added)

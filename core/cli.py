@@ -303,6 +303,7 @@ def _cmd_classify(args: argparse.Namespace) -> None:
     _load_model_card(args.model)  # a wrong folder fails before Ray or torch start
     if args.engine == "local":  # on Ray, the actors' hardware decides (core.scale)
         _check_runtime(args)
+    from core.data.limits import IntakeLimits
     from core.scale import ScaleConfig, score_archive
 
     source = Path(args.input)
@@ -313,6 +314,7 @@ def _cmd_classify(args: argparse.Namespace) -> None:
         address=args.address, workers=args.workers, batch_size=args.batch_size,
         gpus_per_worker=args.gpus_per_worker, cpus_per_worker=args.cpus_per_worker,
         precision=args.precision, device=args.device,
+        limits=IntakeLimits.from_env(),  # GRIEVANCE_LENS_MAX_FILE_MB and _MAX_ROWS, as the app
     )  # fmt: skip
     with _progress_bar("classify", unit="text") as bar:
         result = score_archive(config, on_rows=bar.update)
@@ -671,10 +673,45 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_cmd_probe)
 
 
+# ----------------------------------------------------------- verify-store
+
+EXIT_BROKEN_CHAIN = 1  # the review store's hash chain is broken (an intact store exits 0)
+
+
+def _cmd_verify_store(args: argparse.Namespace) -> int:
+    """Recompute the review store's hash chains; exit 1 naming the first broken link."""
+    from core.review.store import BrokenChainError, Store, default_db_path
+
+    path = Path(args.db) if args.db is not None else default_db_path()
+    if not path.is_file():
+        raise CommandError(f"no review store at {path}; give its path with --db")
+    try:
+        with Store.open(path) as store:
+            report = store.verify_chains()
+    except BrokenChainError as exc:
+        report = exc.report
+    if args.json:
+        _emit_json({"db": str(path), **report.to_json()})
+    elif report.broken is None:
+        print(f"{path}: intact")
+        for head in report.heads:
+            print(f"  {head.table:<17} {head.rows:>9} rows  head {head.head}")
+    else:
+        print(f"{path}: broken at {report.broken.describe()} (changed outside Grievance Lens)")
+    return 0 if report.intact else EXIT_BROKEN_CHAIN
+
+
+def _add_verify_store(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("verify-store", help="check the review store's hash chains (tamper check)")
+    p.add_argument("--db", help="the review store (default: $GRIEVANCE_LENS_DATA_DIR/lens.db)")
+    _add_json_option(p, "print the verdict, the first broken link and each chain's head as JSON")
+    p.set_defaults(handler=_cmd_verify_store)
+
+
 # Each entry adds one subcommand; later capabilities append theirs here.
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_validate, _add_demo_data, _add_train, _add_evaluate, _add_classify, _add_audit,
-    _add_explain, _add_probe,
+    _add_explain, _add_probe, _add_verify_store,
 ]  # fmt: skip
 
 
@@ -692,7 +729,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _log_to_stderr()
     args = build_parser().parse_args(argv)
     try:
-        args.handler(args)
+        code = args.handler(args) or 0  # most handlers return None: success
         sys.stdout.flush()  # a reader that went away shows here, not in the flush at exit
     except BrokenPipeError:
         return _stdout_closed()
@@ -711,7 +748,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         log.error("the traceback of that unexpected error, for a bug report:", exc_info=exc)
         return EXIT_INTERNAL
-    return 0
+    return code
 
 
 def _is_user_error(exc: Exception) -> bool:

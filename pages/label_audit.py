@@ -93,10 +93,12 @@ def finished_audits() -> AuditCache:
     return AuditCache()
 
 
-def remember(key: str, result: AuditResult, store: Store) -> None:
-    """Cache a finished audit (evicting the oldest) and record the run once in the store (when
-    the store is writable)."""
+def remember(key: str, result: AuditResult, store: Store, actor: Actor) -> None:
+    """Cache a finished audit (evicting the oldest) and record the run once in the store under
+    `actor` (when the store is writable and the actor may still run audits)."""
     if not finished_audits().add(key, result) or store.read_only:
+        return
+    if not actor.can(Permission.RUN_JOBS):  # their role changed while the audit ran
         return
     store.record_run(
         "audit",
@@ -106,6 +108,7 @@ def remember(key: str, result: AuditResult, store: Store) -> None:
             "fingerprint": result.fingerprint,
         },
         metrics={"issues": len(result.issues), "seconds": round(result.seconds, 3)},
+        actor=actor,
     )
 
 
@@ -268,7 +271,6 @@ def render_review(
     latest: dict[int, ReviewDecision],
     reviewer: str,
     store: Store,
-    actor: Actor,
 ) -> None:
     """Pick an issue, read it, and keep / relabel / escalate it with a note."""
     by_row = {x.row: x for x in issues}
@@ -285,7 +287,7 @@ def render_review(
     st.text(shown_text(issue.text))
     st.caption(f"Why: {md_escape(issue.reason)} · quality {issue.quality:.3f}")
     render_explain_link(row)
-    render_decision_form(active, issue, rows, set(latest), reviewer, store, actor)
+    render_decision_form(active, issue, rows, set(latest), reviewer, store)
 
 
 def _issue_option(issue: LabelIssue, decision: ReviewDecision | None) -> str:
@@ -318,7 +320,6 @@ def render_decision_form(
     decided: set[int],
     reviewer: str,
     store: Store,
-    actor: Actor,
 ) -> None:
     """Decision, new label and note for one row; saving happens in `save_decision`."""
     labels = [c for c in active.dataset.classes if c != issue.given_label]
@@ -339,7 +340,7 @@ def render_decision_form(
             "Save decision",
             type="primary",
             on_click=save_decision,
-            args=(store, active.dataset.fingerprint, issue, reviewer, rows, decided, actor),
+            args=(store, active.dataset.fingerprint, issue, reviewer, rows, decided),
         )
 
 
@@ -350,12 +351,14 @@ def save_decision(
     reviewer: str,
     rows: list[int],
     decided: set[int],
-    actor: Actor,
 ) -> None:
     """Form callback: write the decision (one transaction), then move on to the next issue.
 
-    The outcome is kept for the rerun; "saved" is only ever reported after the write returned.
+    The actor is resolved now, at the click, not taken from the run that drew the form: a role
+    changed or removed since then applies to this click. The outcome is kept for the rerun;
+    "saved" is only ever reported after the write returned.
     """
+    actor = current_actor()  # stops the run with a refusal when this user may no longer act
     row = issue.row
     choice = st.session_state[f"audit.decision.{row}"]
     try:
@@ -413,12 +416,14 @@ def render_carry_over(dataset: Dataset, store: Store, actor: Actor) -> None:
             f"Carry over {len(plan.pending)} decisions",
             key="audit.carry_over_button",
             on_click=carry_over,
-            args=(store, plan.pending, actor),
+            args=(store, plan.pending),
         )
 
 
-def carry_over(store: Store, pending: tuple[ReviewDecision, ...], actor: Actor) -> None:
-    """Button callback: store the carried-over copies (each its own transaction, in order)."""
+def carry_over(store: Store, pending: tuple[ReviewDecision, ...]) -> None:
+    """Button callback: store the carried-over copies (each its own transaction, in order), as
+    the actor signed in at the click."""
+    actor = current_actor()
     try:
         for decision in pending:
             store.record_decision(decision, actor=actor)
@@ -450,8 +455,10 @@ def render_export(active: ActiveDataset, store: Store, actor: Actor) -> None:
 
 
 def render_history(fingerprint: str, store: Store, actor: Actor) -> None:
+    """Decisions on this data set and the trail, as the actor may see them: other reviewers'
+    names and notes only with SEE_ALL_TRAIL (the store applies the trail's rule to both)."""
     history_tab, trail_tab = st.tabs(["Decision history", "Audit trail"])
-    decisions = store.decisions(fingerprint)
+    decisions = store.decision_history(fingerprint, actor=actor)
     if decisions:
         last = decisions[-1]
         history_tab.caption(
@@ -501,7 +508,9 @@ def history_frame(decisions: list[ReviewDecision]) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------- page
 
 
-def current_result(run: AuditRun | None, active: ActiveDataset, store: Store) -> AuditResult | None:
+def current_result(
+    run: AuditRun | None, active: ActiveDataset, store: Store, actor: Actor
+) -> AuditResult | None:
     """The session's finished audit of the active data set; progress while it runs."""
     if run is None or run.fingerprint != active.dataset.fingerprint:
         return None
@@ -522,7 +531,7 @@ def current_result(run: AuditRun | None, active: ActiveDataset, store: Store) ->
     if result is None:
         st.info("This audit is no longer kept on the server; run it again.")
         return None
-    remember(run.key, result, store)
+    remember(run.key, result, store, actor)
     return result
 
 
@@ -539,7 +548,7 @@ if active is None:
 store = require_store()
 if allowed(actor, Permission.RUN_JOBS, "Running an audit"):
     render_audit_form(active, get_active_model())
-result = current_result(get_audit_job(), active, store)
+result = current_result(get_audit_job(), active, store, actor)
 if result is not None:
     latest = store.latest_decisions(active.dataset.fingerprint)
     st.subheader(f"Suspected issues ({result.model}, {result.folds} folds, {result.seconds:.0f} s)")
@@ -554,7 +563,7 @@ if result is not None:
     if not result.issues:
         st.success("No suspected label issues in this data set with these settings.")
     elif reviewer is not None:
-        render_review(active, result.issues, latest, reviewer, store, actor)
+        render_review(active, result.issues, latest, reviewer, store)
 st.subheader("Export and history")
 if allowed(actor, Permission.DECIDE, "Exporting the corrected data set"):
     render_carry_over(active.dataset, store, actor)

@@ -4,11 +4,13 @@ Classify puts every prediction whose confidence is below the review threshold in
 (core.review.triage.enqueue_uncertain). Verdicts are written to the review store at once.
 Reviewed rows become training data by download: a labelled CSV of them, or the active data set
 with them appended, which the Data page loads as it is (the session's data set is never changed
-behind the reviewer's back). Page-private session keys: "triage.item" (widget) and
-"triage.last_save"."""
+behind the reviewer's back). The waiting items are shown a page at a time, oldest first, and
+every page can be reached, so a flood of queued items cannot hide the newest. Page-private
+session keys: "triage.item" and "triage.page" (widgets) and "triage.last_save"."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
 
 import pandas as pd
@@ -18,7 +20,7 @@ from core.access import Actor, Permission
 from core.errors import UserError
 from core.review.records import TriageItem
 from core.review.store import Store
-from core.review.triage import triage_training_rows, with_training_rows
+from core.review.triage import as_seen_by, triage_training_rows, with_training_rows
 from ui.auth import allowed, current_actor
 from ui.downloads import table_csv_bytes
 from ui.safe import md_escape
@@ -35,12 +37,14 @@ from ui.widgets import (
 
 ALL = "All batches"
 ITEM_KEY = "triage.item"
+PAGE_KEY = "triage.page"
 LAST_SAVE_KEY = "triage.last_save"
-QUEUE_LIMIT = 5000
+PAGE_SIZE = 200  # waiting items per page: a table one can scan; the pages reach every item
+REVIEWED_LIMIT = 5000  # reviewed items listed (and offered as training rows), oldest first
 
 
-def render_counts(items: list[TriageItem]) -> None:
-    counts = {s: sum(i.status == s for i in items) for s in ("open", "confirmed", "corrected")}
+def render_counts(counts: dict[str, int]) -> None:
+    """Waiting, confirmed and corrected items, counted by the store (every item, not a page)."""
     cols = st.columns(3)
     cols[0].metric("Waiting", f"{counts['open']:,}")
     cols[1].metric("Confirmed", f"{counts['confirmed']:,}")
@@ -85,9 +89,7 @@ def desk_options(item: TriageItem) -> list[str]:
     return ranked + extra or [item.predicted_label]
 
 
-def render_item(
-    item: TriageItem, open_ids: list[int], reviewer: str, store: Store, actor: Actor
-) -> None:
+def render_item(item: TriageItem, open_ids: list[int], reviewer: str, store: Store) -> None:
     """The complaint, the model's probabilities, and Confirm / Correct."""
     where = f"row {item.row} of " if item.row is not None else ""
     st.caption(f"Item #{item.id}: {where}{md_escape(item.batch)}")
@@ -112,12 +114,12 @@ def render_item(
             f"Confirm {md_escape(item.predicted_label)}",
             type="primary",
             on_click=decide,
-            args=(store, item, open_ids, reviewer, True, actor),
+            args=(store, item, open_ids, reviewer, True),
         )
         right.form_submit_button(
             "Correct to the chosen desk",
             on_click=decide,
-            args=(store, item, open_ids, reviewer, False, actor),
+            args=(store, item, open_ids, reviewer, False),
         )
 
 
@@ -127,9 +129,12 @@ def decide(
     open_ids: list[int],
     reviewer: str,
     confirm: bool,
-    actor: Actor,
 ) -> None:
-    """Button callback: write the verdict (one transaction), then move on to the next item."""
+    """Button callback: write the verdict (one transaction), then move on to the next item.
+
+    The actor is resolved now, at the click, not taken from the run that drew the button: a
+    role changed or removed since then applies to this click."""
+    actor = current_actor()  # stops the run with a refusal when this user may no longer act
     label = item.predicted_label if confirm else st.session_state[f"triage.label.{item.id}"]
     try:
         done = store.decide_triage(item.id, final_label=label, reviewer=reviewer, actor=actor)
@@ -144,9 +149,36 @@ def decide(
         st.session_state[ITEM_KEY] = (later or rest)[0]
 
 
-def render_queue(
-    open_items: list[TriageItem], reviewer: str | None, store: Store, actor: Actor
-) -> None:
+def queue_page(store: Store, batch: str | None, waiting: int) -> list[TriageItem]:
+    """The page of waiting items the reviewer picked (oldest first; the last page is newest)."""
+    pages = max(1, math.ceil(waiting / PAGE_SIZE))
+    if st.session_state.get(PAGE_KEY, 1) > pages:  # items were decided or the batch changed
+        st.session_state[PAGE_KEY] = pages
+    page = 1
+    if pages > 1:
+        page = int(
+            st.number_input(
+                f"Page of the waiting items (1 to {pages:,}; {PAGE_SIZE} each, oldest first)",
+                min_value=1,
+                max_value=pages,
+                step=1,
+                key=PAGE_KEY,
+            )
+        )
+    return store.open_triage(batch=batch, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+
+
+def reviewed_items(store: Store, batch: str | None) -> list[TriageItem]:
+    """Confirmed and corrected items of `batch` (or all), oldest first, up to REVIEWED_LIMIT."""
+    decided = [
+        item
+        for status in ("confirmed", "corrected")
+        for item in store.triage_items(batch=batch, status=status, limit=REVIEWED_LIMIT)
+    ]
+    return sorted(decided, key=lambda item: item.id or 0)[:REVIEWED_LIMIT]
+
+
+def render_queue(open_items: list[TriageItem], reviewer: str | None, store: Store) -> None:
     if not open_items:
         st.info("Nothing is waiting for review.")
         return
@@ -164,7 +196,7 @@ def render_queue(
         ),
     )
     if reviewer is not None:
-        render_item(by_id[item_id], list(by_id), reviewer, store, actor)
+        render_item(by_id[item_id], list(by_id), reviewer, store)
 
 
 def render_training_rows(reviewed: list[TriageItem], actor: Actor) -> None:
@@ -210,19 +242,18 @@ st.write(
 )
 actor = current_actor()
 store = require_store()
-everything = store.triage_items(limit=QUEUE_LIMIT)
-render_counts(everything)
-batches = sorted({i.batch for i in everything})
-batch = st.selectbox("Batch", [ALL, *batches], key="triage.batch")
+render_counts(store.triage_counts())
+batch = st.selectbox("Batch", [ALL, *store.triage_batches()], key="triage.batch")
 chosen = None if batch == ALL else batch
 render_last_save(LAST_SAVE_KEY)
 reviewer = None
 if allowed(actor, Permission.DECIDE, "Confirming or correcting predictions"):
     reviewer = render_reviewer("triage", prompt="Your name, saved with each verdict", actor=actor)
-st.subheader("Waiting for review")
-render_queue(store.open_triage(batch=chosen, limit=QUEUE_LIMIT), reviewer, store, actor)
-reviewed = [i for i in store.triage_items(batch=chosen, limit=QUEUE_LIMIT) if i.status != "open"]
-st.subheader(f"Reviewed ({len(reviewed)})")
+waiting = store.triage_counts(batch=chosen)["open"]
+st.subheader(f"Waiting for review ({waiting:,})")
+render_queue(queue_page(store, chosen, waiting), reviewer, store)
+reviewed = as_seen_by(reviewed_items(store, chosen), actor)  # the trail's rule for names
+st.subheader(f"Reviewed ({len(reviewed):,})")
 if reviewed:
     render_table(reviewed)
     if allowed(actor, Permission.DECIDE, "Downloading reviewed rows as training data"):

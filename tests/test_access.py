@@ -37,7 +37,7 @@ def _decision(reviewer: str, row: int = 2, **changes) -> ReviewDecision:
 
 def _open_item(store: Store) -> int:
     item = TriageItem(batch="b", text="upi failed", predicted_label="UPI Dispute", confidence=0.4)
-    (item_id,) = store.enqueue_triage([item])
+    (item_id,) = store.enqueue_triage([item], actor=ADMIN)
     return item_id
 
 
@@ -89,7 +89,7 @@ def test_a_signed_in_reviewer_decides_under_their_own_email_only(store: Store):
     store.record_decision(_decision(REVIEWER.user), actor=REVIEWER)
     done = store.decide_triage(item_id, final_label="Other", reviewer=REVIEWER.user, actor=REVIEWER)
     assert done.reviewer == REVIEWER.user
-    assert {e.actor for e in store.trail(actor=ADMIN)} == {REVIEWER.user, None}
+    assert {e.actor for e in store.trail(actor=ADMIN)} == {REVIEWER.user, ADMIN.user}  # queued it
 
 
 def test_without_sign_in_the_typed_name_is_the_reviewer(store: Store):
@@ -100,11 +100,13 @@ def test_without_sign_in_the_typed_name_is_the_reviewer(store: Store):
 def test_only_an_admin_sees_everyones_trail(store: Store):
     store.record_decision(_decision(REVIEWER.user), actor=REVIEWER)
     store.record_decision(_decision(OTHER_REVIEWER.user, row=3), actor=OTHER_REVIEWER)
-    _open_item(store)  # an event with no actor: the queue's own
+    _open_item(store)  # queued by the admin: every event names its actor
     assert [e.actor for e in store.trail(actor=REVIEWER)] == [REVIEWER.user]
     assert [e.actor for e in store.trail(actor=OTHER_REVIEWER)] == [OTHER_REVIEWER.user]
     assert store.trail(actor=VIEWER) == []
-    assert [e.actor for e in store.trail(actor=ADMIN)] == [None, OTHER_REVIEWER.user, REVIEWER.user]
+    assert [e.actor for e in store.trail(actor=ADMIN)] == [
+        ADMIN.user, OTHER_REVIEWER.user, REVIEWER.user,
+    ]  # fmt: skip
 
 
 def test_a_signed_in_carry_over_is_saved_under_the_carrier_and_counts_for_everyone(store: Store):

@@ -267,7 +267,7 @@ def test_a_decision_on_another_complaint_stops_the_export_with_a_message(data_di
 
 def test_a_tampered_store_is_a_message_not_a_crash(data_dir: Path):
     with Store.open(default_db_path()) as store:
-        store.record_run("audit", parameters={}, metrics={})
+        store.record_run("audit", parameters={}, metrics={}, actor=OPERATOR)
     with sqlite3.connect(default_db_path()) as raw:
         raw.execute("DROP TRIGGER decisions_no_update")
     raw.close()
@@ -276,3 +276,84 @@ def test_a_tampered_store_is_a_message_not_a_crash(data_dir: Path):
     (error,) = [e.value for e in at.error]
     assert "trigger decisions\\_no\\_update is missing" in error
     assert not at.get("download_button")
+
+
+# ------------------------------------------------------------------ signed in: who sees and acts
+
+AUTH = {
+    "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
+    "cookie_secret": "a-test-cookie-secret-of-more-than-32-characters",
+    "client_id": "lens",
+    "client_secret": "lens-secret",
+    "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",
+}
+ROLES = """
+admin = ["lead@bank.example"]
+reviewer = ["asha@bank.example", "ravi@bank.example"]
+viewer = ["*@bank.example"]
+"""
+
+
+@pytest.fixture()
+def roles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from core.roles import ROLES_ENV
+
+    path = tmp_path / "roles.toml"
+    path.write_text(ROLES)
+    monkeypatch.setenv(ROLES_ENV, str(path))
+    return path
+
+
+def signed_page(email: str, state: dict) -> AppTest:
+    """The Label audit page through app.py's router, signed in as `email`, with `state`."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.secrets["auth"] = AUTH
+    at.user = {"is_logged_in": True, "email": email, "email_verified": True}
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    return at.switch_page(PAGE).run()
+
+
+def test_a_viewer_sees_decisions_but_not_who_made_them_or_their_notes(roles: Path):
+    active = toy_active()
+    data = active.dataset
+    ravi = ReviewDecision(
+        data.fingerprint, data.rows[0], data.texts[0], data.labels[0], "escalate",
+        "ravi@bank.example", note="ravi's private note",
+    )  # fmt: skip
+    with Store.open(default_db_path()) as store:
+        store.record_decision(ravi, actor=OPERATOR)
+    at = signed_page("vera@bank.example", {ACTIVE_DATASET: active})
+    assert not at.exception
+    history = next(d.value for d in at.dataframe if "reviewer" in d.value.columns)
+    assert history["verdict"].tolist() == ["escalate"]
+    assert history["reviewer"].tolist() == ["another reviewer"] and history["note"].tolist() == [""]
+    shown = "\n".join(str(part.value) for part in [*at.caption, *at.markdown])
+    assert "ravi" not in shown
+    admin = signed_page("lead@bank.example", {ACTIVE_DATASET: active})
+    history = next(d.value for d in admin.dataframe if "reviewer" in d.value.columns)
+    assert history["reviewer"].tolist() == ["ravi@bank.example"]
+    assert history["note"].tolist() == ["ravi's private note"]
+
+
+def test_a_click_after_the_user_left_the_roles_file_carries_nothing_over(roles: Path):
+    active = toy_active()
+    data = active.dataset
+    legacy = ReviewDecision(
+        data.legacy_fingerprint, data.rows[0], data.texts[0], data.labels[0], "keep",
+        "asha@bank.example",
+    )  # fmt: skip
+    with Store.open(default_db_path()) as store:
+        store.record_decision(legacy, actor=OPERATOR)
+    at = signed_page("asha@bank.example", {ACTIVE_DATASET: active})
+    assert not at.exception
+    button = at.button(key="audit.carry_over_button")
+    roles.write_text('admin = ["lead@bank.example"]\n')  # asha removed before her click
+    button.click().run()
+    assert not at.exception
+    assert any(
+        "is not on the list of people who may use Grievance Lens" in e.value for e in at.error
+    )
+    with Store.open(default_db_path()) as store:
+        assert store.decisions(data.fingerprint) == []

@@ -39,8 +39,9 @@ def queued(tmp_path, monkeypatch) -> list[int]:
     ]
     with Store.open(default_db_path()) as store:
         return enqueue_uncertain(
-            store, TEXTS, predictions, threshold=0.5, batch="march.csv", rows=[2, 3, 4]
-        )
+            store, TEXTS, predictions, threshold=0.5, batch="march.csv", rows=[2, 3, 4],
+            actor=OPERATOR,
+        )  # fmt: skip
 
 
 @pytest.fixture()
@@ -161,7 +162,7 @@ def test_a_hostile_label_is_literal_on_the_button_and_stored_raw(tmp_path, monke
     with Store.open(default_db_path()) as store:
         [item] = enqueue_uncertain(
             store, ["refund pending"], [prediction(HOSTILE_LABEL, 0.4, "Other")],
-            threshold=0.5, batch="evil.csv", rows=[2],
+            threshold=0.5, batch="evil.csv", rows=[2], actor=OPERATOR,
         )  # fmt: skip
     app = AppTest.from_file(PAGE, default_timeout=60)
     app.run()
@@ -174,3 +175,73 @@ def test_a_hostile_label_is_literal_on_the_button_and_stored_raw(tmp_path, monke
     with Store.open(default_db_path()) as store:
         [decided] = store.triage_items()
     assert (decided.id, decided.final_label) == (item, HOSTILE_LABEL)
+
+
+# ------------------------------------------------------------------ a flood cannot hide new items
+
+
+def test_every_waiting_item_is_reachable_past_a_flood(tmp_path, monkeypatch):
+    """5,001 items queued before one new one: the counts are exact and the newest item is on
+    the last page (the page showed only the oldest 5,000 before)."""
+    from core.review.limits import TriageLimits
+    from core.review.records import TriageItem
+
+    monkeypatch.setenv("GRIEVANCE_LENS_DATA_DIR", str(tmp_path / "state"))
+    flood = [
+        TriageItem(batch="flood.csv", text=f"spam {n}", predicted_label="Other", confidence=0.1)
+        for n in range(5001)
+    ]
+    newest = TriageItem(batch="today.csv", text="card stolen", predicted_label="Card Fraud",
+                        confidence=0.4)  # fmt: skip
+    lots = TriageLimits(max_items_per_hour=10_000)
+    with Store.open(default_db_path()) as store:
+        store.enqueue_triage(flood, actor=OPERATOR, limits=lots)
+        (new_id,) = store.enqueue_triage([newest], actor=OPERATOR, limits=lots)
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    assert metric(at, "Waiting") == "5,002"
+    assert at.selectbox(key="triage.batch").options == ["All batches", "flood.csv", "today.csv"]
+    assert len(at.dataframe[0].value) == 200  # one page at a time
+    last = at.number_input(key="triage.page")
+    assert last.max == 26
+    last.set_value(26).run()
+    assert not at.exception
+    assert at.dataframe[0].value["item"].tolist()[-1] == new_id
+    assert f"#{new_id}: Card Fraud (40%) · card stolen" in at.selectbox(key="triage.item").options
+
+
+# ------------------------------------------------------------------ the actor of a click
+
+
+AUTH = {
+    "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
+    "cookie_secret": "a-test-cookie-secret-of-more-than-32-characters",
+    "client_id": "lens",
+    "client_secret": "lens-secret",
+    "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",
+}
+
+
+def test_a_click_after_the_user_left_the_roles_file_records_nothing(queued, tmp_path, monkeypatch):
+    """The verdict button was drawn while asha was a reviewer; she is removed from the roles file
+    before she clicks: the click is judged by the roles file at the click."""
+    from core.roles import ROLES_ENV
+
+    roles = tmp_path / "roles.toml"
+    roles.write_text('admin = ["lead@bank.example"]\nreviewer = ["asha@bank.example"]\n')
+    monkeypatch.setenv(ROLES_ENV, str(roles))
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.secrets["auth"] = AUTH
+    at.user = {"is_logged_in": True, "email": "asha@bank.example", "email_verified": True}
+    at.run()
+    assert not at.exception
+    confirm = next(b for b in at.button if b.label.startswith("Confirm"))
+    roles.write_text('admin = ["lead@bank.example"]\n')  # asha removed
+    confirm.click().run()
+    assert not at.exception
+    assert any(
+        "is not on the list of people who may use Grievance Lens" in e.value for e in at.error
+    )
+    with Store.open(default_db_path()) as store:
+        assert store.triage_counts() == {"open": 2, "confirmed": 0, "corrected": 0}
+        assert [e.action for e in store.trail(actor=OPERATOR)] == ["triage.enqueued"] * 2

@@ -11,11 +11,11 @@ import random
 import sqlite3
 import threading
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.access import OPERATOR
+from core.access import OPERATOR, Actor, Role
 from core.paths import DATA_DIR_ENV
 from core.review.records import ReviewDecision, TriageItem
 from core.review.relabel import apply_decisions, plan_carry_over
@@ -176,7 +176,7 @@ def test_a_read_only_store_is_read_and_refuses_writes(read_only_file, folder_too
         with pytest.raises(StoreError, match="is read-only.*nothing was saved"):
             store.record_decision(_decision(row=3), actor=OPERATOR)
         with pytest.raises(StoreError, match="is read-only"):
-            store.enqueue_triage([_item()])
+            store.enqueue_triage([_item()], actor=OPERATOR)
     assert read_only_file.read_bytes() == before
 
 
@@ -190,7 +190,7 @@ def test_read_only_on_request_and_never_migrated(tmp_path):
     with Store.open(path, read_only=True) as store:
         assert store.read_only and len(store.decisions(FP)) == 2
         with pytest.raises(StoreError, match="read-only"):
-            store.record_run("audit", parameters={}, metrics={})
+            store.record_run("audit", parameters={}, metrics={}, actor=OPERATOR)
 
 
 # ------------------------------------------------------------------------------ review decisions
@@ -281,8 +281,8 @@ def test_a_committed_decision_is_on_disk_before_close(tmp_path):
 
 def test_every_write_appends_a_trail_event(store):
     store.record_decision(_decision(), actor=OPERATOR)
-    store.enqueue_triage([_item()])
-    store.record_run("audit", parameters={"folds": 5}, metrics={"issues": 3})
+    store.enqueue_triage([_item()], actor=OPERATOR)
+    store.record_run("audit", parameters={"folds": 5}, metrics={"issues": 3}, actor=OPERATOR)
     actions = [e.action for e in store.trail(actor=OPERATOR)]
     assert actions == ["run.recorded", "triage.enqueued", "decision.recorded"]
     assert store.trail(actor=OPERATOR)[-1].details["reviewer"] == "asha"
@@ -322,9 +322,9 @@ def test_every_table_is_append_only(tmp_path, statement):
     path = tmp_path / "lens.db"
     with Store.open(path) as store:
         store.record_decision(_decision(), actor=OPERATOR)
-        (item_id,) = store.enqueue_triage([_item()])
+        (item_id,) = store.enqueue_triage([_item()], actor=OPERATOR)
         store.decide_triage(item_id, final_label="Other", reviewer="asha", actor=OPERATOR)
-        store.record_run("audit", parameters={}, metrics={"issues": 1})
+        store.record_run("audit", parameters={}, metrics={"issues": 1}, actor=OPERATOR)
     raw = sqlite3.connect(path)
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
         raw.execute(statement)
@@ -368,7 +368,7 @@ def test_a_version_1_store_is_migrated_keeping_every_row(tmp_path):
     path = tmp_path / "v1.db"
     _version_1_file(path)
     with Store.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 3
+        assert store.schema_version == SCHEMA_VERSION == 4
         assert [(d.row, d.reviewer) for d in store.decisions(FP)] == [(2, "asha")]
         assert [r.kind for r in store.runs()] == ["a"]
         decided, waiting = store.triage_items()
@@ -476,7 +476,9 @@ def _item(**changes) -> TriageItem:
 
 
 def test_triage_lifecycle(store):
-    ids = store.enqueue_triage([_item(), _item(row=8), _item(row=9, batch="classify-2")])
+    ids = store.enqueue_triage(
+        [_item(), _item(row=8), _item(row=9, batch="classify-2")], actor=OPERATOR
+    )
     assert len(set(ids)) == 3
     assert [i.row for i in store.open_triage()] == [7, 8, 9]
     assert [i.row for i in store.open_triage(batch="classify-1")] == [7, 8]
@@ -503,7 +505,7 @@ def test_triage_lifecycle(store):
 
 
 def test_a_triage_item_is_decided_once(store):
-    (item_id,) = store.enqueue_triage([_item()])
+    (item_id,) = store.enqueue_triage([_item()], actor=OPERATOR)
     store.decide_triage(item_id, final_label="Other", reviewer="asha", actor=OPERATOR)
     with pytest.raises(ValueError, match="already corrected"):
         store.decide_triage(item_id, final_label="UPI Dispute", reviewer="ben", actor=OPERATOR)
@@ -516,7 +518,7 @@ def test_a_triage_item_is_decided_once(store):
 def test_racing_reviewers_decide_a_triage_item_exactly_once(tmp_path):
     path = tmp_path / "lens.db"
     with Store.open(path) as store:
-        (item_id,) = store.enqueue_triage([_item()])
+        (item_id,) = store.enqueue_triage([_item()], actor=OPERATOR)
     outcomes: list[str] = []
 
     def work(reviewer: str) -> None:
@@ -553,7 +555,7 @@ def test_invalid_triage_items_are_refused(changes, message):
 
 def test_only_open_items_can_be_enqueued(store):
     with pytest.raises(ValueError, match="open"):
-        store.enqueue_triage([_item(status="confirmed", final_label="Other")])
+        store.enqueue_triage([_item(status="confirmed", final_label="Other")], actor=OPERATOR)
     assert store.open_triage() == []
 
 
@@ -561,15 +563,19 @@ def test_only_open_items_can_be_enqueued(store):
 
 
 def test_run_history_round_trip(store):
-    first = store.record_run("train", parameters={"epochs": 3}, metrics={"macro_f1": 0.91})
-    second = store.record_run("audit", parameters={"folds": 5}, metrics={"issues": 12})
+    first = store.record_run(
+        "train", parameters={"epochs": 3}, metrics={"macro_f1": 0.91}, actor=OPERATOR
+    )
+    second = store.record_run(
+        "audit", parameters={"folds": 5}, metrics={"issues": 12}, actor=OPERATOR
+    )
     assert [r.id for r in store.runs()] == [second, first]
     (audit,) = store.runs(kind="audit")
     assert (audit.parameters, audit.metrics) == ({"folds": 5}, {"issues": 12})
     with pytest.raises(ValueError, match="JSON"):
-        store.record_run("train", parameters={"model": object()}, metrics={})
+        store.record_run("train", parameters={"model": object()}, metrics={}, actor=OPERATOR)
     with pytest.raises(ValueError, match="kind"):
-        store.record_run("", parameters={}, metrics={})
+        store.record_run("", parameters={}, metrics={}, actor=OPERATOR)
     assert len(store.runs()) == 2
 
 
@@ -740,7 +746,13 @@ def test_enqueue_uncertain_queues_only_predictions_below_the_threshold(store):
         _Prediction("Loan Query", 0.2),
     ]
     ids = enqueue_uncertain(
-        store, texts, predictions, threshold=0.5, batch="file.csv · abc", rows=[2, 3, 4, 5]
+        store,
+        texts,
+        predictions,
+        threshold=0.5,
+        batch="file.csv · abc",
+        rows=[2, 3, 4, 5],
+        actor=OPERATOR,
     )
     queued = store.open_triage()
     assert [i.id for i in queued] == ids and len(ids) == 2
@@ -755,9 +767,9 @@ def test_enqueue_uncertain_queues_only_predictions_below_the_threshold(store):
 
 def test_enqueued_items_say_which_model_made_the_call(store, tmp_path):
     texts, predictions = ["upi failed", "card gone"], [_Prediction("UPI Dispute", 0.3)] * 2
-    enqueue_uncertain(store, texts[:1], predictions[:1], threshold=0.6, batch="a")
+    enqueue_uncertain(store, texts[:1], predictions[:1], threshold=0.6, batch="a", actor=OPERATOR)
     enqueue_uncertain(store, texts[1:], predictions[1:], threshold=0.6, batch="b",
-                      decided_by="blend")  # fmt: skip
+                      decided_by="blend", actor=OPERATOR)  # fmt: skip
     queued = [(i.batch, i.decided_by) for i in store.open_triage()]
     assert queued == [("a", "transformer"), ("b", "blend")]
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
@@ -766,10 +778,16 @@ def test_enqueued_items_say_which_model_made_the_call(store, tmp_path):
 
 def test_enqueue_uncertain_twice_queues_each_row_once(store):
     texts, predictions = ["upi failed", "upi failed"], [_Prediction("UPI Dispute", 0.3)] * 2
-    first = enqueue_uncertain(store, texts, predictions, threshold=0.6, batch="b", rows=[2, 3])
+    first = enqueue_uncertain(
+        store, texts, predictions, threshold=0.6, batch="b", rows=[2, 3], actor=OPERATOR
+    )
     store.decide_triage(first[0], final_label="UPI Dispute", reviewer="asha", actor=OPERATOR)
-    again = enqueue_uncertain(store, texts, predictions, threshold=0.6, batch="b", rows=[2, 3])
-    other_batch = enqueue_uncertain(store, texts[:1], predictions[:1], threshold=0.6, batch="c")
+    again = enqueue_uncertain(
+        store, texts, predictions, threshold=0.6, batch="b", rows=[2, 3], actor=OPERATOR
+    )
+    other_batch = enqueue_uncertain(
+        store, texts[:1], predictions[:1], threshold=0.6, batch="c", actor=OPERATOR
+    )
     assert len(first) == 2 and again == [] and len(other_batch) == 1
     assert len(store.triage_items()) == 3
 
@@ -784,7 +802,7 @@ def test_enqueue_uncertain_twice_queues_each_row_once(store):
     ],
 )
 def test_enqueue_uncertain_refuses_bad_input(store, options, message):
-    options = {"batch": "b", **options}
+    options = {"batch": "b", "actor": OPERATOR, **options}
     with pytest.raises(ValueError, match=message):
         enqueue_uncertain(store, ["upi failed"], [_Prediction("UPI Dispute", 0.3)], **options)
     assert store.triage_items() == []
@@ -799,7 +817,9 @@ def test_triage_batch_id_is_stable_per_file_content():
 
 
 def test_reviewed_triage_rows_become_labelled_training_rows(store):
-    ids = store.enqueue_triage([_item(), _item(row=8, text="=cmd|' /C calc'!A0"), _item(row=9)])
+    ids = store.enqueue_triage(
+        [_item(), _item(row=8, text="=cmd|' /C calc'!A0"), _item(row=9)], actor=OPERATOR
+    )
     store.decide_triage(ids[0], final_label="UPI Dispute", reviewer="asha", actor=OPERATOR)
     store.decide_triage(ids[1], final_label="Card Fraud", reviewer="ben", actor=OPERATOR)
     items = store.triage_items()
@@ -827,7 +847,7 @@ def test_reviewed_triage_rows_become_labelled_training_rows(store):
 
 def test_training_rows_are_appended_to_the_data_set_with_their_source(store):
     data = _dataset()
-    (item_id,) = store.enqueue_triage([_item()])
+    (item_id,) = store.enqueue_triage([_item()], actor=OPERATOR)
     store.decide_triage(item_id, final_label="Card Fraud", reviewer="asha", actor=OPERATOR)
     combined = with_training_rows(data, triage_training_rows(store.triage_items(), actor=OPERATOR))
     assert len(combined) == len(data) + 1
@@ -857,3 +877,132 @@ def test_switch_to_wal_waits_out_a_lock_and_gives_up_after_the_timeout():
     assert switch_to_wal(conn) == "wal" and conn.calls == 3
     with pytest.raises(sqlite3.OperationalError, match="locked"):
         switch_to_wal(_LockedTwice(), timeout_s=0.0)
+
+
+# ----------------------------------------------------------------------- every write has an actor
+
+
+def _actors():
+    from core.access import Actor, Role
+
+    viewer = Actor("vera@bank.example", Role.VIEWER, signed_in=True)
+    reviewer = Actor("asha@bank.example", Role.REVIEWER, signed_in=True)
+    return viewer, reviewer
+
+
+def test_queuing_and_recording_runs_need_the_reviewer_role(store):
+    from core.access import AccessDenied
+
+    viewer, _ = _actors()
+    with pytest.raises(AccessDenied, match="needs the reviewer role"):
+        store.enqueue_triage([_item()], actor=viewer)
+    with pytest.raises(AccessDenied, match="needs the reviewer role"):
+        enqueue_uncertain(
+            store, ["upi failed"], [_Prediction("UPI Dispute", 0.3)], threshold=0.5,
+            batch="b", actor=viewer,
+        )  # fmt: skip
+    with pytest.raises(AccessDenied, match="needs the reviewer role"):
+        store.record_run("audit", parameters={}, metrics={}, actor=viewer)
+    assert store.triage_items() == [] and store.runs() == []
+    assert store.trail(actor=OPERATOR) == []
+
+
+def test_every_trail_event_names_its_actor(store):
+    _, reviewer = _actors()
+    (item_id,) = store.enqueue_triage([_item()], actor=reviewer)
+    store.record_run("audit", parameters={}, metrics={}, actor=reviewer)
+    store.decide_triage(item_id, final_label="Other", reviewer=reviewer.user, actor=reviewer)
+    events = store.trail(actor=OPERATOR)
+    assert [(e.action, e.actor) for e in events] == [
+        ("triage.decided", reviewer.user),
+        ("run.recorded", reviewer.user),
+        ("triage.enqueued", reviewer.user),
+    ]
+    assert len(store.trail(actor=reviewer)) == 3  # their own events, now that they are named
+
+
+def test_one_user_queues_at_most_the_hourly_cap(store, monkeypatch):
+    from core.review import store as store_module
+    from core.review.limits import TriageLimits
+
+    _, reviewer = _actors()
+    limits = TriageLimits(max_items_per_hour=3)
+    two_hours_ago = (datetime.now(UTC) - timedelta(hours=2)).isoformat(timespec="microseconds")
+    monkeypatch.setattr(store_module, "_utc_now", lambda: two_hours_ago)
+    store.enqueue_triage([_item(row=r) for r in (1, 2, 3)], actor=reviewer, limits=limits)
+    monkeypatch.undo()  # those three are outside the last hour now
+    store.enqueue_triage([_item(row=r) for r in (4, 5)], actor=reviewer, limits=limits)
+    with pytest.raises(ValueError, match="queue 3 items for review per hour") as caught:
+        store.enqueue_triage([_item(row=6), _item(row=7)], actor=reviewer, limits=limits)
+    assert "GRIEVANCE_LENS_MAX_TRIAGE_PER_HOUR" in str(caught.value)
+    assert "\n" not in str(caught.value)
+    assert len(store.open_triage()) == 5  # nothing of the refused batch was queued
+    store.enqueue_triage([_item(row=8)], actor=reviewer, limits=limits)  # up to the cap
+    store.enqueue_triage([_item(row=9)], actor=OPERATOR, limits=limits)  # another user's own cap
+    assert len(store.open_triage()) == 7
+
+
+def test_the_hourly_cap_comes_from_the_environment(monkeypatch):
+    from core.review.limits import TRIAGE_PER_HOUR_ENV, TriageLimits
+
+    assert TriageLimits.from_env({}).max_items_per_hour == 10_000
+    assert TriageLimits.from_env({TRIAGE_PER_HOUR_ENV: "25"}).max_items_per_hour == 25
+    for bad in ("many", "0"):
+        with pytest.raises(ValueError, match=TRIAGE_PER_HOUR_ENV):
+            TriageLimits.from_env({TRIAGE_PER_HOUR_ENV: bad})
+
+
+def test_pages_of_the_queue_reach_every_open_item(store):
+    from core.review.limits import TriageLimits
+
+    lots = TriageLimits(max_items_per_hour=100)
+    ids = store.enqueue_triage([_item(row=r) for r in range(1, 26)], actor=OPERATOR, limits=lots)
+    store.enqueue_triage([_item(row=99, batch="new")], actor=OPERATOR, limits=lots)
+    store.decide_triage(ids[0], final_label="Other", reviewer="asha", actor=OPERATOR)
+    pages = [store.open_triage(limit=10, offset=offset) for offset in (0, 10, 20, 30)]
+    assert [len(page) for page in pages] == [10, 10, 5, 0]
+    seen = [item.row for page in pages for item in page]
+    assert seen == [*range(2, 26), 99]  # the newest item too, however many came before it
+    assert store.triage_counts() == {"open": 25, "confirmed": 0, "corrected": 1}
+    assert store.triage_counts(batch="new") == {"open": 1, "confirmed": 0, "corrected": 0}
+    assert store.triage_batches() == ["classify-1", "new"]
+    with pytest.raises(ValueError, match="offset"):
+        store.open_triage(offset=-1)
+
+
+def test_decision_history_hides_other_reviewers_names_and_notes_by_the_trail_rule(store):
+    viewer, reviewer = _actors()
+    mine = _decision(row=2, reviewer=reviewer.user, note="checked the form")
+    theirs = _decision(row=3, reviewer="ravi@bank.example", note="ravi's private note")
+    store.record_decision(mine, actor=reviewer)
+    store.record_decision(theirs, actor=OPERATOR)
+    as_viewer = store.decision_history(FP, actor=viewer)
+    assert [(d.row, d.decision, d.reviewer, d.note) for d in as_viewer] == [
+        (2, "keep", "another reviewer", ""),
+        (3, "keep", "another reviewer", ""),
+    ]
+    as_reviewer = store.decision_history(FP, actor=reviewer)
+    assert [(d.reviewer, d.note) for d in as_reviewer] == [
+        (reviewer.user, "checked the form"),
+        ("another reviewer", ""),
+    ]
+    assert store.decision_history(FP, actor=OPERATOR) == store.decisions(FP)  # admin: all
+
+
+def test_the_reviewed_triage_list_follows_the_trails_rule_for_names():
+    from core.review.records import OTHER_REVIEWER, TriageItem
+    from core.review.triage import as_seen_by
+
+    def decided(reviewer):
+        return TriageItem(
+            batch="b", text="t", predicted_label="A", confidence=0.4, status="confirmed",
+            reviewer=reviewer, final_label="A",
+        )  # fmt: skip
+
+    items = [decided("asha@bank.example"), decided("ravi@bank.example")]
+    viewer = Actor("vera@bank.example", Role.VIEWER, signed_in=True)
+    asha = Actor("asha@bank.example", Role.REVIEWER, signed_in=True)
+    admin = Actor("lead@bank.example", Role.ADMIN, signed_in=True)
+    assert [i.reviewer for i in as_seen_by(items, viewer)] == [OTHER_REVIEWER] * 2
+    assert [i.reviewer for i in as_seen_by(items, asha)] == ["asha@bank.example", OTHER_REVIEWER]
+    assert [i.reviewer for i in as_seen_by(items, admin)] == [i.reviewer for i in items]

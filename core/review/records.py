@@ -16,6 +16,9 @@ TRIAGE_STATUSES = ("open", "confirmed", "corrected")
 Decision = Literal["keep", "relabel", "escalate"]
 TriageStatus = Literal["open", "confirmed", "corrected"]
 
+# How a verdict by someone else is shown to a user who may not see everyone's trail.
+OTHER_REVIEWER = "another reviewer"
+
 
 @dataclass(frozen=True)
 class ReviewDecision:

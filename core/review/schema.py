@@ -7,17 +7,22 @@ from __future__ import annotations
 import functools
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from core.errors import UserError
+from core.review.chain import chain_existing_rows
 
 # Seconds a writer waits for another connection's write lock before giving up. Writes are tiny
 # (one row and one trail event), so even many sessions clear the lock within milliseconds.
 BUSY_TIMEOUT_S = 30.0
 
-# Each entry moves the schema from version i to i + 1; never edit a shipped entry, append a new one.
-MIGRATIONS: tuple[str, ...] = (
+# One step of a migration: SQL statements, or a function run on the connection (data, not schema).
+MigrationStep = str | Callable[[sqlite3.Connection], None]
+
+# Each entry moves the schema from version i to i + 1: one SQL script, or steps run in order.
+# Never edit a shipped entry, append a new one.
+MIGRATIONS: tuple[MigrationStep | tuple[MigrationStep, ...], ...] = (
     """
     CREATE TABLE decisions (
         id INTEGER PRIMARY KEY,
@@ -128,6 +133,73 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE triage_items ADD COLUMN decided_by TEXT NOT NULL DEFAULT 'transformer';
     """,
+    # 4: tamper evidence. Every row carries the SHA-256 of its content chained to the row before
+    # (core.review.chain); existing rows are chained once, with the no-update triggers dropped
+    # around that step and re-created with the same text. INSERT OR REPLACE deletes the row it
+    # replaces without firing DELETE triggers (recursive_triggers is off), so a BEFORE INSERT
+    # trigger refuses any insert whose key is taken; another refuses a row without a hash. The
+    # trail index serves the per-user cap on triage items queued per hour.
+    (
+        """
+        DROP TRIGGER decisions_no_update;
+        DROP TRIGGER trail_no_update;
+        DROP TRIGGER triage_items_no_update;
+        DROP TRIGGER triage_decisions_no_update;
+        DROP TRIGGER runs_no_update;
+        ALTER TABLE decisions ADD COLUMN hash TEXT;
+        ALTER TABLE trail ADD COLUMN hash TEXT;
+        ALTER TABLE triage_items ADD COLUMN hash TEXT;
+        ALTER TABLE triage_decisions ADD COLUMN hash TEXT;
+        ALTER TABLE runs ADD COLUMN hash TEXT;
+        """,
+        chain_existing_rows,
+        """
+        CREATE TRIGGER trail_no_update BEFORE UPDATE ON trail
+        BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only: rows cannot be updated'); END;
+        CREATE TRIGGER decisions_no_update BEFORE UPDATE ON decisions
+        BEGIN SELECT RAISE(ABORT, 'review decisions are append-only: record a new decision'); END;
+        CREATE TRIGGER triage_items_no_update BEFORE UPDATE ON triage_items
+        BEGIN SELECT RAISE(ABORT, 'triage items are append-only: rows cannot be updated'); END;
+        CREATE TRIGGER triage_decisions_no_update BEFORE UPDATE ON triage_decisions
+        BEGIN SELECT RAISE(ABORT, 'triage verdicts are append-only: rows cannot be updated'); END;
+        CREATE TRIGGER runs_no_update BEFORE UPDATE ON runs
+        BEGIN SELECT RAISE(ABORT, 'run history is append-only: rows cannot be updated'); END;
+
+        CREATE TRIGGER decisions_no_replace BEFORE INSERT ON decisions
+        WHEN EXISTS (SELECT 1 FROM decisions WHERE id = NEW.id)
+        BEGIN SELECT RAISE(ABORT, 'review decisions are append-only: rows cannot be replaced'); END;
+        CREATE TRIGGER trail_no_replace BEFORE INSERT ON trail
+        WHEN EXISTS (SELECT 1 FROM trail WHERE id = NEW.id)
+        BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only: rows cannot be replaced'); END;
+        CREATE TRIGGER triage_items_no_replace BEFORE INSERT ON triage_items
+        WHEN EXISTS (SELECT 1 FROM triage_items WHERE id = NEW.id)
+        BEGIN SELECT RAISE(ABORT, 'triage items are append-only: rows cannot be replaced'); END;
+        CREATE TRIGGER triage_decisions_no_replace BEFORE INSERT ON triage_decisions
+        WHEN EXISTS (SELECT 1 FROM triage_decisions WHERE id = NEW.id OR item_id = NEW.item_id)
+        BEGIN SELECT RAISE(ABORT, 'triage verdicts are append-only: rows cannot be replaced'); END;
+        CREATE TRIGGER runs_no_replace BEFORE INSERT ON runs
+        WHEN EXISTS (SELECT 1 FROM runs WHERE id = NEW.id)
+        BEGIN SELECT RAISE(ABORT, 'run history is append-only: rows cannot be replaced'); END;
+
+        CREATE TRIGGER decisions_hashed BEFORE INSERT ON decisions
+        WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
+        BEGIN SELECT RAISE(ABORT, 'review decisions are hash-chained: a row needs its hash'); END;
+        CREATE TRIGGER trail_hashed BEFORE INSERT ON trail
+        WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
+        BEGIN SELECT RAISE(ABORT, 'the audit trail is hash-chained: a row needs its hash'); END;
+        CREATE TRIGGER triage_items_hashed BEFORE INSERT ON triage_items
+        WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
+        BEGIN SELECT RAISE(ABORT, 'triage items are hash-chained: a row needs its hash'); END;
+        CREATE TRIGGER triage_decisions_hashed BEFORE INSERT ON triage_decisions
+        WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
+        BEGIN SELECT RAISE(ABORT, 'triage verdicts are hash-chained: a row needs its hash'); END;
+        CREATE TRIGGER runs_hashed BEFORE INSERT ON runs
+        WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
+        BEGIN SELECT RAISE(ABORT, 'run history is hash-chained: a row needs its hash'); END;
+
+        CREATE INDEX trail_by_actor ON trail (action, actor, created_at);
+        """,
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -175,13 +247,24 @@ def migrate_schema(conn: sqlite3.Connection, path: Path) -> None:
     try:
         version = verify_schema(conn, path)
         for index in range(version, SCHEMA_VERSION):
-            for statement in _statements(MIGRATIONS[index]):
-                conn.execute(statement)
+            _run_migration(conn, MIGRATIONS[index])
             conn.execute(f"PRAGMA user_version = {index + 1}")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _run_migration(
+    conn: sqlite3.Connection, migration: MigrationStep | tuple[MigrationStep, ...]
+) -> None:
+    """Run one migration's steps in order on `conn` (inside the caller's transaction)."""
+    for step in migration if isinstance(migration, tuple) else (migration,):
+        if callable(step):
+            step(conn)
+            continue
+        for statement in _statements(step):
+            conn.execute(statement)
 
 
 def _statements(script: str) -> Iterator[str]:
@@ -228,9 +311,8 @@ def expected_schema(version: int) -> SchemaObjects:
     """The objects the first `version` migrations create, built in a database in memory."""
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
-        for script in MIGRATIONS[:version]:
-            for statement in _statements(script):
-                conn.execute(statement)
+        for migration in MIGRATIONS[:version]:
+            _run_migration(conn, migration)
         return schema_of(conn)
     finally:
         conn.close()

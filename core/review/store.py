@@ -1,7 +1,8 @@
 """The review store: one embedded SQLite file of review decisions, an audit trail, the triage queue
-and run history, every table append-only by trigger. Every write is one `BEGIN IMMEDIATE ...
-COMMIT` transaction that also appends a trail event, so a decision confirmed on screen survives a
-crash or restart and concurrent sessions never lose each other's writes.
+and run history, every table append-only by trigger and hash-chained (core.review.chain). Every
+write is one `BEGIN IMMEDIATE ... COMMIT` transaction by an actor whose role core checks, and it
+appends a trail event naming that actor, so a decision confirmed on screen survives a crash or
+restart, concurrent sessions never lose each other's writes, and no event is anonymous.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
-from datetime import UTC, datetime
+from dataclasses import asdict, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -22,7 +23,10 @@ from core.access import Actor, Permission
 from core.checks import check_non_empty_str
 from core.errors import UserError
 from core.paths import data_dir
+from core.review.chain import ChainReport, insert_chained, verify_chains
+from core.review.limits import TRIAGE_PER_HOUR_ENV, TriageLimits
 from core.review.records import (
+    OTHER_REVIEWER,
     TRIAGE_STATUSES,
     ReviewDecision,
     RunRecord,
@@ -38,9 +42,24 @@ from core.review.schema import (
     verify_schema,
 )
 
-__all__ = ["DB_NAME", "Store", "StoreError", "default_db_path"]
+__all__ = ["DB_NAME", "BrokenChainError", "Store", "StoreError", "default_db_path"]
 
 DB_NAME = "lens.db"
+# Who a decision's reviewer is shown as to someone who may not see other people's records.
+
+
+class BrokenChainError(StoreError):
+    """The store's hash chain is broken: a row was changed outside Grievance Lens. `report` says
+    where (the first broken link) and holds every table's chain head."""
+
+    def __init__(self, path: Path, report: ChainReport) -> None:
+        assert report.broken is not None
+        super().__init__(
+            f"{path} failed its tamper check: the hash chain breaks at "
+            f"{report.broken.describe()} (changed outside Grievance Lens); restore a backup, and "
+            "see `python -m core verify-store`"
+        )
+        self.report = report
 
 
 def _utc_now() -> str:
@@ -98,7 +117,12 @@ class Store:
         except BaseException:
             conn.close()
             raise
-        return cls(conn, path, read_only=read_only)
+        store = cls(conn, path, read_only=read_only)
+        report = store.verify_chains()
+        if not report.intact:
+            store.close()
+            raise BrokenChainError(path, report)
+        return store
 
     def close(self) -> None:
         """Close the connection; the store cannot be used afterwards."""
@@ -125,6 +149,15 @@ class Store:
         """SQLite's PRAGMA integrity_check verdict: "ok" when the file is sound."""
         return "; ".join(str(r[0]) for r in self._query("PRAGMA integrity_check"))
 
+    def verify_chains(self) -> ChainReport:
+        """Recompute every table's hash chain (one read transaction, so a consistent snapshot)."""
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                return verify_chains(self._conn)
+            finally:
+                self._conn.execute("COMMIT")
+
     def record_decision(self, decision: ReviewDecision, *, actor: Actor) -> int:
         """Store `decision` (one committed transaction with its trail event) and return its id.
 
@@ -137,22 +170,7 @@ class Store:
         _check_reviewer(actor, decision.reviewer)
         now = _utc_now()
         with self._transaction() as conn:
-            cursor = conn.execute(
-                "INSERT INTO decisions (fingerprint, row, text, given_label, decision, new_label,"
-                " reviewer, note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    decision.fingerprint,
-                    decision.row,
-                    decision.text,
-                    decision.given_label,
-                    decision.decision,
-                    decision.new_label,
-                    decision.reviewer,
-                    decision.note,
-                    now,
-                ),
-            )
-            decision_id = int(cursor.lastrowid)
+            decision_id = insert_chained(conn, "decisions", _decision_values(decision, now))
             details = _jsonable(decision, id=decision_id, created_at=now)
             _append_event(conn, "decision.recorded", decision_id, decision.reviewer, details, now)
         return decision_id
@@ -171,12 +189,24 @@ class Store:
         """The current decision per row of data set `fingerprint`: the latest one wins."""
         return {d.row: d for d in self.decisions(fingerprint)}
 
+    def decision_history(self, fingerprint: str, *, actor: Actor) -> list[ReviewDecision]:
+        """`decisions(fingerprint)` as `actor` may see them, by the trail's rule: with
+        SEE_ALL_TRAIL (admin) all of them in full, else other reviewers' decisions without their
+        name and note (the verdicts themselves stay: they are what the data set becomes)."""
+        actor.require(Permission.READ)
+        mine = _own_records_only(actor)
+        hidden = {"reviewer": OTHER_REVIEWER, "note": ""}
+        return [
+            d if mine is None or d.reviewer == mine else replace(d, **hidden)
+            for d in self.decisions(fingerprint)
+        ]
+
     def trail(self, *, actor: Actor, limit: int = 100) -> list[TrailEvent]:
         """The latest `limit` audit trail events `actor` may see, newest first: everyone's with
         SEE_ALL_TRAIL (admin), else only the events the actor's own name is on."""
         actor.require(Permission.READ)
         _check_limit(limit)
-        mine = None if actor.can(Permission.SEE_ALL_TRAIL) else actor.user
+        mine = _own_records_only(actor)
         rows = self._query(
             "SELECT id, created_at, action, entity_id, actor, details FROM trail"
             " WHERE (?1 IS NULL OR actor = ?1) ORDER BY id DESC LIMIT ?2",
@@ -185,14 +215,24 @@ class Store:
         return [TrailEvent(*r[:5], details=json.loads(r[5])) for r in rows]
 
     def enqueue_triage(
-        self, items: Sequence[TriageItem], *, skip_queued: bool = False
+        self,
+        items: Sequence[TriageItem],
+        *,
+        actor: Actor,
+        skip_queued: bool = False,
+        limits: TriageLimits | None = None,
     ) -> list[int]:
         """Add open triage items (all in one transaction) and return their ids, in order.
 
+        `actor` needs RUN_JOBS (reviewer: queuing is part of classifying a file) and is named on
+        each item's trail event. One actor queues at most `limits.max_items_per_hour` items in
+        any hour (default: `TriageLimits.from_env()`); past it nothing is queued (UserError).
         With `skip_queued`, an item whose (batch, row, text) is already in the queue (open or
         decided) is skipped and has no id in the result: classifying the same file twice
         queues its rows once.
         """
+        actor.require(Permission.RUN_JOBS)
+        limits = TriageLimits.from_env() if limits is None else limits
         items = list(items)
         bad = next((i for i in items if not isinstance(i, TriageItem)), None)
         if bad is not None:
@@ -203,27 +243,51 @@ class Store:
         with self._transaction() as conn:
             if skip_queued:
                 items = [item for item in items if not _already_queued(conn, item)]
-            return [_insert_triage(conn, item, now) for item in items]
+            _check_hourly_cap(conn, actor.user, len(items), limits.max_items_per_hour, now)
+            return [_insert_triage(conn, item, actor.user, now) for item in items]
 
     def triage_items(
-        self, *, batch: str | None = None, status: str | None = None, limit: int = 1000
+        self,
+        *,
+        batch: str | None = None,
+        status: str | None = None,
+        limit: int = 1000,
+        offset: int = 0,
     ) -> list[TriageItem]:
-        """Triage items, optionally of one `batch` and/or `status`, oldest first."""
+        """Triage items, optionally of one `batch` and/or `status`, oldest first: `limit` of
+        them after skipping `offset` (page through a queue of any length)."""
         if status is not None and status not in TRIAGE_STATUSES:
             raise UserError(f"status must be one of {TRIAGE_STATUSES} or None, got {status!r}")
         _check_limit(limit)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise UserError(f"offset must be an integer >= 0, got {offset!r}")
         rows = self._query(
             f"SELECT {_TRIAGE_COLUMNS} FROM {_TRIAGE_JOIN}"
             " WHERE (?1 IS NULL OR i.batch = ?1)"
             " AND (?2 IS NULL OR coalesce(d.status, 'open') = ?2)"
-            " ORDER BY i.id LIMIT ?3",
-            (batch, status, limit),
+            " ORDER BY i.id LIMIT ?3 OFFSET ?4",
+            (batch, status, limit, offset),
         )
         return [_triage_from_row(r) for r in rows]
 
-    def open_triage(self, *, batch: str | None = None, limit: int = 1000) -> list[TriageItem]:
-        """The triage items still waiting for a reviewer, oldest first."""
-        return self.triage_items(batch=batch, status="open", limit=limit)
+    def open_triage(
+        self, *, batch: str | None = None, limit: int = 1000, offset: int = 0
+    ) -> list[TriageItem]:
+        """The triage items still waiting for a reviewer, oldest first (a page of them)."""
+        return self.triage_items(batch=batch, status="open", limit=limit, offset=offset)
+
+    def triage_counts(self, *, batch: str | None = None) -> dict[str, int]:
+        """How many triage items (of one `batch`, or all) are open, confirmed and corrected."""
+        rows = self._query(
+            f"SELECT coalesce(d.status, 'open'), count(*) FROM {_TRIAGE_JOIN}"
+            " WHERE (?1 IS NULL OR i.batch = ?1) GROUP BY 1",
+            (batch,),
+        )
+        return {status: 0 for status in TRIAGE_STATUSES} | {s: int(n) for s, n in rows}
+
+    def triage_batches(self) -> list[str]:
+        """Every batch that has queued items, sorted."""
+        return [r[0] for r in self._query("SELECT DISTINCT batch FROM triage_items ORDER BY 1")]
 
     def decide_triage(
         self, item_id: int, *, final_label: str, reviewer: str, actor: Actor
@@ -242,30 +306,31 @@ class Store:
         with self._transaction() as conn:
             predicted = _open_triage_label(conn, item_id)
             status = "confirmed" if final_label == predicted else "corrected"
-            conn.execute(
-                "INSERT INTO triage_decisions (item_id, status, final_label, reviewer, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (item_id, status, final_label, reviewer, now),
-            )
+            verdict = {
+                "item_id": item_id, "status": status, "final_label": final_label,
+                "reviewer": reviewer, "created_at": now,
+            }  # fmt: skip
+            insert_chained(conn, "triage_decisions", verdict)
             details = {"status": status, "predicted_label": predicted, "final_label": final_label}
             _append_event(conn, "triage.decided", item_id, reviewer, details, now)
             row = conn.execute(_TRIAGE_BY_ID, (item_id,)).fetchone()
         return _triage_from_row(row)
 
     def record_run(
-        self, kind: str, *, parameters: Mapping[str, Any], metrics: Mapping[str, Any]
+        self, kind: str, *, parameters: Mapping[str, Any], metrics: Mapping[str, Any], actor: Actor
     ) -> int:
-        """Store one run ("train", "audit", "classify", ...) with its parameters and metrics."""
+        """Store one run ("train", "audit", "classify", ...) with its parameters and metrics.
+
+        `actor` needs RUN_JOBS (reviewer: the runs are long work on the shared CPUs) and is named
+        on the run's trail event."""
+        actor.require(Permission.RUN_JOBS)
         check_non_empty_str("kind", kind)
         params_json, metrics_json = _to_json(parameters, "parameters"), _to_json(metrics, "metrics")
         now = _utc_now()
+        run = {"kind": kind, "parameters": params_json, "metrics": metrics_json, "created_at": now}
         with self._transaction() as conn:
-            cursor = conn.execute(
-                "INSERT INTO runs (kind, parameters, metrics, created_at) VALUES (?, ?, ?, ?)",
-                (kind, params_json, metrics_json, now),
-            )
-            run_id = int(cursor.lastrowid)
-            _append_event(conn, "run.recorded", run_id, None, {"kind": kind}, now)
+            run_id = insert_chained(conn, "runs", run)
+            _append_event(conn, "run.recorded", run_id, actor.user, {"kind": kind}, now)
         return run_id
 
     def runs(self, *, kind: str | None = None, limit: int = 100) -> list[RunRecord]:
@@ -299,6 +364,12 @@ class Store:
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
+
+
+def _own_records_only(actor: Actor) -> str | None:
+    """Whose names and notes `actor` sees, the one rule for the trail and decision history:
+    None (everyone's) with SEE_ALL_TRAIL, else only the actor's own."""
+    return None if actor.can(Permission.SEE_ALL_TRAIL) else actor.user
 
 
 def _check_reviewer(actor: Actor, reviewer: str) -> None:
@@ -367,14 +438,45 @@ def _append_event(
     conn: sqlite3.Connection,
     action: str,
     entity_id: int | None,
-    actor: str | None,
+    actor: str,
     details: Mapping[str, Any],
     now: str,
 ) -> None:
-    conn.execute(
-        "INSERT INTO trail (created_at, action, entity_id, actor, details) VALUES (?, ?, ?, ?, ?)",
-        (now, action, entity_id, actor, json.dumps(details, ensure_ascii=False, sort_keys=True)),
-    )
+    """Append one trail event; every event names who caused it (never None or blank)."""
+    check_non_empty_str("actor", actor)
+    event = {
+        "created_at": now, "action": action, "entity_id": entity_id, "actor": actor,
+        "details": json.dumps(details, ensure_ascii=False, sort_keys=True),
+    }  # fmt: skip
+    insert_chained(conn, "trail", event)
+
+
+def _decision_values(decision: ReviewDecision, now: str) -> dict[str, Any]:
+    return {
+        "fingerprint": decision.fingerprint, "row": decision.row, "text": decision.text,
+        "given_label": decision.given_label, "decision": decision.decision,
+        "new_label": decision.new_label, "reviewer": decision.reviewer, "note": decision.note,
+        "created_at": now,
+    }  # fmt: skip
+
+
+def _check_hourly_cap(conn: sqlite3.Connection, user: str, adding: int, cap: int, now: str) -> None:
+    """Refuse (UserError) when `user`'s items queued in the hour before `now`, plus `adding`,
+    exceed `cap`: one user cannot flood the queue everyone reviews."""
+    if adding == 0:
+        return
+    since = (datetime.fromisoformat(now) - timedelta(hours=1)).isoformat(timespec="microseconds")
+    (queued,) = conn.execute(
+        "SELECT count(*) FROM trail WHERE action = 'triage.enqueued' AND actor = ?"
+        " AND created_at > ?",
+        (user, since),
+    ).fetchone()
+    if queued + adding > cap:
+        raise UserError(
+            f"{user} may queue {cap:,} items for review per hour ({TRIAGE_PER_HOUR_ENV}) and "
+            f"queued {queued:,} in the last hour, so these {adding:,} were not queued: lower the "
+            "review threshold or send a smaller file, or try again later"
+        )
 
 
 def _jsonable(record: object, **extra: Any) -> dict[str, Any]:
@@ -395,24 +497,16 @@ def _check_limit(limit: object) -> None:
         raise UserError(f"limit must be an integer >= 1, got {limit!r}")
 
 
-def _insert_triage(conn: sqlite3.Connection, item: TriageItem, now: str) -> int:
-    cursor = conn.execute(
-        "INSERT INTO triage_items (batch, row, text, predicted_label, confidence, probabilities,"
-        " created_at, decided_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            item.batch,
-            item.row,
-            item.text,
-            item.predicted_label,
-            float(item.confidence),
-            _to_json(item.probabilities, "probabilities"),
-            now,
-            item.decided_by,
-        ),
-    )
-    item_id = int(cursor.lastrowid)
+def _insert_triage(conn: sqlite3.Connection, item: TriageItem, actor: str, now: str) -> int:
+    values = {
+        "batch": item.batch, "row": item.row, "text": item.text,
+        "predicted_label": item.predicted_label, "confidence": float(item.confidence),
+        "probabilities": _to_json(item.probabilities, "probabilities"), "created_at": now,
+        "decided_by": item.decided_by,
+    }  # fmt: skip
+    item_id = insert_chained(conn, "triage_items", values)
     details = {"batch": item.batch, "predicted_label": item.predicted_label, "row": item.row}
-    _append_event(conn, "triage.enqueued", item_id, None, details, now)
+    _append_event(conn, "triage.enqueued", item_id, actor, details, now)
     return item_id
 
 

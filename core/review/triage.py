@@ -7,12 +7,14 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from core.access import Actor, Permission
 from core.checks import check_non_empty_str
 from core.errors import UserError
-from core.review.records import TriageItem
+from core.review.limits import TriageLimits
+from core.review.records import OTHER_REVIEWER, TriageItem
 
 if TYPE_CHECKING:  # only annotations: pandas is imported by the functions that build frames
     import pandas as pd
@@ -27,6 +29,17 @@ class RoutedPrediction(Protocol):
     label: str
     confidence: float
     probabilities: Mapping[str, float]
+
+
+def as_seen_by(items: Iterable[TriageItem], actor: Actor) -> list[TriageItem]:
+    """`items` as `actor` may see them, by the trail's rule: an admin (SEE_ALL_TRAIL) sees who
+    decided each; everyone else sees other reviewers' verdicts as by "another reviewer"."""
+    if actor.can(Permission.SEE_ALL_TRAIL):
+        return list(items)
+    return [
+        item if item.reviewer in (None, actor.user) else replace(item, reviewer=OTHER_REVIEWER)
+        for item in items
+    ]
 
 
 def triage_batch_id(name: str, texts: Sequence[str]) -> str:
@@ -46,10 +59,12 @@ def enqueue_uncertain(
     texts: Sequence[str],
     predictions: Sequence[RoutedPrediction],
     *,
+    actor: Actor,
     threshold: float,
     batch: str,
     rows: Sequence[int] | None = None,
     decided_by: str = "transformer",
+    limits: TriageLimits | None = None,
 ) -> list[int]:
     """Queue for review the predictions whose confidence is below `threshold`; return new ids.
 
@@ -59,6 +74,8 @@ def enqueue_uncertain(
     texts : (n,) the classified texts, in the order of `predictions`.
     predictions : (n,) objects with `label`, `confidence` and `probabilities`
         (e.g. core.models.classifier.Prediction from `predict_labels`).
+    actor : who queues them; needs RUN_JOBS (reviewer), as classifying a file does, and may
+        queue at most `limits.max_items_per_hour` items per hour (default: from the environment).
     threshold : review threshold in [0, 1]: confidence below it goes to the queue.
     batch : where the predictions came from, e.g. `triage_batch_id(file name, texts)`.
     rows : (n,) 1-based spreadsheet rows of the texts in their file, when known.
@@ -66,6 +83,7 @@ def enqueue_uncertain(
 
     Everything is written in one transaction; a (batch, row, text) already queued is skipped.
     """
+    actor.require(Permission.RUN_JOBS)
     texts, predictions = list(texts), list(predictions)
     rows = [None] * len(texts) if rows is None else list(rows)
     if not len(texts) == len(predictions) == len(rows):
@@ -81,7 +99,7 @@ def enqueue_uncertain(
         for text, prediction, row in zip(texts, predictions, rows, strict=True)
         if prediction.confidence < threshold
     ]
-    return store.enqueue_triage(items, skip_queued=True)
+    return store.enqueue_triage(items, actor=actor, skip_queued=True, limits=limits)
 
 
 def _triage_item(

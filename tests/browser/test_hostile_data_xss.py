@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from playwright.sync_api import Page, expect
 
+from core.access import OPERATOR
 from core.models.classifier import Prediction
 from core.review.store import DB_NAME, Store
 from core.review.triage import enqueue_uncertain
@@ -54,7 +55,7 @@ def queue_hostile_item(data_dir: Path) -> int:
     with Store.open(data_dir / DB_NAME) as store:
         [item] = enqueue_uncertain(
             store, [TEXT], [Prediction(LABEL, probabilities, True)],
-            threshold=0.5, batch=FILE_NAME, rows=[2],
+            threshold=0.5, batch=FILE_NAME, rows=[2], actor=OPERATOR,
         )  # fmt: skip
     return item
 
