@@ -48,10 +48,24 @@ def check_non_empty_str(name: str, value: object) -> None:
         raise UserError(f"{name} must be a non-empty string, got {value!r}")
 
 
+# The one cap on a complaint given one at a time (typed into Classify, Explain or Order probes,
+# or passed to the command line's explain and probe): 20,000 characters is about 3,500 words,
+# four times the longest complaint of the CFPB sample and far more than any model reads (the
+# transformer reads 32 characters per word piece of max_length: 4,096 at 128). It bounds the
+# work a viewer can ask for (masking, the bag of words, probes) before any of it starts.
+MAX_COMPLAINT_CHARS = 20_000
+
+
 def check_complaint(text: object, *, purpose: str) -> str:
-    """A complaint with at least one word; `purpose` completes "the text has no words to ..."."""
+    """A complaint with at least one word and at most MAX_COMPLAINT_CHARS characters; `purpose`
+    completes "the text has no words to ..."."""
     if not isinstance(text, str):
         raise UserError(f"text must be a string, got {type(text).__name__}")
+    if len(text) > MAX_COMPLAINT_CHARS:
+        raise UserError(
+            f"the complaint is {len(text):,} characters; one complaint may have at most "
+            f"{MAX_COMPLAINT_CHARS:,}: shorten it, or classify it as a file"
+        )
     if not word_spans(text):
         raise UserError(f"the text has no words to {purpose}; enter a complaint")
     return text

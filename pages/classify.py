@@ -9,6 +9,7 @@ import streamlit as st
 
 from core.access import Permission
 from core.charts.results import probability_chart
+from core.checks import MAX_COMPLAINT_CHARS
 from core.data.columns import detect_text_column
 from core.data.limits import DataError
 from core.errors import UserError
@@ -16,7 +17,6 @@ from core.jobs import Job, JobStatus
 from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 from core.models.classify import classify_one, routed_predictions
 from core.models.registry import LoadedModel
-from core.review.store import StoreError
 from core.review.triage import enqueue_uncertain, triage_batch_id
 from core.tasks.classify import ClassifiedFile, classify_in_background
 from ui.auth import allowed, current_actor
@@ -35,7 +35,6 @@ from ui.state import CLASSIFY_JOB, get_store
 from ui.uploads import read_upload
 from ui.widgets import require_model, shown_frame
 
-MAX_TYPED_CHARS = 20_000
 ClassifyJob = Job[ClassifiedFile | None]
 
 
@@ -55,7 +54,7 @@ class ClassifyRun:
 def render_single(model: LoadedModel, threshold: float) -> None:
     with st.form("classify.one"):
         text = st.text_area(
-            "Complaint", key="classify.text", height=140, max_chars=MAX_TYPED_CHARS,
+            "Complaint", key="classify.text", height=140, max_chars=MAX_COMPLAINT_CHARS,
             placeholder="e.g. I paid by card, not by UPI, and the amount was debited twice.",
         )  # fmt: skip
         submitted = st.form_submit_button("Classify", type="primary")
@@ -192,9 +191,9 @@ def render_send_to_triage(result: pd.DataFrame, run: ClassifyRun) -> None:
             added = enqueue_uncertain(
                 get_store(), texts, routed_predictions(result), threshold=run.threshold,
                 batch=triage_batch_id(run.file_name, texts), rows=range(2, len(texts) + 2),
-                decided_by=str(result["decided_by"].iloc[0]),
+                decided_by=str(result["decided_by"].iloc[0]), actor=current_actor(),
             )  # fmt: skip
-        except StoreError as exc:
+        except UserError as exc:  # a read-only store, a role taken away, the hourly cap
             st.error(f"Not sent to the triage queue: {md_escape(exc)}")
             return
         st.success(f"{len(added):,} added to the triage queue ({unsure - len(added):,} were "

@@ -4,15 +4,18 @@ nothing. Each says whether it kept the bag of words (core.text.bag_key)."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain, islice
 
 import numpy as np
 import regex as re
 
 from core.checks import check_complaint, check_int_fields
 from core.errors import UserError
-from core.text import bag_key, word_spans
+from core.text import WordSpan, bag_key, word_spans
 
 ARGUMENT_SWAP = "argument swap"
 NEGATION_MOVE = "negation move"
@@ -23,6 +26,13 @@ PLEASE = "please"
 PUNCTUATION = "punctuation"
 ORDER_KINDS = (ARGUMENT_SWAP, NEGATION_MOVE, CLAUSE_REORDER, SHUFFLE)
 INVARIANCE_KINDS = (TYPO, PLEASE, PUNCTUATION)
+# Upper bounds of ProbeConfig: each perturbation copies the text once, so these bound the work
+# and memory of one probe at a few dozen copies of it.
+MAX_SHUFFLES = 20
+MAX_PER_KIND = 20
+# Candidates looked at per perturbation kept: rewrites equal to one already kept are skipped, and
+# a text with thousands of clauses offers millions of negation moves that must not all be built.
+TRIES_PER_KEPT = 4
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,9 @@ class ProbeConfig:
 
     def __post_init__(self) -> None:
         check_int_fields(self, n_shuffles=0, max_per_kind=1, seed=0)
+        for name, most in (("n_shuffles", MAX_SHUFFLES), ("max_per_kind", MAX_PER_KIND)):
+            if getattr(self, name) > most:
+                raise UserError(f"{name} may be at most {most}, got {getattr(self, name)}")
         if not isinstance(self.invariance, bool):
             raise UserError(f"invariance must be True or False, got {self.invariance!r}")
 
@@ -76,17 +89,14 @@ def _swap_spans(text: str, x: tuple[int, int], y: tuple[int, int]) -> str:
     return text[: x[0]] + text[y[0] : y[1]] + text[x[1] : y[0]] + text[x[0] : x[1]] + text[y[1] :]
 
 
-def argument_swaps(text: str) -> list[tuple[str, str]]:
-    """(rewritten text, note) for every swap of two arguments around a connective."""
-    found = []
+def argument_swaps(text: str) -> Iterator[tuple[str, str]]:
+    """(rewritten text, note) for each swap of two arguments around a connective, one at a time."""
     for name, pattern in SWAP_PATTERNS:
         for match in pattern.finditer(text):
             x, y = match.group("x"), match.group("y")
-            if x.lower() == y.lower():
-                continue
-            swapped = _swap_spans(text, match.span("x"), match.span("y"))
-            found.append((swapped, f"{name}: swapped '{x}' and '{y}'"))
-    return found
+            if x.lower() != y.lower():
+                swapped = _swap_spans(text, match.span("x"), match.span("y"))
+                yield swapped, f"{name}: swapped '{x}' and '{y}'"
 
 
 # A comma between digits ("2,500") is part of a number, not a clause break.
@@ -101,15 +111,29 @@ _EN_AUX |= {"could", "will", "would", "should", "am"}
 _HI_VERBS = {"hua", "hui", "hai", "hain", "kiya", "ki", "tha", "thi", "ho", "aaya", "gaya", "mila"}
 
 
-def _clauses(text: str) -> list[tuple[int, int]]:
-    """Character spans of the clauses of `text` (between punctuation and conjunctions)."""
+@dataclass(frozen=True)
+class _Parsed:
+    """A text split once into words and clauses, so every perturbation looks words up instead
+    of splitting the text again (linear in the text, however many clauses it has)."""
+
+    text: str
+    words: list[WordSpan]
+    starts: list[int]  # each word's start offset, for bisect
+    clauses: list[tuple[int, int]]
+
+    def words_in(self, span: tuple[int, int]) -> list[WordSpan]:
+        """The words inside the character span `span`."""
+        first, last = bisect_left(self.starts, span[0]), bisect_left(self.starts, span[1])
+        return [w for w in self.words[first:last] if w.end <= span[1]]
+
+
+def _parse(text: str) -> _Parsed:
+    words = word_spans(text)
+    parsed = _Parsed(text, words, [w.start for w in words], [])
     cuts = [0] + [p for m in _CLAUSE_BREAK.finditer(text) for p in m.span()] + [len(text)]
     spans = [(cuts[i], cuts[i + 1]) for i in range(0, len(cuts) - 1, 2)]
-    return [(s, e) for s, e in spans if word_spans(text[s:e])]
-
-
-def _words_in(text: str, span: tuple[int, int]):
-    return [w for w in word_spans(text) if span[0] <= w.start and w.end <= span[1]]
+    parsed.clauses.extend(span for span in spans if parsed.words_in(span))
+    return parsed
 
 
 def _remove_word(text: str, start: int, end: int) -> str:
@@ -121,10 +145,9 @@ def _remove_word(text: str, start: int, end: int) -> str:
     return text[:start] + text[end:]
 
 
-def _insertion_point(text: str, clause: tuple[int, int], placement: str) -> int | None:
-    """Where a negator goes in `clause`: after its first auxiliary ("not") or before its first
+def _insertion_point(clause_words: list[WordSpan], placement: str) -> int | None:
+    """Where a negator goes in a clause: after its first auxiliary ("not") or before its first
     Hindi verb ("nahi"); None when the clause has no such word or is already negated."""
-    clause_words = _words_in(text, clause)
     if any(w.text.lower() in _NEGATORS for w in clause_words):
         return None
     verbs = _EN_AUX if placement == "after" else _HI_VERBS
@@ -134,22 +157,27 @@ def _insertion_point(text: str, clause: tuple[int, int], placement: str) -> int 
     return None
 
 
-def negation_moves(text: str) -> list[tuple[str, str]]:
-    """(rewritten text, note) for each move of a negation into another clause."""
-    clauses = _clauses(text)
-    found = []
-    for source in clauses:
-        negator = next((w for w in _words_in(text, source) if w.text.lower() in _NEGATORS), None)
+def negation_moves(text: str) -> Iterator[tuple[str, str]]:
+    """(rewritten text, note) for each move of a negation into another clause, built one at a
+    time: the caller takes as many as it keeps."""
+    parsed = _parse(text)
+    words = [parsed.words_in(clause) for clause in parsed.clauses]
+    targets = {
+        placement: [
+            (clause, point)
+            for clause, clause_words in zip(parsed.clauses, words, strict=True)
+            if (point := _insertion_point(clause_words, placement)) is not None
+        ]
+        for placement in ("after", "before")
+    }
+    for clause_words in words:
+        negator = next((w for w in clause_words if w.text.lower() in _NEGATORS), None)
         if negator is None:
             continue
         placement = _NEGATORS[negator.text.lower()]
-        for target in clauses:
-            point = None if target == source else _insertion_point(text, target, placement)
-            if point is None:
-                continue
+        for target, point in targets[placement]:  # never the source: targets hold no negator
             moved = _insert_negator(text, negator, point, placement)
-            found.append((moved, f"moved '{negator.text}' into '{text[slice(*target)].strip()}'"))
-    return found
+            yield moved, f"moved '{negator.text}' into '{text[slice(*target)].strip()}'"
 
 
 def _insert_negator(text: str, negator, point: int, placement: str) -> str:
@@ -167,42 +195,40 @@ def _insert_negator(text: str, negator, point: int, placement: str) -> str:
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-def clause_reorders(text: str) -> list[tuple[str, str]]:
+def clause_reorders(text: str) -> Iterator[tuple[str, str]]:
     """(rewritten text, note): sentences in reverse order; clauses of a sentence rotated."""
-    found = []
     sentences = [s for s in _SENTENCE_END.split(text.strip()) if s]
     if len(sentences) >= 2:
-        found.append((" ".join(reversed(sentences)), "sentences in reverse order"))
+        yield " ".join(reversed(sentences)), "sentences in reverse order"
     for i, sentence in enumerate(sentences):
         rotated = _rotate_clauses(sentence)
         if rotated is not None:
             rewritten = " ".join(sentences[:i] + [rotated] + sentences[i + 1 :])
-            found.append((rewritten, f"clauses of sentence {i + 1} rotated"))
-    return found
+            yield rewritten, f"clauses of sentence {i + 1} rotated"
+
+
+_CLAUSE_COMMA = re.compile(rf"{_COMMA}|;")
 
 
 def _rotate_clauses(sentence: str) -> str | None:
     """The sentence with its first comma/semicolon clause moved to the end; None if just one."""
-    end = re.search(r"[.!?]*$", sentence).group()
-    body = sentence[: len(sentence) - len(end)]
-    parts = [p.strip() for p in re.split(rf"\s*(?:{_COMMA}|;)\s*", body) if p.strip()]
+    body = sentence.rstrip(".!?")  # not a `[.!?]*$` search: that is quadratic in a run of "!"
+    parts = [p.strip() for p in _CLAUSE_COMMA.split(body) if p.strip()]
     if len(parts) < 2:
         return None
-    return ", ".join(parts[1:] + parts[:1]) + end
+    return ", ".join(parts[1:] + parts[:1]) + sentence[len(body) :]
 
 
-def word_shuffles(text: str, *, n: int, seed: int) -> list[tuple[str, str]]:
+def word_shuffles(text: str, *, n: int, seed: int) -> Iterator[tuple[str, str]]:
     """`n` seeded permutations of the words, punctuation and spacing left in place."""
     spans = word_spans(text)
     if len({s.text for s in spans}) < 2:
-        return []
-    found = []
+        return
     for i in range(n):
         order = np.random.default_rng([seed, i]).permutation(len(spans))
         if np.array_equal(order, np.arange(len(spans))):
             order = np.roll(order, 1)
-        found.append((_rebuild(text, spans, order), f"random word order (seed {seed}, draw {i})"))
-    return found
+        yield _rebuild(text, spans, order), f"random word order (seed {seed}, draw {i})"
 
 
 def _rebuild(text: str, spans, order: np.ndarray) -> str:
@@ -253,24 +279,31 @@ def _typo(text: str, seed: int) -> tuple[str, str] | None:
 
 
 def perturb(text: str, config: ProbeConfig = ProbeConfig()) -> list[Perturbation]:
-    """Every perturbation of `text`, each marked with whether it keeps the bag of words.
+    """Perturbations of `text`, each marked with whether it keeps the bag of words.
 
     Duplicates and rewrites equal to the original are dropped; at most `config.max_per_kind` of
-    each kind are kept.
+    each kind are kept, from at most TRIES_PER_KEPT times as many candidates. Each candidate is
+    built only when it is looked at, so the work is linear in the text (at most
+    MAX_COMPLAINT_CHARS characters, core.checks) times the perturbations kept.
     """
     check_complaint(text, purpose="perturb")
-    candidates = [(ARGUMENT_SWAP, t, n) for t, n in argument_swaps(text)]
-    candidates += [(NEGATION_MOVE, t, n) for t, n in negation_moves(text)]
-    candidates += [(CLAUSE_REORDER, t, n) for t, n in clause_reorders(text)]
-    shuffles = word_shuffles(text, n=config.n_shuffles, seed=config.seed)
-    candidates += [(SHUFFLE, t, n) for t, n in shuffles]
+    tries = TRIES_PER_KEPT * config.max_per_kind
+    kinds = [
+        (ARGUMENT_SWAP, argument_swaps(text)),
+        (NEGATION_MOVE, negation_moves(text)),
+        (CLAUSE_REORDER, clause_reorders(text)),
+        (SHUFFLE, word_shuffles(text, n=config.n_shuffles, seed=config.seed)),
+    ]
+    candidates = chain.from_iterable(
+        ((kind, t, n) for t, n in islice(found, tries)) for kind, found in kinds
+    )
     if config.invariance:
-        candidates += invariance_perturbations(text, seed=config.seed)
+        candidates = chain(candidates, invariance_perturbations(text, seed=config.seed))
     return _dedupe(text, candidates, config.max_per_kind)
 
 
 def _dedupe(
-    text: str, candidates: list[tuple[str, str, str]], max_per_kind: int
+    text: str, candidates: Iterable[tuple[str, str, str]], max_per_kind: int
 ) -> list[Perturbation]:
     key = bag_key(text)
     seen, per_kind, kept = {text}, Counter(), []

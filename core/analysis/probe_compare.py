@@ -11,8 +11,10 @@ import numpy as np
 from scipy.stats import entropy
 
 from core.analysis.perturbations import ARGUMENT_SWAP, Perturbation, ProbeConfig, perturb
+from core.checks import MAX_COMPLAINT_CHARS, check_complaint
 from core.data.privacy import mask_personal_data
 from core.models.classifier import Prediction, shared_classes
+from core.models.transformer.truncation import HEAD, cut_text
 
 # The "paid by card, not by UPI" demonstration: the desk follows the method named after "by",
 # so a reader routes it to Card Fraud and the swapped text to UPI Dispute; the bags are equal.
@@ -88,15 +90,28 @@ class ProbeResult:
         }
 
 
+def probed_part(transformer: Any, text: str) -> str:
+    """The part of `text` the probes perturb: what the transformer reads of it (its character
+    cut, core.models.transformer.truncation), and never more than MAX_COMPLAINT_CHARS. Words
+    past the cut cannot move the transformer, and perturbing them would only cost time."""
+    max_length = getattr(transformer, "max_length", None)
+    if isinstance(max_length, int):
+        text = cut_text(text, max_length, getattr(transformer, "truncation", HEAD))
+    return text[:MAX_COMPLAINT_CHARS]
+
+
 def run_probes(
     transformer: Any, baseline: Any, text: str, config: ProbeConfig = ProbeConfig()
 ) -> ProbeResult:
     """Perturb `text` and run both models (any `classes_` / `predict_proba`) on every version.
 
-    `text` is masked first (core.data.privacy), as the models mask it: perturbing the text they
-    read keeps "same bag of words" true for them (a shuffle never splits a card number)."""
+    `text` (at most MAX_COMPLAINT_CHARS characters) is masked first (core.data.privacy), as the
+    models mask it: perturbing the text they read keeps "same bag of words" true for them (a
+    shuffle never splits a card number). Then it is cut to what the transformer reads
+    (`probed_part`); `ProbeResult.text` is that part."""
+    check_complaint(text, purpose="perturb")
     classes = shared_classes(transformer, baseline)
-    text = mask_personal_data(text)
+    text = probed_part(transformer, mask_personal_data(text))
     perturbations = perturb(text, config)
     return _compare(classes, text, perturbations, transformer, baseline)
 

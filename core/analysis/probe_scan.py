@@ -21,12 +21,12 @@ from core.analysis.perturbations import (
     ProbeConfig,
     perturb,
 )
-from core.analysis.probe_compare import js_divergence
+from core.analysis.probe_compare import js_divergence, probed_part
 from core.checks import check_int_fields
 from core.errors import UserError
 from core.models.classifier import Prediction, predict_in_batches, shared_classes
 from core.progress import Progress, ProgressCallback
-from core.text import bag_key
+from core.text import WORD_PATTERN, bag_key
 
 
 @dataclass(frozen=True)
@@ -224,12 +224,35 @@ def scan_dataset(
     groups = twin_groups(texts, labels, dataset.rows)
     scanned = sample_positions(len(texts), groups, config)
     probe_rows = _probe_positions(scanned, config)
-    perturbations = {p: perturb(texts[p], config.probe) for p in probe_rows}
+    perturbations = _perturb_rows(transformer, texts, probe_rows, config.probe, cancel)
+    partial = _ScanParts(classes, texts, labels, list(dataset.rows), groups, scanned)
+    if perturbations is None:
+        return _finish(partial, config, (), cancelled=True)
     n_probe = sum(len(v) + 1 for v in perturbations.values())
     progress = ProgressCounter(2 * (len(scanned) + n_probe), on_progress)
     progress.add(0, "classify (transformer)")  # the total is known before the first batch
-    partial = _ScanParts(classes, texts, labels, list(dataset.rows), groups, scanned)
     return _run_scan(transformer, baseline, partial, perturbations, config, progress, cancel)
+
+
+def _perturb_rows(
+    transformer: Any,
+    texts: list[str],
+    positions: list[int],
+    config: ProbeConfig,
+    cancel: threading.Event | None,
+) -> dict[int, list[Perturbation]] | None:
+    """Perturbations of each row at `positions`, each cut first to what the transformer reads
+    (so a long row costs what a short one does); None when cancelled between rows.
+
+    A row the transformer would read no word of (it starts with thousands of symbols) has no
+    perturbations."""
+    found = {}
+    for position in positions:
+        if cancel is not None and cancel.is_set():
+            return None
+        part = probed_part(transformer, texts[position])
+        found[position] = perturb(part, config) if WORD_PATTERN.search(part) else []
+    return found
 
 
 @dataclass
@@ -263,7 +286,8 @@ def _run_scan(transformer, baseline, parts, perturbations, config, progress, can
 
 def _perturbation_stats(models, parts, perturbations, config, progress, cancel):
     """KindStats per perturbation kind; None when cancelled."""
-    originals = [parts.texts[p] for p in perturbations]
+    # each variant against the part it was made of: the bag of words reads no further either
+    originals = [probed_part(models[0], parts.texts[p]) for p in perturbations]
     variants = [v for vs in perturbations.values() for v in vs]
     texts = originals + [v.text for v in variants]
     owner = [i for i, vs in enumerate(perturbations.values()) for _ in vs]

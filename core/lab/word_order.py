@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from core.checks import check_complaint
 from core.errors import UserError
 from core.models.tiny.model import TinyTransformerForSequenceClassification, create_tiny_classifier
 from core.text import bag_key
@@ -79,6 +80,8 @@ def word_order_demo(texts: Sequence[str], *, seed: int = 0) -> WordOrderDemo:
     without it the outputs coincide whenever the bags of words do."""
     if len(texts) < 2:
         raise UserError("give at least two texts to compare")
+    for text in texts:  # the one cap on a complaint given one at a time
+        check_complaint(text, purpose="compare")
     model, tokenizer = create_tiny_classifier(texts, ["A", "B"], dropout=0.0, seed=seed)
     off = TinyTransformerForSequenceClassification(replace(model.config, positional_encoding=False))
     off.load_state_dict(model.state_dict())

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from core.checks import check_complaint
 from core.errors import UserError
 from core.models.blend import BLEND
 from core.models.classifier import Prediction, predict_in_batches
@@ -97,7 +98,9 @@ class OneComplaint:
 
 
 def classify_one(loaded: LoadedModel, text: str, *, review_threshold: float) -> OneComplaint:
-    """Route one complaint, each model predicting once (the Classify page's single text)."""
+    """Route one complaint, each model predicting once (the Classify page's single text); it
+    may have at most MAX_COMPLAINT_CHARS characters (core.checks)."""
+    check_complaint(text, purpose="classify")
     _check_threshold(review_threshold)
     transformer_probs = loaded.transformer.predict_proba([text])
     bow_probs = loaded.baseline.predict_proba([text])
