@@ -19,6 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "core.progress",
         "core.numeric",
         "core.access",
+        "core.memo",
     ),  # fmt: skip
     ("core.data",),
     ("core.models",),

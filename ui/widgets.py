@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from core.data.privacy import mask_personal_data
+from ui.caches import MASKED_TEXTS
 from ui.safe import md_escape
 from ui.state import (
     MASK_DISPLAY,
@@ -114,11 +114,10 @@ def masking_shown() -> bool:
     return bool(st.session_state.get(MASK_DISPLAY, True))
 
 
-# Keyed on the text itself: a table of 100,000 complaints is masked once, and each rerun after
-# that (every widget click) costs a dictionary look-up per row instead of a regex scan.
-@lru_cache(maxsize=200_000)
+# Keyed on the text itself: a table of complaints is masked once, and each rerun after that
+# (every widget click) costs a look-up per row instead of a regex scan; bounded by bytes.
 def _masked(text: str) -> str:
-    return mask_personal_data(text)
+    return MASKED_TEXTS.get_or_compute(text, lambda: mask_personal_data(text))
 
 
 def shown_text(text: str) -> str:

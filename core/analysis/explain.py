@@ -96,7 +96,7 @@ class EncodedText:
 class AttentionMaps:
     """Every layer's and head's attention over the real tokens of one text.
 
-    weights (layers, heads, seq, seq): row q is where token q looks; each row sums to 1.
+    weights (layers, heads, seq, seq), float32: row q is where token q looks; each row sums to 1.
     """
 
     tokens: tuple[str, ...]
@@ -304,7 +304,9 @@ def attention_maps(model: nn.Module, encoded: EncodedText) -> tuple[AttentionMap
     stacked = torch.stack([a[0] for a in out.attentions])  # (layers, heads, seq, seq)
     maps = AttentionMaps(
         tokens=encoded.tokens,
-        weights=stacked.float().cpu().numpy().astype(np.float64),
+        # float32, as the model computed them: half the memory of float64 in every cache that
+        # keeps an explanation, and the rollout works in float64 from them anyway
+        weights=stacked.float().cpu().numpy(),
         has_cls=bool(encoded.special and encoded.special[0]),
     )
     return maps, out.logits[0].float().cpu().numpy()
