@@ -43,6 +43,7 @@ from core.lab.self_attention import (
 from core.lab.word_order import WordOrderDemo, word_order_demo
 from core.numeric import positional_encoding
 from ui.auth import current_actor
+from ui.jobs import run_short
 from ui.safe import md_escape
 
 # Page-local session key (like data.source): the last TimingResult, so that the chart survives
@@ -365,9 +366,13 @@ def render_word_order_demo() -> None:
         "orders give the same result."
     )
     left, right = st.columns(2)
-    first = left.text_input("Text 1", DEMO_TEXTS[0], key="attention.order_text1")
-    second = right.text_input("Text 2", DEMO_TEXTS[1], key="attention.order_text2")
-    demo = cached_word_order_demo((first, second))
+    first = left.text_input("Text 1", DEMO_TEXTS[0], key="attention.order_text1", max_chars=500)
+    second = right.text_input("Text 2", DEMO_TEXTS[1], key="attention.order_text2", max_chars=500)
+    try:
+        demo = cached_word_order_demo((first, second))
+    except UserError as exc:  # an empty text
+        st.error(md_escape(exc))
+        return
     render_demo_verdicts(demo)
     left, right = st.columns(2)
     with left:
@@ -388,7 +393,11 @@ def render_train_link() -> None:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def cached_timing(config: TimingConfig) -> TimingResult:
-    return measure_attention_vs_lstm(config)
+    """On the short lane (it takes the CPUs for seconds), cancelled past the lane's limit."""
+    return run_short(
+        lambda cancel: measure_attention_vs_lstm(config, cancel=cancel),
+        title="Time attention against an LSTM", kind="lab",
+    )  # fmt: skip
 
 
 def render_operation_counts() -> None:
@@ -455,8 +464,11 @@ def render_cost() -> None:
     config = render_timing_form()
     if config is not None:
         steps = len(config.ns) * 2 * (config.repeats + 1)
-        with st.spinner(f"Timing {steps} forward passes…"):
-            st.session_state[TIMING] = cached_timing(config)
+        try:
+            with st.spinner(f"Timing {steps} forward passes…"):
+                st.session_state[TIMING] = cached_timing(config)
+        except UserError as exc:  # a full short lane, or past its time limit
+            st.error(md_escape(exc))
     result: TimingResult | None = st.session_state.get(TIMING)
     if result is not None:
         render_timing(result)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.analysis.baseline_eval import BaselineEvaluation, evaluate_baseline
+from core.access import Permission
+from core.analysis.baseline_eval import BaselineEvaluation
 from core.charts.results import (
     confusion_chart,
     label_counts_chart,
@@ -17,17 +18,23 @@ from core.data.dataset import Dataset
 from core.data.export import safe_file_stem
 from core.data.limits import DataError
 from core.errors import UserError
+from core.jobs import Job, JobStatus
 from core.models.baseline import BaselineConfig
-from ui.auth import current_actor
+from core.tasks.baseline import start_baseline
+from ui.auth import allowed, current_actor
+from ui.caches import BASELINES
 from ui.datasets import DEMO_KEY, DEMO_NAME, demo_table, validated
 from ui.downloads import render_table_downloads
+from ui.jobs import JobProgress, describe_job, get_job_queue, job_requester, render_job_progress
 from ui.safe import md_escape
 from ui.state import (
     ActiveDataset,
     get_active_dataset,
     get_active_model,
+    get_baseline_job,
     get_baseline_run,
     set_active_dataset,
+    set_baseline_job,
     set_baseline_run,
 )
 from ui.training import render_first_model
@@ -38,12 +45,41 @@ SOURCE = "data.source"  # "demo" or "upload": which input the user chose last
 PREVIEW_ROWS = 200
 
 
-@st.cache_data(show_spinner="Training the bag-of-words baseline…", max_entries=8)
-def baseline_run(
-    _dataset: Dataset, fingerprint: str, config: BaselineConfig, val_fraction: float, seed: int
-) -> BaselineEvaluation:
-    _, evaluation = evaluate_baseline(_dataset, config=config, val_fraction=val_fraction, seed=seed)
-    return evaluation
+def start_baseline_job(dataset: Dataset, config: BaselineConfig, val_fraction: float) -> None:
+    """The baseline evaluation, from the cache when one of the same data set and settings was
+    made on this server, otherwise queued (long work on the shared CPUs)."""
+    key = (dataset.fingerprint, config, val_fraction)
+    found = BASELINES.get(key)
+    if found is not None:
+        set_baseline_run(found)
+        return
+    run = start_baseline(
+        dataset, config, val_fraction=val_fraction, queue=get_job_queue(),
+        requester=job_requester(),
+    )  # fmt: skip
+    set_baseline_job(run)
+
+
+def describe_baseline(job: Job[BaselineEvaluation]) -> JobProgress | None:
+    return describe_job(job, lambda snapshot, eta: f"Training the bag-of-words baseline{eta}")
+
+
+def render_baseline_job(active: ActiveDataset) -> None:
+    """The queued baseline's progress; its result kept in the session (and the cache) once done."""
+    run = get_baseline_job()
+    if run is None or run.dataset_fingerprint != active.dataset.fingerprint:
+        return
+    snapshot = run.job.snapshot()
+    if snapshot.status.active:
+        render_job_progress(run.job, describe=describe_baseline, key="data.baseline_cancel",
+                            every=0.5)  # fmt: skip
+        return
+    set_baseline_job(None)
+    if snapshot.status is JobStatus.FAILED:
+        st.error(md_escape(snapshot.error))
+    elif snapshot.result is not None:
+        key = (run.dataset_fingerprint, run.config, run.val_fraction)
+        set_baseline_run(BASELINES.put(key, snapshot.result))
 
 
 def render_source() -> Upload | None:
@@ -158,13 +194,9 @@ def render_baseline_form(active: ActiveDataset) -> None:
     if submitted:
         config = BaselineConfig(kind=kind, ngram_max=ngram_max, seed=int(seed))
         try:
-            run = baseline_run(
-                active.dataset, active.dataset.fingerprint, config, val_fraction, int(seed)
-            )
+            start_baseline_job(active.dataset, config, float(val_fraction))
         except UserError as exc:
             st.error(md_escape(exc))
-            return
-        set_baseline_run(run)
 
 
 def render_baseline_result(run: BaselineEvaluation) -> None:
@@ -192,7 +224,7 @@ def render_baseline_result(run: BaselineEvaluation) -> None:
 
 st.title("Data")
 st.write("Load labelled complaints, check them, and train the bag-of-words baseline.")
-current_actor()  # the frame's check again: a page reached without app.py stops here too
+actor = current_actor()  # the frame's check again: a page reached without app.py stops here too
 try:
     source = render_source()
     if source is not None:
@@ -214,7 +246,9 @@ if get_active_model() is None:
     st.subheader("A transformer model")
     render_first_model(active, "data", stop=False)
 st.subheader("Bag-of-words baseline")
-render_baseline_form(active)
+if allowed(actor, Permission.RUN_JOBS, "Training the baseline on the shared CPUs"):
+    render_baseline_form(active)
+render_baseline_job(active)
 run = get_baseline_run()
 if run is not None and run.dataset_fingerprint == active.dataset.fingerprint:
     render_baseline_result(run)

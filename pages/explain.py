@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.access import Permission
 from core.analysis.explain import ExplainConfig, Explanation, explain_text
 from core.analysis.probe_compare import DEMO_TEXT
 from core.charts.explain import (
@@ -17,13 +18,15 @@ from core.charts.explain import (
     rollout_chart,
     word_scores_chart,
 )
+from core.checks import MAX_COMPLAINT_CHARS
 from core.data.dataset import Dataset
 from core.errors import UserError
 from core.jobs import Job, JobStatus
 from core.models.blend import BLEND, Blend
 from core.models.registry import LoadedModel
 from core.tasks.probes import ReviewRun, start_review
-from ui.auth import current_actor
+from ui.auth import allowed, current_actor
+from ui.caches import EXPLANATIONS
 from ui.datasets import require_dataset
 from ui.jobs import (
     JobProgress,
@@ -44,24 +47,29 @@ REVIEW_SIZES = (30, 60, 120, 240)  # rows both models classify for the picker (a
 CONVERGED = ExplainConfig.max_relative_delta  # the integration adds steps until |delta| fits
 
 
-@st.cache_data(max_entries=64, show_spinner="Explaining…")
-def explained(
-    _model: LoadedModel, key: str, text: str, target: str | None, max_steps: int
-) -> Explanation:
-    """Cached per (model, text, target, step limit)."""
+def explained(model: LoadedModel, text: str, target: str | None, max_steps: int) -> Explanation:
+    """On the short lane; kept in the explanation cache per (model, text, target, step limit)."""
     config = ExplainConfig(target=target, max_steps=max_steps)
-    return run_short(
-        lambda cancel: explain_text(
-            _model.transformer, _model.baseline, text, config, cancel=cancel
-        ),
-        title="Explain one complaint", kind="explain",
-    )  # fmt: skip
+
+    def explain() -> Explanation:
+        with st.spinner("Explaining…"):
+            return run_short(
+                lambda cancel: explain_text(
+                    model.transformer, model.baseline, text, config, cancel=cancel
+                ),
+                title="Explain one complaint", kind="explain",
+            )  # fmt: skip
+
+    return EXPLANATIONS.get_or_compute((model.key, text, config), explain)
 
 
 def render_typed() -> str | None:
     """The typed complaint (the form keeps the last one explained; an example to start with)."""
     with st.form("explain.typed"):
-        text = st.text_area("Complaint", value=DEMO_TEXT, key="explain.text", height=110)
+        text = st.text_area(
+            "Complaint", value=DEMO_TEXT, key="explain.text", height=110,
+            max_chars=MAX_COMPLAINT_CHARS,
+        )  # fmt: skip
         st.form_submit_button("Explain", type="primary")
     return text if text.strip() else None
 
@@ -122,6 +130,9 @@ def render_row_choice(frame: pd.DataFrame, dataset: Dataset, requested: int) -> 
 def render_picked(model: LoadedModel) -> str | None:
     active = require_dataset("explain")
     if active is None:
+        return None
+    if not allowed(current_actor(), Permission.RUN_JOBS, "Classifying a sample of the data set"):
+        st.info("Type a complaint to explain it instead.")
         return None
     dataset = active.dataset
     requested = _requested_position(dataset)
@@ -233,7 +244,7 @@ def render_attention(expl: Explanation) -> None:
 def render_explanation(model: LoadedModel, text: str, target: str | None, max_steps: int) -> None:
     st.text(shown_text(text))  # as given (or masked), never interpreted
     try:
-        expl = explained(model, model.key, text, target, max_steps)
+        expl = explained(model, text, target, max_steps)
     except UserError as exc:
         st.error(md_escape(exc))
         return

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from core.access import Actor, Permission
-from core.analysis.order_ablation import order_ablation_of
+from core.analysis.order_ablation import OrderAblation, order_ablation_of
 from core.analysis.perturbations import ProbeConfig
 from core.analysis.probe_compare import (
     DEMO_DESKS,
@@ -27,12 +27,14 @@ from core.charts.probe_tables import (
     twin_table,
 )
 from core.charts.probes import capped_chart, flip_rate_chart, probe_shift_chart
+from core.checks import MAX_COMPLAINT_CHARS
 from core.data.dataset import Dataset
 from core.errors import UserError
 from core.jobs import Job, JobSnapshot, JobStatus
 from core.models.registry import LoadedModel
 from core.tasks.probes import start_scan
 from ui.auth import allowed, current_actor
+from ui.caches import ABLATIONS, PROBES
 from ui.datasets import require_dataset
 from ui.jobs import (
     JobProgress,
@@ -50,19 +52,38 @@ from ui.widgets import require_model, shown_frame, shown_text
 SHIFT_FORMAT = "%+.3f"
 
 
-@st.cache_data(max_entries=32, show_spinner="Running both models on the perturbations…")
-def probed(_model: LoadedModel, key: str, text: str, config: ProbeConfig) -> ProbeResult:
-    return run_short(
-        lambda cancel: run_probes(_model.transformer, _model.baseline, text, config),
-        title="Probe one complaint", kind="probe",
+def probed(model: LoadedModel, text: str, config: ProbeConfig) -> ProbeResult:
+    """Both models on `text` and its perturbations: on the short lane, kept in the probe cache."""
+
+    def probe() -> ProbeResult:
+        with st.spinner("Running both models on the perturbations…"):
+            return run_short(
+                lambda cancel: run_probes(model.transformer, model.baseline, text, config),
+                title="Probe one complaint", kind="probe",
+            )  # fmt: skip
+
+    return PROBES.get_or_compute(("probe", model.key, text, config), probe)
+
+
+def demonstrated(model: LoadedModel) -> ProbeResult:
+    return PROBES.get_or_compute(
+        ("demo", model.key),
+        lambda: run_short(
+            lambda cancel: order_demo(model.transformer, model.baseline),
+            title="Word-order demonstration", kind="probe",
+        ),
     )  # fmt: skip
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
-def demonstrated(_model: LoadedModel, key: str) -> ProbeResult:
-    return run_short(
-        lambda cancel: order_demo(_model.transformer, _model.baseline),
-        title="Word-order demonstration", kind="probe",
+def ablated(model: LoadedModel, text: str) -> OrderAblation:
+    """The positional ablation of `text`: on the short lane (three passes of the transformer),
+    kept in the ablation cache, so a rerun of the page costs no model call."""
+    return ABLATIONS.get_or_compute(
+        (model.key, text),
+        lambda: run_short(
+            lambda cancel: order_ablation_of(model.transformer, text),  # as the model predicts
+            title="Positional ablation", kind="probe",
+        ),
     )  # fmt: skip
 
 
@@ -92,7 +113,10 @@ def render_bow_note(model: LoadedModel) -> None:
 
 def render_probe_form() -> tuple[str, ProbeConfig]:
     with st.form("probes.form"):
-        text = st.text_area("Complaint", value=DEMO_TEXT, key="probes.text", height=100)
+        text = st.text_area(
+            "Complaint", value=DEMO_TEXT, key="probes.text", height=100,
+            max_chars=MAX_COMPLAINT_CHARS,
+        )  # fmt: skip
         left, middle, right = st.columns(3)
         shuffles = left.number_input("Random shuffles", 0, 10, 2, key="probes.shuffles")
         seed = middle.number_input("Seed", 0, 2**31 - 1, 0, key="probes.seed")
@@ -129,7 +153,7 @@ def render_ablation(model: LoadedModel, text: str) -> None:
         "the transformer's answer owes to where the words stand."
     )
     try:
-        result = order_ablation_of(model.transformer, text)  # as the model predicts: its runtime
+        result = ablated(model, text)
     except UserError as exc:
         st.info(f"Not available for this model: {md_escape(exc)}")
         return
@@ -141,7 +165,7 @@ def render_one_complaint(model: LoadedModel) -> None:
     text, config = render_probe_form()
     st.text(shown_text(text))  # as given (or masked), never interpreted
     try:
-        result = probed(model, model.key, text, config)
+        result = probed(model, text, config)
     except UserError as exc:
         st.error(md_escape(exc))
         return
@@ -159,7 +183,7 @@ def render_one_complaint(model: LoadedModel) -> None:
 def render_demo(model: LoadedModel) -> None:
     st.subheader("Paid by card, not by UPI")
     try:
-        result = demonstrated(model, model.key)
+        result = demonstrated(model)
     except UserError as exc:  # e.g. the short lane timed out on a very busy server
         st.error(md_escape(exc))
         return

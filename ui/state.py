@@ -26,10 +26,12 @@ if TYPE_CHECKING:
     from core.models.registry import LoadedModel
     from core.review.store import Store
     from core.tasks.audit import AuditRun
+    from core.tasks.baseline import BaselineRun
     from core.tasks.probes import ReviewRun, ScanRun
 
 ACTIVE_DATASET = "active_dataset"  # ActiveDataset: the data set every page works on
 BASELINE_RUN = "baseline_run"  # BaselineEvaluation of the active data set, if trained
+BASELINE_JOB = "baseline_job"  # core.tasks.baseline.BaselineRun: the evaluation on the queue
 ACTIVE_MODEL = "active_model"  # str: folder of the saved model every page uses
 # str: card digest (core.models.card.card_digest) of the version of ACTIVE_MODEL this session
 # chose; recorded at the first use when absent. Another digest on disk means another model.
@@ -76,6 +78,14 @@ def get_baseline_run() -> BaselineEvaluation | None:
 
 def set_baseline_run(run: BaselineEvaluation) -> None:
     st.session_state[BASELINE_RUN] = run
+
+
+def get_baseline_job() -> BaselineRun | None:
+    return st.session_state.get(BASELINE_JOB)
+
+
+def set_baseline_job(run: BaselineRun | None) -> None:
+    st.session_state[BASELINE_JOB] = run
 
 
 @st.cache_resource(show_spinner=False)

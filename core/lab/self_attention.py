@@ -7,6 +7,7 @@ multi-head attention, sinusoidal positional encoding, and attention's cost vs a 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,8 +16,10 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
+from core.checks import check_int_fields
 from core.errors import UserError
 from core.numeric import softmax
+from core.progress import check_cancel
 
 TEXTBOOK_TOKENS = ("UPI", "failed", "instantly")
 TEXTBOOK_X = ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0))
@@ -371,13 +374,20 @@ def _median_seconds(layer_call, repeats: int) -> float:
 
 
 def time_attention_vs_lstm(
-    ns: Sequence[int], *, d: int = 768, heads: int = 12, repeats: int = 3, seed: int = 0
+    ns: Sequence[int],
+    *,
+    d: int = 768,
+    heads: int = 12,
+    repeats: int = 3,
+    seed: int = 0,
+    cancel: threading.Event | None = None,
 ) -> pd.DataFrame:
     """Measured seconds per forward pass of one attention layer and one LSTM layer on this CPU.
 
     The attention layer is torch.nn.MultiheadAttention(d, heads), projections included; the
     recurrent layer is torch.nn.LSTM(d, d). Batch of one sequence of n random vectors; the median
-    of `repeats` timed calls after one warm-up. Columns: n, layer, seconds.
+    of `repeats` timed calls after one warm-up. Columns: n, layer, seconds. A set `cancel`
+    stops it between two measurements (core.progress.Cancelled).
     """
     import torch  # imported here: the worked example itself needs numpy only
 
@@ -395,6 +405,7 @@ def time_attention_vs_lstm(
         for n in ns:
             x = torch.randn(1, n, d, generator=generator)  # (batch 1, n, d)
             for name, layer in layers.items():
+                check_cancel(cancel)
                 seconds = _median_seconds(lambda layer=layer, x=x: layer(x), repeats)
                 rows.append({"n": n, "layer": name, "seconds": seconds})
     return pd.DataFrame(rows, columns=["n", "layer", "seconds"])
@@ -404,6 +415,11 @@ def _attention_call(attention):
     """Self-attention as a one-argument callable: queries, keys and values all come from x."""
     attention.eval()
     return lambda x: attention(x, x, x, need_weights=False)
+
+
+# The largest timing a visitor may ask for (the Attention lab's choices): it runs on the short
+# lane, where it must finish well within the lane's time limit on two cores.
+TIMING_LIMITS = {"max_n": 1024, "d": 768, "heads": 64, "repeats": 5}
 
 
 @dataclass(frozen=True)
@@ -416,6 +432,12 @@ class TimingConfig:
     heads: int = 8
     repeats: int = 3
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_int_fields(self, min_n=1, max_n=1, d=1, heads=1, repeats=1, seed=0)
+        for name, most in TIMING_LIMITS.items():
+            if getattr(self, name) > most:
+                raise UserError(f"{name} may be at most {most:,} here, got {getattr(self, name):,}")
 
     @property
     def ns(self) -> tuple[int, ...]:
@@ -438,8 +460,11 @@ class TimingResult:
     total_seconds: float
 
 
-def measure_attention_vs_lstm(config: TimingConfig) -> TimingResult:
-    """Run `time_attention_vs_lstm` for `config` and record the threads, time and duration."""
+def measure_attention_vs_lstm(
+    config: TimingConfig, *, cancel: threading.Event | None = None
+) -> TimingResult:
+    """Run `time_attention_vs_lstm` for `config` and record the threads, time and duration; a
+    set `cancel` stops it between two measurements."""
     import torch
 
     if config.min_n < 1 or config.max_n < config.min_n:
@@ -448,8 +473,9 @@ def measure_attention_vs_lstm(config: TimingConfig) -> TimingResult:
         )
     start = time.perf_counter()
     table = time_attention_vs_lstm(
-        config.ns, d=config.d, heads=config.heads, repeats=config.repeats, seed=config.seed
-    )
+        config.ns, d=config.d, heads=config.heads, repeats=config.repeats, seed=config.seed,
+        cancel=cancel,
+    )  # fmt: skip
     return TimingResult(
         config=config,
         table=table,

@@ -76,13 +76,13 @@ def start_review(
     queue: JobQueue,
     requester: Requester,
 ) -> ReviewRun:
-    """Queue `review_rows`; every role may (it is what the Explain page reads, and `max_rows`
-    bounds it). Poll `run.job.snapshot()`."""
+    """Queue `review_rows` (reviewers and admins: long work on the shared CPUs, as the README's
+    role table says). Poll `run.job.snapshot()`."""
     include = tuple(include)
     job = queue.start(
         review_rows, transformer, baseline, dataset, max_rows=max_rows, include=include,
         requester=requester, title=f"Classify a sample of {max_rows:,} rows for Explain",
-        kind="review", permission=Permission.READ,
+        kind="review", permission=Permission.RUN_JOBS,
         lane=queue.heavy_lane(device_name(transformer)),
     )  # fmt: skip
     return ReviewRun(job, model_path, dataset_fingerprint, max_rows, include)
