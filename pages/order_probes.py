@@ -58,7 +58,9 @@ def probed(model: LoadedModel, text: str, config: ProbeConfig) -> ProbeResult:
     def probe() -> ProbeResult:
         with st.spinner("Running both models on the perturbations…"):
             return run_short(
-                lambda cancel: run_probes(model.transformer, model.baseline, text, config),
+                lambda cancel: run_probes(
+                    model.transformer, model.baseline, text, config, cancel=cancel
+                ),
                 title="Probe one complaint", kind="probe",
             )  # fmt: skip
 

@@ -22,6 +22,7 @@ from core.analysis.probe_compare import probed_part, run_probes
 from core.analysis.probe_scan import ScanConfig, scan_dataset
 from core.checks import MAX_COMPLAINT_CHARS, check_complaint
 from core.errors import UserError
+from core.progress import Cancelled
 from core.text import token_char_cap
 from tests.conftest import make_dataset
 
@@ -116,3 +117,12 @@ def test_scan_cuts_each_row_before_perturbing_and_checks_cancel_between_rows(mon
     result = scan_dataset(ShortReader(), ShortReader(), data, config, cancel=cancel)
     assert result.cancelled and len(lengths) == 2  # stopped before the third row
     assert max(lengths) <= token_char_cap(ShortReader.max_length)
+
+
+def test_a_probe_stops_between_batches_when_cancelled():
+    cancel = threading.Event()
+    cancel.set()
+    model = ShortReader()
+    with pytest.raises(Cancelled):
+        run_probes(model, ShortReader(), "I paid by card, not by UPI.", cancel=cancel)
+    assert model.seen == []

@@ -4,6 +4,7 @@ seen only through `classes_` / `predict_proba(texts) -> (n, n_classes)`."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,8 +14,9 @@ from scipy.stats import entropy
 from core.analysis.perturbations import ARGUMENT_SWAP, Perturbation, ProbeConfig, perturb
 from core.checks import MAX_COMPLAINT_CHARS, check_complaint
 from core.data.privacy import mask_personal_data
-from core.models.classifier import Prediction, shared_classes
+from core.models.classifier import Prediction, predict_in_batches, shared_classes
 from core.models.transformer.truncation import HEAD, cut_text
+from core.progress import Cancelled
 
 # The "paid by card, not by UPI" demonstration: the desk follows the method named after "by",
 # so a reader routes it to Card Fraud and the swapped text to UPI Dispute; the bags are equal.
@@ -90,6 +92,11 @@ class ProbeResult:
         }
 
 
+# Texts per prediction between cancel checks: a probe has up to a hundred texts, each as long as
+# the transformer reads.
+PROBE_CHUNK = 16
+
+
 def probed_part(transformer: Any, text: str) -> str:
     """The part of `text` the probes perturb: what the transformer reads of it (its character
     cut, core.models.transformer.truncation), and never more than MAX_COMPLAINT_CHARS. Words
@@ -101,26 +108,37 @@ def probed_part(transformer: Any, text: str) -> str:
 
 
 def run_probes(
-    transformer: Any, baseline: Any, text: str, config: ProbeConfig = ProbeConfig()
+    transformer: Any,
+    baseline: Any,
+    text: str,
+    config: ProbeConfig = ProbeConfig(),
+    *,
+    cancel: threading.Event | None = None,
 ) -> ProbeResult:
     """Perturb `text` and run both models (any `classes_` / `predict_proba`) on every version.
 
     `text` (at most MAX_COMPLAINT_CHARS characters) is masked first (core.data.privacy), as the
     models mask it: perturbing the text they read keeps "same bag of words" true for them (a
     shuffle never splits a card number). Then it is cut to what the transformer reads
-    (`probed_part`); `ProbeResult.text` is that part."""
+    (`probed_part`); `ProbeResult.text` is that part. A set `cancel` stops it between batches
+    of the models (core.progress.Cancelled)."""
     check_complaint(text, purpose="perturb")
     classes = shared_classes(transformer, baseline)
     text = probed_part(transformer, mask_personal_data(text))
     perturbations = perturb(text, config)
-    return _compare(classes, text, perturbations, transformer, baseline)
+    return _compare(classes, text, perturbations, transformer, baseline, cancel)
 
 
 def _compare(
-    classes: list[str], text: str, perturbations: list[Perturbation], transformer, baseline
+    classes: list[str],
+    text: str,
+    perturbations: list[Perturbation],
+    transformer: Any,
+    baseline: Any,
+    cancel: threading.Event | None = None,
 ) -> ProbeResult:
     texts = [text] + [p.text for p in perturbations]
-    t_probs, b_probs = transformer.predict_proba(texts), baseline.predict_proba(texts)
+    t_probs, b_probs = (_predicted(model, texts, cancel) for model in (transformer, baseline))
     t0, b0 = Prediction.of(classes, t_probs[0]), Prediction.of(classes, b_probs[0])
     t_index, b_index = classes.index(t0.label), classes.index(b0.label)
     t_jsd, b_jsd = js_divergence(t_probs[1:], t_probs[:1]), js_divergence(b_probs[1:], b_probs[:1])
@@ -139,6 +157,13 @@ def _compare(
         for i, p in enumerate(perturbations)
     )
     return ProbeResult(text, t0, b0, outcomes)
+
+
+def _predicted(model: Any, texts: list[str], cancel: threading.Event | None) -> np.ndarray:
+    pred_probs = predict_in_batches(model, texts, chunk=PROBE_CHUNK, cancel=cancel)
+    if pred_probs is None:
+        raise Cancelled
+    return pred_probs
 
 
 def order_demo(transformer: Any, baseline: Any) -> ProbeResult:
