@@ -35,7 +35,7 @@ from ui.jobs import (
     get_job_queue,
     job_requester,
     render_job_progress,
-    run_short,
+    run_short_cached,
 )
 from ui.safe import md_escape
 from ui.state import explain_row, get_explain_review, set_explain_review
@@ -50,17 +50,11 @@ CONVERGED = ExplainConfig.max_relative_delta  # the integration adds steps until
 def explained(model: LoadedModel, text: str, target: str | None, max_steps: int) -> Explanation:
     """On the short lane; kept in the explanation cache per (model, text, target, step limit)."""
     config = ExplainConfig(target=target, max_steps=max_steps)
-
-    def explain() -> Explanation:
-        with st.spinner("Explaining…"):
-            return run_short(
-                lambda cancel: explain_text(
-                    model.transformer, model.baseline, text, config, cancel=cancel
-                ),
-                title="Explain one complaint", kind="explain",
-            )  # fmt: skip
-
-    return EXPLANATIONS.get_or_compute((model.key, text, config), explain)
+    return run_short_cached(
+        EXPLANATIONS, (model.key, text, config),
+        lambda cancel: explain_text(model.transformer, model.baseline, text, config, cancel=cancel),
+        title="Explain one complaint", kind="explain", spinner="Explaining…",
+    )  # fmt: skip
 
 
 def render_typed() -> str | None:

@@ -43,7 +43,7 @@ from ui.jobs import (
     get_job_queue,
     job_requester,
     render_job_progress,
-    run_short,
+    run_short_cached,
 )
 from ui.safe import md_escape
 from ui.state import get_probe_scan, set_probe_scan
@@ -54,38 +54,29 @@ SHIFT_FORMAT = "%+.3f"
 
 def probed(model: LoadedModel, text: str, config: ProbeConfig) -> ProbeResult:
     """Both models on `text` and its perturbations: on the short lane, kept in the probe cache."""
-
-    def probe() -> ProbeResult:
-        with st.spinner("Running both models on the perturbations…"):
-            return run_short(
-                lambda cancel: run_probes(
-                    model.transformer, model.baseline, text, config, cancel=cancel
-                ),
-                title="Probe one complaint", kind="probe",
-            )  # fmt: skip
-
-    return PROBES.get_or_compute(("probe", model.key, text, config), probe)
+    return run_short_cached(
+        PROBES, ("probe", model.key, text, config),
+        lambda cancel: run_probes(model.transformer, model.baseline, text, config, cancel=cancel),
+        title="Probe one complaint", kind="probe",
+        spinner="Running both models on the perturbations…",
+    )  # fmt: skip
 
 
 def demonstrated(model: LoadedModel) -> ProbeResult:
-    return PROBES.get_or_compute(
-        ("demo", model.key),
-        lambda: run_short(
-            lambda cancel: order_demo(model.transformer, model.baseline),
-            title="Word-order demonstration", kind="probe",
-        ),
+    return run_short_cached(
+        PROBES, ("demo", model.key),
+        lambda cancel: order_demo(model.transformer, model.baseline),
+        title="Word-order demonstration", kind="probe",
     )  # fmt: skip
 
 
 def ablated(model: LoadedModel, text: str) -> OrderAblation:
     """The positional ablation of `text`: on the short lane (three passes of the transformer),
     kept in the ablation cache, so a rerun of the page costs no model call."""
-    return ABLATIONS.get_or_compute(
-        (model.key, text),
-        lambda: run_short(
-            lambda cancel: order_ablation_of(model.transformer, text),  # as the model predicts
-            title="Positional ablation", kind="probe",
-        ),
+    return run_short_cached(
+        ABLATIONS, (model.key, text),
+        lambda cancel: order_ablation_of(model.transformer, text),  # as the model predicts
+        title="Positional ablation", kind="probe",
     )  # fmt: skip
 
 

@@ -133,7 +133,13 @@ def test_a_viewer_may_explain_a_typed_complaint_but_not_classify_a_sample(
     assert "review" not in kinds
 
 
-def test_the_positional_ablation_runs_on_the_short_lane_once_per_text(tiny_bert_cls_model_dir):
+def test_the_positional_ablation_runs_on_the_short_lane_once_per_text(
+    tiny_bert_cls_model_dir, monkeypatch
+):
+    import ui.caches
+    from core.memo import MB, ByteBoundedCache
+
+    monkeypatch.setattr(ui.caches, "ABLATIONS", ByteBoundedCache(MB))  # empty: other tests ran
     queue = get_job_queue()
     admin = Actor("local", Role.ADMIN, signed_in=False)
 

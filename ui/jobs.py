@@ -6,7 +6,7 @@ the job has ended. Pages say what to show through a small `describe` callable.""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -15,6 +15,7 @@ from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.jobs import JobQueue, JobSnapshot, JobStatus, QueueConfig, Requester
+from core.memo import ByteBoundedCache
 from core.progress import Progress
 from ui.auth import current_actor
 
@@ -55,6 +56,27 @@ def run_short(work: Callable[[threading.Event], R], *, title: str, kind: str) ->
     return queue.call(
         work, requester=job_requester(), title=title, kind=kind, timeout_s=SHORT_TIMEOUT_S
     )
+
+
+def run_short_cached(
+    cache: ByteBoundedCache,
+    key: Hashable,
+    work: Callable[[threading.Event], R],
+    *,
+    title: str,
+    kind: str,
+    spinner: str | None = None,
+) -> R:
+    """`run_short(work)` kept in `cache` (bounded by bytes) under `key`, which names everything
+    the result depends on: a rerun of the page (any click) costs a look-up, not a model call."""
+
+    def run() -> R:
+        if spinner is None:
+            return run_short(work, title=title, kind=kind)
+        with st.spinner(spinner):
+            return run_short(work, title=title, kind=kind)
+
+    return cache.get_or_compute(key, run)
 
 
 def idle_progress(snapshot: JobSnapshot) -> JobProgress | None:
