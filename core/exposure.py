@@ -332,6 +332,19 @@ def host_rule(launch: Launch, environ: Mapping[str, str]) -> HostRule:
     return HostRule(frozenset(names))
 
 
+def host_refusal(host: str | None, launch: Launch, environ: Mapping[str, str]) -> str | None:
+    """Why a request whose Host header is `host` must not be served by `launch` (one line), or
+    None when `host_rule` allows it."""
+    try:
+        rule = host_rule(launch, environ)
+    except UserError as exc:  # a malformed GRIEVANCE_LENS_ALLOWED_HOSTS
+        return str(exc)
+    if rule.allows(host):
+        return None
+    shown = "no host name" if not host else f"the host name {host[:100]!r}"
+    return f"it does not answer to {shown}; open it at the address you were given"
+
+
 def allowed_hosts_setting(environ: Mapping[str, str]) -> list[str]:
     """GRIEVANCE_LENS_ALLOWED_HOSTS: comma-separated host names, canonical; UserError for an
     entry with a scheme, a port or a wildcard."""

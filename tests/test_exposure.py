@@ -304,3 +304,17 @@ def test_the_allowed_hosts_setting_takes_plain_names_only(tmp_path: Path, entry:
     with pytest.raises(UserError, match=ALLOWED_HOSTS_ENV) as caught:
         host_rule(launch, {ALLOWED_HOSTS_ENV: f"lens.bank.example,{entry}"})
     assert "\n" not in str(caught.value)
+
+
+def test_a_server_started_by_hand_refuses_a_foreign_host_at_run_time():
+    """ui.auth.current_actor applies the rule again (`host_refusal`), for `streamlit run
+    app.py` without the launcher's middleware."""
+    from core.exposure import Launch, host_refusal
+
+    loopback = Launch("127.0.0.1", None)
+    assert host_refusal("localhost:8501", loopback, {}) is None
+    assert "'evil.example'" in host_refusal("evil.example", loopback, {})
+    assert "no host name" in host_refusal(None, loopback, {})
+    signed = Launch("0.0.0.0", {"redirect_uri": "https://lens.bank.example/oauth2callback"})
+    assert host_refusal("lens.bank.example", signed, {}) is None
+    assert "is not a host name" in host_refusal("x", loopback, {ALLOWED_HOSTS_ENV: "http://a"})

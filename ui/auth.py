@@ -21,7 +21,7 @@ import streamlit as st
 
 from core.access import LOCAL_USER, Actor, Permission, needed_role
 from core.errors import UserError
-from core.exposure import allows_public, exposure_error
+from core.exposure import Launch, allows_public, exposure_error, host_refusal
 from core.roles import (
     RoleRules,
     RolesFile,
@@ -59,6 +59,7 @@ def current_actor() -> Actor:
     refusal = exposure_error(
         address, auth_configured=signed, allow_public=allows_public(os.environ)
     )
+    refusal = refusal or _foreign_host(address, signed)
     if refusal is not None:
         _stop_with(lambda: st.error(md_escape(f"Grievance Lens will not serve: {refusal}.")))
     if not signed:
@@ -71,6 +72,18 @@ def current_actor() -> Actor:
     except UserError as exc:  # the roles file, the issuer setting, or this identity
         reason = str(exc)
     _stop_with(lambda: render_refusal(reason))
+
+
+def _foreign_host(address: str | None, signed: bool) -> str | None:
+    """Why this request's Host is refused (DNS rebinding), or None. The launcher's middleware
+    (ui.hosts) refuses such requests before Streamlit sees them; this is the same rule again for
+    a server started by hand (`streamlit run app.py`), where no page is drawn for a foreign
+    name. A run without a request (AppTest) has no Host to check."""
+    headers = st.context.headers
+    if not headers:
+        return None
+    launch = Launch(address or None, dict(st.secrets["auth"]) if signed else None)
+    return host_refusal(headers.get("Host"), launch, os.environ)
 
 
 def _stop_with(render: Callable[[], None]) -> NoReturn:
