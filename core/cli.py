@@ -679,7 +679,9 @@ EXIT_BROKEN_CHAIN = 1  # the review store's hash chain is broken (an intact stor
 
 
 def _cmd_verify_store(args: argparse.Namespace) -> int:
-    """Recompute the review store's hash chains; exit 1 naming the first broken link."""
+    """Recompute the review store's hash chains; exit 1 naming the first broken link, or the
+    schema difference when a trigger or table was changed."""
+    from core.review.schema import TamperedSchemaError
     from core.review.store import BrokenChainError, Store, default_db_path
 
     path = Path(args.db) if args.db is not None else default_db_path()
@@ -690,6 +692,9 @@ def _cmd_verify_store(args: argparse.Namespace) -> int:
             report = store.verify_chains()
     except BrokenChainError as exc:
         report = exc.report
+    except TamperedSchemaError as exc:  # a trigger dropped or altered: tampered, like a chain
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BROKEN_CHAIN
     if args.json:
         _emit_json({"db": str(path), **report.to_json()})
     elif report.broken is None:

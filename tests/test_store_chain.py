@@ -170,6 +170,15 @@ def test_verify_store_exits_1_naming_the_first_broken_link(filled: Path):
     assert plain.returncode == 1 and "table runs, row id 1" in plain.stdout + plain.stderr
 
 
+def test_verify_store_exits_1_when_a_trigger_was_dropped(filled: Path):
+    raw = sqlite3.connect(filled, isolation_level=None)
+    raw.execute("DROP TRIGGER decisions_no_update")
+    raw.close()
+    result = run_cli("verify-store", "--db", str(filled))
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ") and "decisions_no_update" in result.stderr
+
+
 def test_verify_store_refuses_a_missing_file_in_one_line(tmp_path: Path):
     result = run_cli("verify-store", "--db", str(tmp_path / "nothing.db"))
     assert result.returncode == 2 and result.stderr.startswith("error: ")

@@ -280,6 +280,11 @@ def _statements(script: str) -> Iterator[str]:
         raise RuntimeError(f"incomplete SQL statement in a migration: {pending.strip()[:60]!r}")
 
 
+class TamperedSchemaError(StoreError):
+    """The file's tables, indexes or triggers are not those the migrations create: a trigger
+    dropped or altered, a table changed outside Grievance Lens."""
+
+
 def verify_schema(conn: sqlite3.Connection, path: Path) -> int:
     """The file's schema version, after checking that its tables, indexes and triggers are exactly
     those the migrations create (a dropped or altered trigger is refused); raises StoreError."""
@@ -291,7 +296,7 @@ def verify_schema(conn: sqlite3.Connection, path: Path) -> int:
         )
     problems = schema_differences(schema_of(conn), expected_schema(version))
     if problems:
-        raise StoreError(
+        raise TamperedSchemaError(
             f"{path} is not an intact review store (schema version {version}: "
             f"{'; '.join(problems[:3])}); restore a backup or use another database path"
         )
