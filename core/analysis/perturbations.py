@@ -116,24 +116,28 @@ class _Parsed:
     """A text split once into words and clauses, so every perturbation looks words up instead
     of splitting the text again (linear in the text, however many clauses it has)."""
 
-    text: str
     words: list[WordSpan]
     starts: list[int]  # each word's start offset, for bisect
-    clauses: list[tuple[int, int]]
+    clauses: list[tuple[int, int]]  # character spans between punctuation and conjunctions
 
     def words_in(self, span: tuple[int, int]) -> list[WordSpan]:
         """The words inside the character span `span`."""
-        first, last = bisect_left(self.starts, span[0]), bisect_left(self.starts, span[1])
-        return [w for w in self.words[first:last] if w.end <= span[1]]
+        return _words_between(self.words, self.starts, span)
+
+
+def _words_between(words: list[WordSpan], starts: list[int], span: tuple[int, int]):
+    first, last = bisect_left(starts, span[0]), bisect_left(starts, span[1])
+    return [w for w in words[first:last] if w.end <= span[1]]
 
 
 def _parse(text: str) -> _Parsed:
+    """`text`'s words and its clauses (the spans between breaks that hold a word)."""
     words = word_spans(text)
-    parsed = _Parsed(text, words, [w.start for w in words], [])
+    starts = [w.start for w in words]
     cuts = [0] + [p for m in _CLAUSE_BREAK.finditer(text) for p in m.span()] + [len(text)]
     spans = [(cuts[i], cuts[i + 1]) for i in range(0, len(cuts) - 1, 2)]
-    parsed.clauses.extend(span for span in spans if parsed.words_in(span))
-    return parsed
+    clauses = [span for span in spans if _words_between(words, starts, span)]
+    return _Parsed(words, starts, clauses)
 
 
 def _remove_word(text: str, start: int, end: int) -> str:
