@@ -23,6 +23,8 @@ def approx_bytes(value: object) -> int:
     """The memory `value` holds, counting what it refers to: arrays by `nbytes`, tensors by
     element, strings and scalars by `sys.getsizeof`, dataclasses, mappings and sequences by
     their items; each object once, however often it is referred to."""
+    if isinstance(value, str):  # the common case (masked texts), priced without the walk
+        return sys.getsizeof(value)
     seen: set[int] = set()
     stack, total = [value], 0
     while stack:
