@@ -13,6 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# The [auth] section AppTests sign in with (st.user is set by the test; nothing is contacted).
+AUTH = {
+    "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
+    "cookie_secret": "a-test-cookie-secret-of-more-than-32-characters",
+    "client_id": "lens",
+    "client_secret": "lens-secret",
+    "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",
+}
 
 TINY_TEXTS = [
     "upi payment failed but money debited",

@@ -15,16 +15,10 @@ from core.models.classifier import Prediction
 from core.review.store import Store, default_db_path
 from core.review.triage import enqueue_uncertain
 from core.roles import ROLES_ENV
+from tests.helpers import AUTH
 from ui.safe import md_escape
 
 ROOT = Path(__file__).resolve().parent.parent
-AUTH = {
-    "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
-    "cookie_secret": "test-cookie-secret-long-enough",
-    "client_id": "lens",
-    "client_secret": "lens-secret",
-    "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",
-}
 ROLES = """
 admin = ["lead@bank.example"]
 reviewer = ["asha@bank.example"]

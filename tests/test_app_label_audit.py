@@ -20,7 +20,7 @@ from core.jobs import JobStatus
 from core.review.records import ReviewDecision
 from core.review.store import Store, default_db_path
 from tests.conftest import separable_rows
-from tests.helpers import open_page
+from tests.helpers import AUTH, open_page
 from ui.state import ACTIVE_DATASET, ACTIVE_MODEL, AUDIT_JOB, REVIEWER, ActiveDataset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -280,13 +280,6 @@ def test_a_tampered_store_is_a_message_not_a_crash(data_dir: Path):
 
 # ------------------------------------------------------------------ signed in: who sees and acts
 
-AUTH = {
-    "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
-    "cookie_secret": "a-test-cookie-secret-of-more-than-32-characters",
-    "client_id": "lens",
-    "client_secret": "lens-secret",
-    "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",
-}
 ROLES = """
 admin = ["lead@bank.example"]
 reviewer = ["asha@bank.example", "ravi@bank.example"]

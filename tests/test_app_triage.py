@@ -13,6 +13,7 @@ from core.access import OPERATOR
 from core.models.classifier import Prediction
 from core.review.store import Store, default_db_path
 from core.review.triage import enqueue_uncertain
+from tests.helpers import AUTH
 from ui.safe import md_escape
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "triage.py")
@@ -211,15 +212,6 @@ def test_every_waiting_item_is_reachable_past_a_flood(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ the actor of a click
-
-
-AUTH = {
-    "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
-    "cookie_secret": "a-test-cookie-secret-of-more-than-32-characters",
-    "client_id": "lens",
-    "client_secret": "lens-secret",
-    "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",
-}
 
 
 def test_a_click_after_the_user_left_the_roles_file_records_nothing(queued, tmp_path, monkeypatch):

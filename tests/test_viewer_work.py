@@ -23,19 +23,13 @@ from core.roles import ROLES_ENV
 from core.tasks.baseline import start_baseline
 from core.tasks.probes import start_review
 from tests.conftest import make_dataset
+from tests.helpers import AUTH
 from ui.jobs import get_job_queue
 from ui.state import ACTIVE_MODEL
 
 ROOT = Path(__file__).resolve().parent.parent
 VIEWER = Actor("vera@bank.example", Role.VIEWER, signed_in=True)
 REVIEWER = Actor("asha@bank.example", Role.REVIEWER, signed_in=True)
-AUTH = {
-    "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
-    "cookie_secret": "a-test-cookie-secret-of-forty-characters-",
-    "client_id": "lens",
-    "client_secret": "lens-secret",
-    "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",
-}
 
 
 def _data():
