@@ -76,8 +76,9 @@ def test_demo_button_then_baseline(app: AppTest):
     assert _metric(app, "Desks") == "5"
     app.button(key="FormSubmitter:data.baseline_form-Train the baseline").click().run()
     assert not app.exception
-    app.session_state[BASELINE_JOB].job.wait(60)  # the fit runs on the queue's CPU lane
-    app.run()
+    if BASELINE_JOB in app.session_state and app.session_state[BASELINE_JOB] is not None:
+        app.session_state[BASELINE_JOB].job.wait(60)  # the fit runs on the queue's CPU lane
+        app.run()  # (a fit of the same data and settings on this server comes from the cache)
     accuracy = float(_metric(app, "Accuracy").rstrip("%")) / 100
     twins = float(_metric(app, "Accuracy on word-order twins").rstrip("%")) / 100
     assert accuracy > 0.7
