@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.access import Permission
+from core.access import Actor, Permission
 from core.analysis.explain import ExplainConfig, Explanation, explain_text
 from core.analysis.probe_compare import DEMO_TEXT
 from core.charts.explain import (
@@ -121,11 +121,11 @@ def render_row_choice(frame: pd.DataFrame, dataset: Dataset, requested: int) -> 
     return dataset.texts[position]
 
 
-def render_picked(model: LoadedModel) -> str | None:
+def render_picked(model: LoadedModel, actor: Actor) -> str | None:
     active = require_dataset("explain")
     if active is None:
         return None
-    if not allowed(current_actor(), Permission.RUN_JOBS, "Classifying a sample of the data set"):
+    if not allowed(actor, Permission.RUN_JOBS, "Classifying a sample of the data set"):
         st.info("Type a complaint to explain it instead.")
         return None
     dataset = active.dataset
@@ -249,13 +249,13 @@ def render_explanation(model: LoadedModel, text: str, target: str | None, max_st
 
 st.title("Explain")
 st.write("What each model relied on for one complaint, and where every attention head looks.")
-current_actor()  # the frame's check again: a page reached without app.py stops here too
+actor = current_actor()  # the frame's check again: a page reached without app.py stops here too
 model = require_model()
 source = st.radio(
     "Where the complaint comes from", [TYPED, PICKED],
     index=1 if explain_row() else 0, horizontal=True, key="explain.source",
 )  # fmt: skip
-text = render_typed() if source == TYPED else render_picked(model)
+text = render_typed() if source == TYPED else render_picked(model, actor)
 if text is None:
     st.stop()
 left, right = st.columns([2, 1])

@@ -20,6 +20,33 @@ BUSY_TIMEOUT_S = 30.0
 # One step of a migration: SQL statements, or a function run on the connection (data, not schema).
 MigrationStep = str | Callable[[sqlite3.Connection], None]
 
+# The chained tables: what their rows are called in a refusal, and the keys a new row must not
+# take (a triage item gets one verdict). Migration 4 builds its BEFORE INSERT triggers from this.
+_INSERT_GUARDED = (
+    ("decisions", "review decisions are", "id = NEW.id"),
+    ("trail", "the audit trail is", "id = NEW.id"),
+    ("triage_items", "triage items are", "id = NEW.id"),
+    ("triage_decisions", "triage verdicts are", "id = NEW.id OR item_id = NEW.item_id"),
+    ("runs", "run history is", "id = NEW.id"),
+)
+
+
+def _insert_guards() -> str:
+    """Two BEFORE INSERT triggers per chained table: no row whose key is taken (INSERT OR
+    REPLACE would delete the old row without firing its DELETE trigger) and no row without its
+    hash (core.review.chain)."""
+    return "".join(
+        f"""
+        CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table}
+        WHEN EXISTS (SELECT 1 FROM {table} WHERE {taken})
+        BEGIN SELECT RAISE(ABORT, '{rows} append-only: rows cannot be replaced'); END;
+        CREATE TRIGGER {table}_hashed BEFORE INSERT ON {table}
+        WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
+        BEGIN SELECT RAISE(ABORT, '{rows} hash-chained: a row needs its hash'); END;"""
+        for table, rows, taken in _INSERT_GUARDED
+    )
+
+
 # Each entry moves the schema from version i to i + 1: one SQL script, or steps run in order.
 # Never edit a shipped entry, append a new one.
 MIGRATIONS: tuple[MigrationStep | tuple[MigrationStep, ...], ...] = (
@@ -164,41 +191,9 @@ MIGRATIONS: tuple[MigrationStep | tuple[MigrationStep, ...], ...] = (
         BEGIN SELECT RAISE(ABORT, 'triage verdicts are append-only: rows cannot be updated'); END;
         CREATE TRIGGER runs_no_update BEFORE UPDATE ON runs
         BEGIN SELECT RAISE(ABORT, 'run history is append-only: rows cannot be updated'); END;
-
-        CREATE TRIGGER decisions_no_replace BEFORE INSERT ON decisions
-        WHEN EXISTS (SELECT 1 FROM decisions WHERE id = NEW.id)
-        BEGIN SELECT RAISE(ABORT, 'review decisions are append-only: rows cannot be replaced'); END;
-        CREATE TRIGGER trail_no_replace BEFORE INSERT ON trail
-        WHEN EXISTS (SELECT 1 FROM trail WHERE id = NEW.id)
-        BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only: rows cannot be replaced'); END;
-        CREATE TRIGGER triage_items_no_replace BEFORE INSERT ON triage_items
-        WHEN EXISTS (SELECT 1 FROM triage_items WHERE id = NEW.id)
-        BEGIN SELECT RAISE(ABORT, 'triage items are append-only: rows cannot be replaced'); END;
-        CREATE TRIGGER triage_decisions_no_replace BEFORE INSERT ON triage_decisions
-        WHEN EXISTS (SELECT 1 FROM triage_decisions WHERE id = NEW.id OR item_id = NEW.item_id)
-        BEGIN SELECT RAISE(ABORT, 'triage verdicts are append-only: rows cannot be replaced'); END;
-        CREATE TRIGGER runs_no_replace BEFORE INSERT ON runs
-        WHEN EXISTS (SELECT 1 FROM runs WHERE id = NEW.id)
-        BEGIN SELECT RAISE(ABORT, 'run history is append-only: rows cannot be replaced'); END;
-
-        CREATE TRIGGER decisions_hashed BEFORE INSERT ON decisions
-        WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
-        BEGIN SELECT RAISE(ABORT, 'review decisions are hash-chained: a row needs its hash'); END;
-        CREATE TRIGGER trail_hashed BEFORE INSERT ON trail
-        WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
-        BEGIN SELECT RAISE(ABORT, 'the audit trail is hash-chained: a row needs its hash'); END;
-        CREATE TRIGGER triage_items_hashed BEFORE INSERT ON triage_items
-        WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
-        BEGIN SELECT RAISE(ABORT, 'triage items are hash-chained: a row needs its hash'); END;
-        CREATE TRIGGER triage_decisions_hashed BEFORE INSERT ON triage_decisions
-        WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
-        BEGIN SELECT RAISE(ABORT, 'triage verdicts are hash-chained: a row needs its hash'); END;
-        CREATE TRIGGER runs_hashed BEFORE INSERT ON runs
-        WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
-        BEGIN SELECT RAISE(ABORT, 'run history is hash-chained: a row needs its hash'); END;
-
         CREATE INDEX trail_by_actor ON trail (action, actor, created_at);
         """,
+        _insert_guards(),
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
