@@ -32,7 +32,8 @@ class Permission(StrEnum):
     DECIDE = "decide"  # review decisions, triage verdicts, relabelled exports
     RUN_JOBS = "run_jobs"  # long work on the shared CPUs: file classification, audits, scans
     TRAIN = "train"  # train a model (it is saved to the shared models folder)
-    MANAGE_MODELS = "manage_models"  # save, rename, delete models
+    MANAGE_MODELS = "manage_models"  # save, rename, delete and promote models
+    MANAGE_DATA = "manage_data"  # retire saved data sets, retrain from the team's corrections
     SEE_ALL_TRAIL = "see_all_trail"  # everyone's audit trail, not only one's own
     CANCEL_ANY_JOB = "cancel_any_job"  # cancel another user's job
 
@@ -44,6 +45,7 @@ MINIMUM_ROLE: dict[Permission, Role] = {
     Permission.RUN_JOBS: Role.REVIEWER,
     Permission.TRAIN: Role.ADMIN,
     Permission.MANAGE_MODELS: Role.ADMIN,
+    Permission.MANAGE_DATA: Role.ADMIN,
     Permission.SEE_ALL_TRAIL: Role.ADMIN,
     Permission.CANCEL_ANY_JOB: Role.ADMIN,
 }

@@ -84,6 +84,9 @@ def test_folder_layout_and_card(result, saved):
     assert {"torch", "transformers", "sklearn"} <= set(card["versions"])
     assert card["device"] == "cpu" and card["train_seconds"] > 0 and card["created_at"]
     assert card["backbone"].endswith("tiny-bert0")
+    split = card["split"]  # the fixture trains and validates on the same 12 rows
+    assert split["data_fingerprint"] == "f" * 64 and split["train_rows"] == list(range(2, 14))
+    assert split["validation_rows"] == split["train_rows"] and len(split["train_keys"]) == 12
     config = json.loads((saved / "config.json").read_text(encoding="utf-8"))
     assert config["id2label"] == {"0": "Card Fraud", "1": "Loan Query", "2": "UPI Dispute"}
 

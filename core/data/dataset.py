@@ -1,5 +1,6 @@
 """The cleaned data set (`Dataset`: texts, labels, spreadsheet rows, other columns), its
-fingerprint, evaluation slices and the stratified, seeded train/validation split."""
+fingerprint, evaluation slices, the stratified, seeded train/validation split, and the text keys
+that say which complaints a model trained on (`text_key`, `split_record`, `split_inheriting`)."""
 
 from __future__ import annotations
 
@@ -146,3 +147,52 @@ def split_dataset(
             "validation fraction"
         ) from exc
     return dataset.subset(sorted([*singles, *train])), dataset.subset(sorted(val))
+
+
+def text_key(text: str) -> str:
+    """16 hex digits of the SHA-256 of `text` with its whitespace collapsed: what identifies a
+    complaint across data sets and versions (a relabelled row keeps its key). 64 bits: among a
+    million complaints the chance that two keys collide is about 3 in 100 million."""
+    flat = " ".join(str(text).split())
+    return hashlib.sha256(flat.encode("utf-8")).hexdigest()[:16]
+
+
+def split_record(train: Dataset, val: Dataset) -> dict[str, list]:
+    """Which rows a model trained and validated on, for its card: spreadsheet rows and text keys
+    of each part. The keys let a comparison find rows that neither of two models trained on, even
+    in another version of the data set or another file."""
+    return {
+        "train_rows": list(train.rows),
+        "validation_rows": list(val.rows),
+        "train_keys": sorted({text_key(t) for t in train.texts}),
+        "validation_keys": sorted({text_key(t) for t in val.texts}),
+    }
+
+
+def split_inheriting(
+    dataset: Dataset,
+    *,
+    train_keys: Iterable[str],
+    validation_keys: Iterable[str],
+    val_fraction: float,
+) -> tuple[Dataset, Dataset]:
+    """(train, validation) of a new version of a data set that keeps an earlier model's split:
+    a complaint that model held out stays held out (so the two can be compared on rows neither
+    trained on), one it trained on stays in training, and a new complaint goes to validation when
+    its key's hash falls in the first `val_fraction` of the range (stable: the same complaint
+    lands on the same side in every later version). Both parts keep the original row order."""
+    if not 0 < val_fraction <= 0.5:
+        raise DataError(f"val_fraction must be above 0 and at most 0.5, got {val_fraction!r}")
+    held_out, trained = set(validation_keys), set(train_keys)
+    cut = int(val_fraction * 2**32)
+    train_at, val_at = [], []
+    for position, text in enumerate(dataset.texts):
+        key = text_key(text)
+        new_and_held = key not in trained and int(key[:8], 16) < cut
+        (val_at if key in held_out or new_and_held else train_at).append(position)
+    if not train_at or not val_at:
+        raise DataError(
+            f"the inherited split leaves {len(train_at)} training and {len(val_at)} validation "
+            "rows; train from scratch on this data set instead"
+        )
+    return dataset.subset(train_at), dataset.subset(val_at)

@@ -138,6 +138,9 @@ def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> d
         "data_fingerprint": data_fingerprint or _combined(result),
         "train_fingerprint": result.train_fingerprint,
         "val_fingerprint": result.val_fingerprint,
+        # Which rows it trained and validated on, as rows and text keys (core.data.dataset
+        # .split_record): a comparison scores two models only on rows neither trained on.
+        "split": {"data_fingerprint": data_fingerprint or _combined(result), **result.split},
         "versions": _versions(),
         "device": result.device,
         "train_seconds": round(result.train_seconds, 3),

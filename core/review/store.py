@@ -42,9 +42,13 @@ from core.review.schema import (
     verify_schema,
 )
 
-__all__ = ["DB_NAME", "BrokenChainError", "Store", "StoreError", "default_db_path"]
+__all__ = ["DB_NAME", "PUBLIC_ACTIONS", "BrokenChainError", "Store", "StoreError", "default_db_path"]
 
 DB_NAME = "lens.db"
+# Trail events that record the team's shared state; anyone may read them (Store.events).
+PUBLIC_ACTIONS = frozenset(
+    {"dataset.saved", "dataset.retired", "model.promoted", "retrain.queued", "comparison.run"}
+)
 # Who a decision's reviewer is shown as to someone who may not see other people's records.
 
 
@@ -211,6 +215,41 @@ class Store:
             "SELECT id, created_at, action, entity_id, actor, details FROM trail"
             " WHERE (?1 IS NULL OR actor = ?1) ORDER BY id DESC LIMIT ?2",
             (mine, limit),
+        )
+        return [TrailEvent(*r[:5], details=json.loads(r[5])) for r in rows]
+
+    def record_event(
+        self,
+        action: str,
+        details: Mapping[str, Any],
+        *,
+        actor: Actor,
+        permission: Permission,
+        entity_id: int | None = None,
+    ) -> int:
+        """Append one trail event for a shared change made outside the store's own tables (a
+        data set saved or retired, a model promoted, a retraining queued) and return its id.
+        `actor` needs `permission`; the event names `actor.user` and is chained like every row.
+        `action` must be one of PUBLIC_ACTIONS (everyone may read those events back)."""
+        actor.require(permission)
+        if action not in PUBLIC_ACTIONS:
+            raise ValueError(f"unknown public trail action {action!r}; add it to PUBLIC_ACTIONS")
+        now = _utc_now()
+        with self._transaction() as conn:
+            _append_event(conn, action, entity_id, actor.user, dict(details), now)
+            return int(conn.execute("SELECT max(id) FROM trail").fetchone()[0])
+
+    def events(self, action: str, *, limit: int = 100) -> list[TrailEvent]:
+        """The latest `limit` trail events of one PUBLIC_ACTIONS `action`, newest first, for
+        anyone: these record the team's shared state (which model is live, which data sets are
+        retired), so every role may read them in full."""
+        if action not in PUBLIC_ACTIONS:
+            raise ValueError(f"{action!r} is not a public trail action")
+        _check_limit(limit)
+        rows = self._query(
+            "SELECT id, created_at, action, entity_id, actor, details FROM trail"
+            " WHERE action = ? ORDER BY id DESC LIMIT ?",
+            (action, limit),
         )
         return [TrailEvent(*r[:5], details=json.loads(r[5])) for r in rows]
 

@@ -47,12 +47,16 @@ def start_training(
     model_name: str,
     queue: JobQueue,
     requester: Requester,
+    split: tuple[Dataset, Dataset] | None = None,
 ) -> TrainingRun:
-    """Split `dataset` by `config.val_fraction` and `config.seed`, then queue the training
+    """Split `dataset` by `config.val_fraction` and `config.seed` (or take `split`, e.g. one
+    inherited from the live model: core.data.dataset.split_inheriting), then queue the training
     (admins only); it saves itself as `model_name` when done and keeps running when the
     session that started it ends. Poll `run.job.snapshot()`; `run.job.cancel()` stops it."""
     name = check_new_model_name(models_root, model_name)
-    train, val = split_dataset(dataset, val_fraction=config.val_fraction, seed=config.seed)
+    train, val = split or split_dataset(
+        dataset, val_fraction=config.val_fraction, seed=config.seed
+    )
     job = queue.start(
         train_and_keep_reports, train, val, config, models_root=models_root, model_name=name,
         data_fingerprint=dataset.fingerprint, actor=requester.actor, requester=requester,

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from transformers import PreTrainedTokenizerBase
 
-from core.data.dataset import TWIN_SLICE, Dataset
+from core.data.dataset import TWIN_SLICE, Dataset, split_record
 from core.data.privacy import mask_dataset
 from core.errors import UserError
 from core.metrics import EvalReport
@@ -46,6 +46,7 @@ class TrainResult:
     baseline_config: BaselineConfig
     train_fingerprint: str
     val_fingerprint: str
+    split: dict[str, list] = field(default_factory=dict)  # core.data.dataset.split_record
     transformer: TransformerClassifier | None = None
     baseline: BagOfWordsClassifier | None = None
     transformer_report: EvalReport | None = None
@@ -146,6 +147,7 @@ def train_models(
         "baseline_config": baseline_config,
         "train_fingerprint": train.fingerprint,
         "val_fingerprint": val.fingerprint,
+        "split": split_record(train, val),
         "head_strength": outcome.head_strength,
     }
     if outcome.cancelled:
