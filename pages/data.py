@@ -1,11 +1,12 @@
-"""Data page: load a complaint spreadsheet or the demo data, validate it, train the baseline."""
+"""Data page: load a complaint spreadsheet, the demo data or a data set saved on the server,
+validate it, save it for the team, and train the baseline."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from core.access import Permission
+from core.access import Actor, Permission
 from core.analysis.baseline_eval import BaselineEvaluation
 from core.charts.results import (
     confusion_chart,
@@ -17,13 +18,28 @@ from core.data.columns import detect_columns
 from core.data.dataset import Dataset
 from core.data.export import safe_file_stem
 from core.data.limits import DataError
+from core.data.saved import (
+    SavedDataset,
+    datasets_root,
+    find_by_fingerprint,
+    list_datasets,
+    suggest_name,
+)
 from core.errors import UserError
 from core.jobs import Job, JobStatus
 from core.models.baseline import BaselineConfig
+from core.review.library import retire_and_record, save_and_record
 from core.tasks.baseline import start_baseline
 from ui.auth import allowed, current_actor
 from ui.caches import BASELINES
-from ui.datasets import DEMO_KEY, DEMO_NAME, demo_table, validated
+from ui.datasets import (
+    DEMO_KEY,
+    DEMO_NAME,
+    demo_table,
+    saved_when,
+    use_saved_dataset,
+    validated,
+)
 from ui.downloads import render_table_downloads
 from ui.jobs import JobProgress, describe_job, get_job_queue, job_requester, render_job_progress
 from ui.safe import md_escape
@@ -33,16 +49,21 @@ from ui.state import (
     get_active_model,
     get_baseline_job,
     get_baseline_run,
+    get_store,
     set_active_dataset,
     set_baseline_job,
     set_baseline_run,
 )
 from ui.training import render_first_model
 from ui.uploads import Upload, read_upload
-from ui.widgets import shown_frame
+from ui.widgets import SaveOutcome, remember_save, render_last_save, shown_frame
 
-SOURCE = "data.source"  # "demo" or "upload": which input the user chose last
+# "demo", "upload" or "saved": which input the user chose last ("saved": a saved data set was
+# loaded, and neither the demo data nor the upload replaces it until chosen again)
+SOURCE = "data.source"
 PREVIEW_ROWS = 200
+SAVED_OUTCOME = "data.saved_outcome"  # SaveOutcome of the last save, load or retirement
+LISTED = 20  # saved data sets shown one per line; older ones are picked from a list
 
 
 def start_baseline_job(dataset: Dataset, config: BaselineConfig, val_fraction: float) -> None:
@@ -222,6 +243,157 @@ def render_baseline_result(run: BaselineEvaluation) -> None:
     right.altair_chart(confusion_chart(run.report), width="stretch")
 
 
+def render_saved_section(actor: Actor, active: ActiveDataset | None) -> None:
+    """The data sets saved on the server: save the active one (reviewers and admins), load any
+    in one click (everyone), their lineage, and retire one (admins)."""
+    st.subheader("Saved data sets")
+    render_last_save(SAVED_OUTCOME)
+    root = datasets_root()
+    if active is not None:
+        render_save_form(actor, active)
+    show_retired = st.toggle("Show retired data sets", key="data.show_retired")
+    saved = list_datasets(root, include_retired=show_retired)
+    if not saved:
+        st.caption("No data set is saved on the server yet.")
+        return
+    for item in saved[:LISTED]:
+        render_saved_row(item, active)
+    if len(saved) > LISTED:
+        render_older_picker(saved[LISTED:])
+    if actor.can(Permission.MANAGE_DATA):
+        render_retire_form(actor, [item for item in saved if not item.retired])
+
+
+def render_save_form(actor: Actor, active: ActiveDataset) -> None:
+    """Save the active data set under a name (a free one made from its source is offered)."""
+    root = datasets_root()
+    existing = find_by_fingerprint(root, active.dataset.fingerprint)
+    if existing is not None and not existing.retired:
+        st.caption(f"This data set is saved on the server as **{md_escape(existing.name)}**.")
+        return
+    if not allowed(actor, Permission.DECIDE, "Saving a data set on the server"):
+        return
+    with st.form("data.save_form"):
+        name = st.text_input(
+            "Save this data set on the server as",
+            value=suggest_name(root, active.name),
+            max_chars=64,
+            key=f"data.save_name.{active.dataset.fingerprint[:16]}",  # a new data set, a new name
+            help="1-64 letters, digits, '_', '-' or '.'; the team sees it on this page.",
+        )
+        submitted = st.form_submit_button("Save on the server")
+    if submitted:
+        save_active(actor, active, name.strip())
+
+
+def save_active(actor: Actor, active: ActiveDataset, name: str) -> None:
+    try:
+        saved = save_and_record(
+            get_store(), datasets_root(), name, active.dataset, actor=actor,
+            validation=active.report.to_json(),
+        )  # fmt: skip
+    except UserError as exc:
+        remember_save(SAVED_OUTCOME, SaveOutcome(False, str(exc)))
+    else:
+        message = f"Saved {saved.rows:,} rows on the server as {saved.name}."
+        remember_save(SAVED_OUTCOME, SaveOutcome(True, message))
+    st.rerun()
+
+
+def render_saved_row(item: SavedDataset, active: ActiveDataset | None) -> None:
+    """One saved data set: name, rows, desks, who saved it and when, its parent, and Load."""
+    left, right = st.columns([5, 1], vertical_alignment="center")
+    retired = " · retired" if item.retired else ""
+    left.markdown(
+        f"**{md_escape(item.name)}** · {item.rows:,} rows · {len(item.labels)} desks{retired}"
+    )
+    left.caption(md_escape(describe_saved(item)))
+    if item.parent is not None or item.lineage:
+        with left.expander("Lineage"):
+            render_lineage(item)
+    if active is not None and active.dataset.fingerprint == item.fingerprint:
+        right.caption("Loaded")
+    else:
+        right.button("Load", key=f"data.load.{item.name}", on_click=load_saved, args=(item.name,))
+
+
+def describe_saved(item: SavedDataset) -> str:
+    parts = [f"saved by {item.saved_by} on {saved_when(item)}"]
+    if item.parent is not None:
+        parts.append(f"derived from {item.parent}")
+    if item.retired:
+        parts.append(f"retired by {item.retired_by}: {item.retired_reason}")
+    return " · ".join(parts)
+
+
+def render_lineage(item: SavedDataset) -> None:
+    """How a derived data set came from its parent: rows changed and whose decisions did it."""
+    lineage = item.lineage
+    st.markdown(f"Derived from **{md_escape(item.parent or 'unknown')}**.")
+    cols = st.columns(3)
+    cols[0].metric("Relabelled rows", f"{_count(lineage, 'relabelled_rows'):,}")
+    cols[1].metric("Excluded rows", f"{_count(lineage, 'excluded_rows'):,}")
+    cols[2].metric("Added rows", f"{_count(lineage, 'added_rows'):,}")
+    st.caption(
+        f"From {_count(lineage, 'decisions'):,} label-audit decisions and "
+        f"{_count(lineage, 'verdicts'):,} triage verdicts; {_count(lineage, 'stale'):,} "
+        "decisions were not applied because their row had changed."
+    )
+    by_reviewer = lineage.get("by_reviewer")
+    if isinstance(by_reviewer, dict) and by_reviewer:
+        frame = pd.DataFrame(
+            [{"reviewer": str(who), "changes": count} for who, count in by_reviewer.items()]
+        )
+        st.dataframe(frame, hide_index=True)
+
+
+def _count(lineage: dict, key: str) -> int:
+    value = lineage.get(key)
+    return len(value) if isinstance(value, list) else 0
+
+
+def render_older_picker(older: list[SavedDataset]) -> None:
+    """The saved data sets beyond the first LISTED: pick one, then load it."""
+    names = [item.name for item in older]
+    left, right = st.columns([5, 1], vertical_alignment="bottom")
+    name = left.selectbox(f"{len(older):,} older data sets", names, key="data.older")
+    right.button("Load", key="data.load_older", on_click=load_saved, args=(name,))
+
+
+def load_saved(name: str) -> None:
+    """A Load button's callback: the saved data set becomes the active one before the page
+    runs, and the upload or demo choice no longer replaces it."""
+    try:
+        active = use_saved_dataset(name)
+    except UserError as exc:
+        remember_save(SAVED_OUTCOME, SaveOutcome(False, str(exc)))
+        return
+    st.session_state[SOURCE] = "saved"
+    message = f"Loaded the saved data set {active.name} ({len(active.dataset):,} rows)."
+    remember_save(SAVED_OUTCOME, SaveOutcome(True, message))
+
+
+def render_retire_form(actor: Actor, items: list[SavedDataset]) -> None:
+    """Admins hide a data set from the list; its files stay for the models and decisions that
+    refer to it."""
+    if not items:
+        return
+    with st.expander("Retire a data set"), st.form("data.retire_form"):
+        name = st.selectbox("Data set", [item.name for item in items], key="data.retire_name")
+        reason = st.text_input("Reason", max_chars=500, key="data.retire_reason")
+        submitted = st.form_submit_button("Retire")
+    if not submitted:
+        return
+    try:
+        retire_and_record(get_store(), datasets_root(), name, actor=actor, reason=reason)
+    except UserError as exc:
+        remember_save(SAVED_OUTCOME, SaveOutcome(False, str(exc)))
+    else:
+        message = f"Retired {name}: it is hidden from the list and kept on disk."
+        remember_save(SAVED_OUTCOME, SaveOutcome(True, message))
+    st.rerun()
+
+
 st.title("Data")
 st.write("Load labelled complaints, check them, and train the bag-of-words baseline.")
 actor = current_actor()  # the frame's check again: a page reached without app.py stops here too
@@ -236,8 +408,9 @@ except DataError as exc:
     st.stop()
 
 active = get_active_dataset()
+render_saved_section(actor, active)
 if active is None:
-    st.info("Upload a spreadsheet or use the demo data to begin.")
+    st.info("Upload a spreadsheet or use the demo data to begin, or load a saved data set.")
     st.stop()
 st.subheader(f"Validation report: {md_escape(active.name)}")
 render_report(active)

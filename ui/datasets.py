@@ -1,11 +1,15 @@
-"""The built-in demo data set as every page loads it (one code path, cached once per process) and
-the validation of a loaded table, cached by the content key of its upload."""
+"""The built-in demo data set as every page loads it (one code path, cached once per process),
+the validation of a loaded table, cached by the content key of its upload, and a data set saved
+on the server made the active one."""
+
+from datetime import datetime
 
 import pandas as pd
 import streamlit as st
 
 from core.data.dataset import Dataset
 from core.data.demo import DemoConfig, generate_demo_data
+from core.data.saved import SavedDataset, datasets_root, load_dataset, validation_report
 from core.data.validation import ValidationReport, validate
 from ui.state import ActiveDataset, get_active_dataset, set_active_dataset
 
@@ -54,3 +58,23 @@ def require_dataset(page_key: str) -> ActiveDataset | None:
         return None
     prompt.empty()  # the page goes on with the demo data: the prompt no longer applies
     return use_demo_dataset()
+
+
+def use_saved_dataset(name: str) -> ActiveDataset:
+    """Make saved data set `name` the active data set, exactly as an upload would be (its name,
+    data and validation report); UserError when it cannot be loaded."""
+    dataset, saved = load_dataset(datasets_root(), name)
+    active = ActiveDataset(
+        name=saved.name, dataset=dataset, report=validation_report(dataset, saved)
+    )
+    set_active_dataset(active)
+    return active
+
+
+def saved_when(saved: SavedDataset) -> str:
+    """When `saved` was saved, to the minute, in UTC ("2025-06-01 14:05 UTC")."""
+    try:
+        moment = datetime.fromisoformat(saved.saved_at)
+    except ValueError:
+        return saved.saved_at
+    return moment.strftime("%Y-%m-%d %H:%M UTC")

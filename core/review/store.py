@@ -42,7 +42,9 @@ from core.review.schema import (
     verify_schema,
 )
 
-__all__ = ["DB_NAME", "PUBLIC_ACTIONS", "BrokenChainError", "Store", "StoreError", "default_db_path"]
+__all__ = [
+    "DB_NAME", "PUBLIC_ACTIONS", "BrokenChainError", "Store", "StoreError", "default_db_path",
+]  # fmt: skip
 
 DB_NAME = "lens.db"
 # Trail events that record the team's shared state; anyone may read them (Store.events).
