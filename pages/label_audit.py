@@ -83,6 +83,7 @@ DECISION_LABELS = {
     "keep": "Keep the given label",
     "relabel": "Relabel to …",
     "escalate": "Escalate (unsure: ask someone else)",
+    "exclude": "Exclude (drop this row from the next version)",
 }
 EXPLAIN_PAGE = "pages/explain.py"
 
@@ -210,12 +211,13 @@ def _caption_cancelling() -> None:
 def render_summary(issues: tuple[LabelIssue, ...], latest: dict[int, ReviewDecision]) -> None:
     decided = [latest[x.row] for x in issues if x.row in latest]
     counts = {kind: sum(d.decision == kind for d in decided) for kind in DECISION_LABELS}
-    cols = st.columns(5)
+    cols = st.columns(6)
     cols[0].metric("Flagged rows", f"{len(issues):,}")
     cols[1].metric("Decided", f"{len(decided):,}")
     cols[2].metric("Relabelled", f"{counts['relabel']:,}")
     cols[3].metric("Kept", f"{counts['keep']:,}")
     cols[4].metric("Escalated", f"{counts['escalate']:,}")
+    cols[5].metric("Excluded", f"{counts['exclude']:,}")
     if issues:
         share = len(decided) / len(issues)
         st.progress(share, text=f"Review progress: {len(decided)} of {len(issues)} decided")
@@ -272,7 +274,8 @@ def render_review(
     reviewer: str,
     store: Store,
 ) -> None:
-    """Pick an issue, read it, and keep / relabel / escalate it with a note."""
+    """Pick an issue, read it, and keep / relabel / escalate / exclude it with a note (an
+    excluded row is dropped from the next version built by Train's "Retrain from corrections")."""
     by_row = {x.row: x for x in issues}
     rows = list(by_row)
     if st.session_state.get(ROW_KEY) not in by_row:
@@ -450,7 +453,9 @@ def render_export(active: ActiveDataset, store: Store, actor: Actor) -> None:
     )  # fmt: skip
     st.caption(
         "Relabelled rows carry the new label; `original_label` keeps the old one and `review` "
-        "says what changed. Cells a spreadsheet would run as formulas are prefixed with '."
+        "says what changed. Excluded rows stay in this file, marked `excluded` in `review`; the "
+        "next version built on Train leaves them out. Cells a spreadsheet would run as formulas "
+        "are prefixed with '."
     )
 
 

@@ -50,3 +50,12 @@ def test_an_inherited_split_with_an_empty_side_is_refused():
     keys = [text_key(t) for t in data.texts]
     with pytest.raises(DataError, match="train from scratch"):
         split_inheriting(data, train_keys=[], validation_keys=keys, val_fraction=0.2)
+
+
+def test_a_complaint_on_both_sides_of_the_old_split_stays_in_training():
+    data = make_dataset(["same text", "same text", "other text", "third text"], ["A", "A", "B", "B"])
+    key = text_key("same text")
+    train, val = split_inheriting(
+        data, train_keys=[key], validation_keys=[key, text_key("other text")], val_fraction=0.2
+    )
+    assert "same text" not in val.texts and "other text" in val.texts

@@ -368,7 +368,7 @@ def test_a_version_1_store_is_migrated_keeping_every_row(tmp_path):
     path = tmp_path / "v1.db"
     _version_1_file(path)
     with Store.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 4
+        assert store.schema_version == SCHEMA_VERSION == 5
         assert [(d.row, d.reviewer) for d in store.decisions(FP)] == [(2, "asha")]
         assert [r.kind for r in store.runs()] == ["a"]
         decided, waiting = store.triage_items()

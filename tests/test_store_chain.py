@@ -217,7 +217,7 @@ def test_an_old_store_is_chained_once_on_open_and_then_verifies(tmp_path: Path):
     path = tmp_path / "v3.db"
     _version_3_file(path)
     with Store.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 4
+        assert store.schema_version == SCHEMA_VERSION == 5
         report = store.verify_chains()
         assert [d.reviewer for d in store.decisions(FP)] == ["asha"]
         assert store.triage_items()[0].final_label == "Other"

@@ -178,7 +178,7 @@ def split_inheriting(
 ) -> tuple[Dataset, Dataset]:
     """(train, validation) of a new version of a data set that keeps an earlier model's split:
     a complaint that model held out stays held out (so the two can be compared on rows neither
-    trained on), one it trained on stays in training, and a new complaint goes to validation when
+    trained on), one it trained on stays in training (also when a duplicate was held out), and a new complaint goes to validation when
     its key's hash falls in the first `val_fraction` of the range (stable: the same complaint
     lands on the same side in every later version). Both parts keep the original row order."""
     if not 0 < val_fraction <= 0.5:
@@ -188,8 +188,10 @@ def split_inheriting(
     train_at, val_at = [], []
     for position, text in enumerate(dataset.texts):
         key = text_key(text)
-        new_and_held = key not in trained and int(key[:8], 16) < cut
-        (val_at if key in held_out or new_and_held else train_at).append(position)
+        # A complaint the model trained on (a duplicate may also have been held out) stays in
+        # training: a comparison drops it anyway, as one of the model's training rows.
+        held = key in held_out or int(key[:8], 16) < cut
+        (train_at if key in trained or not held else val_at).append(position)
     if not train_at or not val_at:
         raise DataError(
             f"the inherited split leaves {len(train_at)} training and {len(val_at)} validation "

@@ -11,9 +11,11 @@ from typing import Any, Literal
 from core.checks import check_non_empty_str
 from core.errors import UserError
 
-DECISIONS = ("keep", "relabel", "escalate")
+# "exclude": drop the row from the next version of the data set (core.review.corrections);
+# schema migration 5 lets the store hold it.
+DECISIONS = ("keep", "relabel", "escalate", "exclude")
 TRIAGE_STATUSES = ("open", "confirmed", "corrected")
-Decision = Literal["keep", "relabel", "escalate"]
+Decision = Literal["keep", "relabel", "escalate", "exclude"]
 TriageStatus = Literal["open", "confirmed", "corrected"]
 
 # How a verdict by someone else is shown to a user who may not see everyone's trail.

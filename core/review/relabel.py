@@ -32,7 +32,10 @@ def apply_decisions(
     `decisions` are those of this data set (its fingerprint); when a row has several, the last
     one given wins (pass `Store.latest_decisions(...)` or `Store.decisions(...)`). Adds
     `original_label` (the label before review) and `review` ("relabelled from X", "kept",
-    "escalated", or "" for rows nobody reviewed) after the `label` column. Export the frame with
+    "escalated", "excluded", or "" for rows nobody reviewed) after the `label` column. Excluded
+    rows stay in the file with their label, marked "excluded": the export is complete (every
+    row of the data set, so a reviewer can see and undo an exclusion); the next version built
+    by core.review.corrections is the one that drops them. Export the frame with
     core.data.export, which neutralises formula-looking cells.
     """
     actor.require(Permission.DECIDE)
@@ -111,7 +114,7 @@ def _review_note(decision: ReviewDecision | None, old: str) -> str:
         return ""
     if decision.decision == "relabel":
         return f"relabelled from {old}" if decision.new_label != old else "kept"
-    return {"keep": "kept", "escalate": "escalated"}[decision.decision]
+    return {"keep": "kept", "escalate": "escalated", "exclude": "excluded"}[decision.decision]
 
 
 @dataclass(frozen=True)

@@ -31,10 +31,10 @@ _INSERT_GUARDED = (
 )
 
 
-def _insert_guards() -> str:
-    """Two BEFORE INSERT triggers per chained table: no row whose key is taken (INSERT OR
-    REPLACE would delete the old row without firing its DELETE trigger) and no row without its
-    hash (core.review.chain)."""
+def _insert_guards(tables: tuple[str, ...] | None = None) -> str:
+    """Two BEFORE INSERT triggers per chained table (all of them, or those named in `tables`):
+    no row whose key is taken (INSERT OR REPLACE would delete the old row without firing its
+    DELETE trigger) and no row without its hash (core.review.chain)."""
     return "".join(
         f"""
         CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table}
@@ -44,6 +44,7 @@ def _insert_guards() -> str:
         WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
         BEGIN SELECT RAISE(ABORT, '{rows} hash-chained: a row needs its hash'); END;"""
         for table, rows, taken in _INSERT_GUARDED
+        if tables is None or table in tables
     )
 
 
@@ -194,6 +195,46 @@ MIGRATIONS: tuple[MigrationStep | tuple[MigrationStep, ...], ...] = (
         CREATE INDEX trail_by_actor ON trail (action, actor, created_at);
         """,
         _insert_guards(),
+    ),
+    # 5: a reviewer may exclude a row from the next version of a data set ("exclude", no new
+    # label; core.review.corrections). SQLite cannot alter a CHECK constraint, so the table is
+    # rebuilt with the same columns and its rows copied in id order with their hashes: the chain
+    # covers column values, not the table, so it verifies as before. Dropping the old table drops
+    # its index and triggers; they are created again on the new one, as migrations 2 and 4 made
+    # them. No trigger fires on the copy (INSERT ... SELECT into a table that has none yet) or on
+    # the drop (the implicit DELETE of DROP TABLE fires no trigger).
+    (
+        """
+        CREATE TABLE decisions_v5 (
+            id INTEGER PRIMARY KEY,
+            fingerprint TEXT NOT NULL,
+            row INTEGER NOT NULL CHECK (row >= 1),
+            text TEXT NOT NULL,
+            given_label TEXT NOT NULL,
+            decision TEXT NOT NULL
+                CHECK (decision IN ('keep', 'relabel', 'escalate', 'exclude')),
+            new_label TEXT,
+            reviewer TEXT NOT NULL CHECK (length(trim(reviewer)) > 0),
+            note TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            hash TEXT,
+            CHECK ((decision = 'relabel') = (new_label IS NOT NULL))
+        );
+        INSERT INTO decisions_v5
+            (id, fingerprint, row, text, given_label, decision, new_label, reviewer, note,
+             created_at, hash)
+            SELECT id, fingerprint, row, text, given_label, decision, new_label, reviewer, note,
+                   created_at, hash
+            FROM decisions ORDER BY id;
+        DROP TABLE decisions;
+        ALTER TABLE decisions_v5 RENAME TO decisions;
+        CREATE INDEX decisions_by_row ON decisions (fingerprint, row, id);
+        CREATE TRIGGER decisions_no_update BEFORE UPDATE ON decisions
+        BEGIN SELECT RAISE(ABORT, 'review decisions are append-only: record a new decision'); END;
+        CREATE TRIGGER decisions_no_delete BEFORE DELETE ON decisions
+        BEGIN SELECT RAISE(ABORT, 'review decisions are append-only: rows cannot be deleted'); END;
+        """,
+        _insert_guards(("decisions",)),
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

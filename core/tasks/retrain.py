@@ -1,0 +1,163 @@
+"""Retrain from corrections as one action: build the next version of a saved data set from the
+team's decisions and verdicts (core.review.corrections), save it with its lineage, and queue the
+challenger's training with the live model's recipe, settings and split, recorded in the trail."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.access import Permission
+from core.analysis.audit_transformer import train_config_from_card
+from core.data.dataset import Dataset, split_inheriting
+from core.data.saved import SavedDataset
+from core.errors import UserError
+from core.jobs import JobQueue, Requester
+from core.models.card import read_card
+from core.models.training_job import check_new_model_name
+from core.models.transformer.config import TrainConfig
+from core.review.corrections import CorrectionPlan, build_next_version, load_and_plan
+from core.review.library import save_and_record
+from core.review.live import live_model, live_model_folder
+from core.review.store import Store
+from core.tasks.training import TrainingRun, start_training
+
+RETRAIN_QUEUED = "retrain.queued"  # the trail action (core.review.store.PUBLIC_ACTIONS)
+NO_RECIPE = (
+    "no model is live and none is active, so there is no recipe to retrain with: promote a "
+    "model, or pick one on Train, first"
+)
+
+
+@dataclass(frozen=True)
+class RecipeSource:
+    """The model whose recipe, settings and split the challenger inherits."""
+
+    name: str
+    live: bool  # the team's live model (else the session's active model)
+    config: TrainConfig
+    split: Mapping[str, Any] | None  # its card's "split" (None: an older card without one)
+
+
+@dataclass(frozen=True)
+class RetrainRun:
+    """A retraining: the version saved, the plan it was built from, and the queued training."""
+
+    dataset: SavedDataset
+    plan: CorrectionPlan
+    recipe: RecipeSource
+    training: TrainingRun
+    split_inherited: bool  # the live model's held-out complaints stay held out
+    event_id: int  # the "retrain.queued" trail event
+
+
+def recipe_source(
+    store: Store, models_root: str | Path, *, fallback: str | Path | None = None
+) -> RecipeSource:
+    """The live model's card (its folder checked: core.review.live.live_model_folder), or,
+    when no model was ever promoted, the card of `fallback` (the session's active model);
+    UserError when there is neither."""
+    if live_model(store) is not None:
+        folder, live = live_model_folder(store, models_root), True
+    elif fallback is not None:
+        folder, live = Path(fallback), False
+    else:
+        raise UserError(NO_RECIPE)
+    card = read_card(folder)
+    split = card.get("split")
+    usable = isinstance(split, Mapping) and "train_keys" in split and "validation_keys" in split
+    return RecipeSource(folder.name, live, train_config_from_card(card), split if usable else None)
+
+
+def inherited_split(dataset: Dataset, recipe: RecipeSource) -> tuple[Dataset, Dataset] | None:
+    """(train, validation) keeping `recipe`'s model's held-out complaints held out; None when
+    its card records no split (a fresh seeded split is drawn then)."""
+    if recipe.split is None:
+        return None
+    return split_inheriting(
+        dataset, train_keys=recipe.split["train_keys"],
+        validation_keys=recipe.split["validation_keys"], val_fraction=recipe.config.val_fraction,
+    )  # fmt: skip
+
+
+def start_retrain(
+    store: Store,
+    datasets_root: str | Path,
+    models_root: str | Path,
+    parent_name: str,
+    *,
+    new_name: str,
+    challenger_name: str | None = None,
+    queue: JobQueue,
+    requester: Requester,
+    fallback_model: str | Path | None = None,
+) -> RetrainRun:
+    """Build and save the next version of saved data set `parent_name` as `new_name`, then queue
+    the challenger's training (saved as `challenger_name`, default "<new_name>-challenger").
+
+    The requester needs MANAGE_DATA and TRAIN (admin). The recipe and settings are the live
+    model's (or, with no model ever promoted, `fallback_model`'s: the session's active model),
+    and so is the split: complaints it held out stay held out. Everything that can be refused
+    is checked before the version is saved. The "retrain.queued" trail event names the parent,
+    the version, the challenger, the recipe's model and the counts of the plan.
+    """
+    actor = requester.actor
+    actor.require(Permission.MANAGE_DATA)
+    actor.require(Permission.TRAIN)
+    challenger = check_new_model_name(models_root, challenger_name or f"{new_name}-challenger")
+    recipe = recipe_source(store, models_root, fallback=fallback_model)
+    parent, plan = load_and_plan(store, datasets_root, parent_name, actor=actor)
+    dataset, lineage = build_next_version(parent, plan)
+    split = inherited_split(dataset, recipe)
+    saved = save_and_record(store, datasets_root, new_name, dataset, actor=actor,
+                            parent=plan.parent_name, lineage=lineage)  # fmt: skip
+    training = _queue_training(dataset, saved.name, recipe, split, models_root, challenger,
+                               queue, requester)  # fmt: skip
+    # Recorded once the training is queued: the trail never says "queued" for one that the
+    # queue refused (the saved version has its own "dataset.saved" event either way).
+    event_id = store.record_event(
+        RETRAIN_QUEUED, _event_details(plan, saved, recipe, training, split is not None),
+        actor=actor, permission=Permission.MANAGE_DATA,
+    )  # fmt: skip
+    return RetrainRun(saved, plan, recipe, training, split is not None, event_id)
+
+
+def _event_details(
+    plan: CorrectionPlan,
+    saved: SavedDataset,
+    recipe: RecipeSource,
+    training: TrainingRun,
+    inherited: bool,
+) -> dict[str, Any]:
+    return {
+        "parent": plan.parent_name, "dataset": saved.name, "fingerprint": saved.fingerprint,
+        "challenger": training.model_name, "live_model": recipe.name if recipe.live else None,
+        "recipe_model": recipe.name, "split": "inherited" if inherited else "fresh",
+        "job": training.job.id, "counts": plan.counts(), "by_reviewer": dict(plan.by_reviewer),
+    }  # fmt: skip
+
+
+def _queue_training(
+    dataset: Dataset,
+    dataset_name: str,
+    recipe: RecipeSource,
+    split: tuple[Dataset, Dataset] | None,
+    models_root: str | Path,
+    challenger: str,
+    queue: JobQueue,
+    requester: Requester,
+) -> TrainingRun:
+    """`start_training`, with a refusal that says the version is saved already (so the admin
+    trains it from the Data and Train pages rather than building it again)."""
+    try:
+        return start_training(
+            dataset, recipe.config, dataset_name=dataset_name, models_root=models_root,
+            model_name=challenger, queue=queue, requester=requester, split=split,
+        )  # fmt: skip
+    except UserError as exc:
+        raise UserError(
+            f"the new version was saved as {dataset_name}, but its training was not queued "
+            f"({exc}); load {dataset_name} on Data and train it on Train"
+        ) from exc
