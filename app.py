@@ -8,8 +8,8 @@ from core.models.transformer.config import backbone_label
 from ui.auth import current_actor, render_account
 from ui.errors import shown_errors
 from ui.safe import md_escape
-from ui.state import get_active_dataset, get_active_model
-from ui.widgets import render_mask_toggle
+from ui.state import get_active_dataset, get_active_model, get_active_model_name
+from ui.widgets import render_live_model_status, render_mask_toggle
 
 st.set_page_config(page_title="Grievance Lens", page_icon=":material/inbox:", layout="wide")
 
@@ -26,16 +26,13 @@ PAGES = [
 ]
 
 
-def render_sidebar(container) -> None:
-    """The active model and data set, always in view."""
+def render_sidebar(container, *, load: bool = True) -> None:
+    """The active model, the team's live model and the data set, always in view. `load=False`
+    (drawn before the page): the active model by name only, nothing loaded, dropped or said."""
     with container:
         st.markdown("**Grievance Lens**")
-        model = get_active_model()
-        if model is None:
-            st.caption("No model loaded. Train or load one on **Train**.")
-        else:
-            backbone = md_escape(backbone_label(str(model.card.get("backbone", "?"))))
-            st.caption(f"Model: {md_escape(model.path.name)} ({backbone})")
+        render_model_line(load)
+        render_live_model_status()
         active = get_active_dataset()
         if active is None:
             st.caption("No data set loaded. Open **Data** to upload one or use the demo data.")
@@ -47,14 +44,32 @@ def render_sidebar(container) -> None:
         )
 
 
+NO_MODEL = "No model loaded. Train or load one on **Train**."
+
+
+def render_model_line(load: bool) -> None:
+    """This session's model: loaded (after the page), or by its name only (before it)."""
+    if not load:
+        name = get_active_model_name()
+        st.caption(f"Model: {md_escape(name)}" if name else NO_MODEL)
+        return
+    model = get_active_model()
+    if model is None:
+        st.caption(NO_MODEL)
+    else:
+        backbone = md_escape(backbone_label(str(model.card.get("backbone", "?"))))
+        st.caption(f"Model: {md_escape(model.path.name)} ({backbone})")
+
+
 actor = current_actor()  # stops here with the sign-in page, a refusal or the loopback rule
 page = st.navigation(PAGES)
-sidebar = st.sidebar.container()
+sidebar = st.sidebar.empty()
+# Drawn before the page as well: after a page's st.stop() nothing more can be drawn in this run,
+# so a page that stops early (no data set yet, no model) still has the frame and the live model.
+render_sidebar(sidebar.container(), load=False)
 with st.sidebar:  # before the page runs, so the page reads this run's choice
     render_account(actor)
     render_mask_toggle()
-try:
-    with shown_errors():  # a bug in a page: a reference to the server log, never a traceback
-        page.run()
-finally:  # after the page, so the sidebar shows what this run loaded, even if it stopped early
-    render_sidebar(sidebar)
+with shown_errors():  # a bug in a page: a reference to the server log, never a traceback
+    page.run()
+render_sidebar(sidebar.container())  # again, replacing it: what this run loaded

@@ -84,8 +84,48 @@ def _add_column_options(p: argparse.ArgumentParser, *, label: bool) -> None:
         p.add_argument("--label-col", help="column holding the desk label (default: detected)")
 
 
+MODEL_HELP = (
+    "a saved model: its folder, its name in the models folder ($GRIEVANCE_LENS_MODELS_DIR), or "
+    "`live` (the model an admin promoted; a folder named live is given as ./live)"
+)
+LIVE = "live"  # --model live: the team's live model (core.review.live)
+
+
 def _add_model_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="a saved model folder")
+    p.add_argument("--model", required=True, help=MODEL_HELP)
+
+
+def _model_dir(value: str) -> Path:
+    """The folder a --model value names: `live`, a path that exists, or a saved model's name in
+    the models folder; any other path is returned as typed (its checks say what is wrong)."""
+    from core.models.card import CARD_NAME, NAME_PATTERN, model_folder
+    from core.paths import models_dir
+
+    if value == LIVE:
+        return _live_model_dir()
+    path = Path(value)
+    if path.exists() or not NAME_PATTERN.fullmatch(value):
+        return path
+    if (models_dir() / value / CARD_NAME).is_file():
+        return model_folder(models_dir(), value)  # refuses a symbolic link out of the folder
+    raise CommandError(
+        f"--model {value}: no such folder and no saved model of that name in {models_dir()}; "
+        "give a model folder, a saved model's name, or live"
+    )
+
+
+def _live_model_dir() -> Path:
+    """The live model's folder (the store at $GRIEVANCE_LENS_DATA_DIR/lens.db); no store file
+    means no promotion yet, and is not created just to be asked."""
+    from core.paths import models_dir
+    from core.review.live import NO_LIVE_MODEL, live_model_folder
+    from core.review.store import Store, default_db_path
+
+    path = default_db_path()
+    if not path.is_file():
+        raise CommandError(NO_LIVE_MODEL)
+    with Store.open(path) as store:
+        return live_model_folder(store, models_dir())
 
 
 def _add_json_option(p: argparse.ArgumentParser, what: str) -> None:
@@ -267,22 +307,25 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
         _print_scores(document, f"{args.file}: {len(dataset)} rows")
 
 
-def _load_model_card(folder: str) -> None:
-    """Refuse, without torch, a `folder` that is not a model, holds pickle-based files or ships
-    code, so a wrong path fails at once instead of after seconds of imports."""
+def _load_model_card(model: str) -> Path:
+    """The folder of --model `model` (see `_model_dir`), refused without torch when it is not a
+    model, holds pickle-based files or ships code, so a wrong path fails at once instead of
+    after seconds of imports."""
     from core.models.card import check_loadable, read_card
 
+    folder = _model_dir(model)
     read_card(folder)
     check_loadable(folder)
+    return folder
 
 
-def _load_model(folder: str, args: argparse.Namespace):
-    """The saved model at `folder` (the operator's path), checked first by `_load_model_card`,
-    on the runtime of `args.device` and `args.precision`."""
-    _load_model_card(folder)
+def _load_model(model: str, args: argparse.Namespace):
+    """The saved model --model `model` names (the operator's choice), checked first by
+    `_load_model_card`, on the runtime of `args.device` and `args.precision`."""
+    folder = _load_model_card(model)
     from core.models.registry import load_model
 
-    return load_model(Path(folder), device=args.device, precision=args.precision)
+    return load_model(folder, device=args.device, precision=args.precision)
 
 
 def _advance(bar):
@@ -300,7 +343,7 @@ def _cmd_classify(args: argparse.Namespace) -> None:
     for option in ("workers", "batch_size", "cpus_per_worker"):
         if (getattr(args, option) or 1) < 1:
             raise CommandError(f"--{option.replace('_', '-')} must be 1 or more")
-    _load_model_card(args.model)  # a wrong folder fails before Ray or torch start
+    model_dir = _load_model_card(args.model)  # a wrong folder fails before Ray or torch start
     if args.engine == "local":  # on Ray, the actors' hardware decides (core.scale)
         _check_runtime(args)
     from core.data.limits import IntakeLimits
@@ -308,7 +351,7 @@ def _cmd_classify(args: argparse.Namespace) -> None:
 
     source = Path(args.input)
     config = ScaleConfig(
-        model_dir=Path(args.model), input=source,
+        model_dir=model_dir, input=source,
         out=Path(args.out) if args.out else _default_out(source),
         text_col=args.text_col, review_threshold=threshold, engine=args.engine,
         address=args.address, workers=args.workers, batch_size=args.batch_size,
@@ -434,6 +477,7 @@ def _cmd_audit(args: argparse.Namespace) -> None:
     _check_runtime(args)
     model = args.model if args.model is not None else "bow"
     train_config = _quick_settings(args) if model == "quick" else None
+    folder = None if model in ("bow", "quick") else _model_dir(model)  # before the file is read
     if args.backbone is not None and train_config is None:
         raise CommandError("--backbone is for --model quick; a saved model's folder names its own")
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
@@ -447,7 +491,7 @@ def _cmd_audit(args: argparse.Namespace) -> None:
             result, document = _quick_audit(dataset, config, train_config)
     else:
         with _operator_precision(args.precision):
-            result, document = _transformer_audit(dataset, config, Path(model), args.device)
+            result, document = _transformer_audit(dataset, config, folder, args.device)
     if args.json:
         _emit_json(document)
         return
@@ -566,8 +610,8 @@ def _add_audit(sub: argparse._SubParsersAction) -> None:
         help="the model that predicts each row without having seen it: bow (default; the "
         "bag-of-words baseline, seconds), quick (a pretrained encoder's frozen embeddings, once, "
         "and a linear head per fold; about a minute for 3000 rows on a CPU), or a saved model "
-        "folder (fine-tunes its training settings on each fold; hours without a GPU). A folder "
-        "named bow or quick is given as ./bow or ./quick",
+        "folder, name or live (fine-tunes its training settings on each fold; hours without a "
+        "GPU). A folder named bow, quick or live is given as ./bow, ./quick or ./live",
     )
     p.add_argument(
         "--backbone",
@@ -713,10 +757,68 @@ def _add_verify_store(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_cmd_verify_store)
 
 
+# ----------------------------------------------------------- promote
+
+
+def _cmd_promote(args: argparse.Namespace) -> None:
+    """Make a saved model the team's live model, as the operator; the trail records it."""
+    from core.access import OPERATOR
+    from core.paths import models_dir
+    from core.review.live import format_since, promote_model
+    from core.review.store import Store, default_db_path
+
+    report = _read_report(Path(args.report)) if args.report is not None else None
+    with Store.open(default_db_path()) as store:
+        live = promote_model(
+            store, models_dir(), args.name, reason=args.reason, actor=OPERATOR, report=report
+        )
+    if args.json:
+        _emit_json(dataclasses.asdict(live))
+        return
+    before = f"; before it: {live.previous}" if live.previous else "; the first live model"
+    print(
+        f"{live.name} is the live model since {format_since(live.since)}, promoted by "
+        f"{live.promoted_by}{before}"
+    )
+    print(f"reason: {live.reason}")
+
+
+def _read_report(path: Path) -> dict:
+    """The comparison report of `--report` (`compare --json` output), size checked before it
+    is read."""
+    from core.review.live import MAX_REPORT_BYTES
+
+    if path.stat().st_size > MAX_REPORT_BYTES:
+        raise CommandError(f"{path} is over {MAX_REPORT_BYTES >> 20} MiB; give the report of "
+                           "`python -m core compare --json`")  # fmt: skip
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CommandError(f"{path} is not a JSON report ({err})") from err
+    if not isinstance(report, dict):
+        raise CommandError(f"{path} is not a JSON object; give `compare --json` output")
+    return report
+
+
+def _add_promote(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "promote", help="make a saved model the team's live model (recorded in the trail)"
+    )
+    p.add_argument(
+        "name", help="a saved model's name in the models folder; an earlier one rolls back"
+    )
+    p.add_argument("--reason", required=True, help="why, for the team's record (required)")
+    p.add_argument(
+        "--report", help="the comparison it is based on: a `python -m core compare --json` file"
+    )
+    _add_json_option(p, "print the promotion as JSON")
+    p.set_defaults(handler=_cmd_promote)
+
+
 # Each entry adds one subcommand; later capabilities append theirs here.
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_validate, _add_demo_data, _add_train, _add_evaluate, _add_classify, _add_audit,
-    _add_explain, _add_probe, _add_verify_store,
+    _add_explain, _add_probe, _add_verify_store, _add_promote,
 ]  # fmt: skip
 
 

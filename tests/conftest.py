@@ -127,6 +127,18 @@ def uploads_in_process(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
         monkeypatch.setenv(CONTAIN_UPLOADS_ENV, "0")
 
 
+@pytest.fixture(autouse=True)
+def own_data_folder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """Every test's review store and saved data sets live in a folder of its own: a page that
+    opens the store (the Train page's comparison, the sidebar's live model) never writes into the
+    checkout's data folder, and no test sees another's decisions. Tests that need a particular
+    folder set GRIEVANCE_LENS_DATA_DIR themselves (monkeypatch: it overrides this)."""
+    from core.paths import DATA_DIR_ENV
+
+    if not _in_browser_tests(request.node):
+        monkeypatch.setenv(DATA_DIR_ENV, str(request.getfixturevalue("tmp_path") / "lens-data"))
+
+
 @pytest.fixture
 def contained_uploads(uploads_in_process: None, monkeypatch: pytest.MonkeyPatch):
     """Pages read uploads in a child process: the server's default (the setting unset).

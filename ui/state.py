@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from core.access import Actor
+from core.errors import UserError
 from core.models.card import ModelChange, card_digest, model_change
+from core.paths import models_dir
 from ui.safe import md_escape
 
 # Types only: the app starts (app.py imports this module) without importing torch or
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from core.data.validation import ValidationReport
     from core.models.cache import ModelCache
     from core.models.registry import LoadedModel
+    from core.review.live import LiveModel
     from core.review.store import Store
     from core.tasks.audit import AuditRun
     from core.tasks.baseline import BaselineRun
@@ -36,6 +39,12 @@ ACTIVE_MODEL = "active_model"  # str: folder of the saved model every page uses
 # str: card digest (core.models.card.card_digest) of the version of ACTIVE_MODEL this session
 # chose; recorded at the first use when absent. Another digest on disk means another model.
 ACTIVE_MODEL_DIGEST = "active_model.digest"
+# bool: True while ACTIVE_MODEL is the team's live model by default rather than the user's choice,
+# so that the session follows the next promotion; absent once the user picks a model.
+ACTIVE_MODEL_FOLLOWS_LIVE = "active_model.follows_live"
+# (digest, message): the live model version that failed to load in this session, and why; it is
+# not tried again on every rerun (a failed load hashes every file first).
+LIVE_MODEL_REFUSED = "active_model.live_refused"
 TRAIN_JOB = "train.job"  # TrainingRun: this session's training job (running or finished)
 CLASSIFY_JOB = "classify.job"  # ClassifyRun: this session's file classification job
 AUDIT_JOB = "audit.job"  # AuditRun: this session's label audit (running or done)
@@ -112,18 +121,29 @@ def _load_shared_model(folder: str, digest: str) -> LoadedModel:
 
 
 def set_active_model(folder: str | Path) -> None:
-    """Make the model in `folder` (a folder of the models folder) this session's model."""
+    """Make the model in `folder` (a folder of the models folder) this session's model: the
+    user's choice, kept when another model is promoted."""
     st.session_state[ACTIVE_MODEL] = str(folder)
     st.session_state[ACTIVE_MODEL_DIGEST] = card_digest(folder)
+    st.session_state.pop(ACTIVE_MODEL_FOLLOWS_LIVE, None)
+
+
+def use_live_model() -> None:
+    """Let this session follow the team's live model again (from the next `get_active_model`)."""
+    _forget_active_model()
 
 
 def get_active_model() -> LoadedModel | None:
-    """The active saved model, loaded once and shared; None when none is chosen.
+    """The active saved model, loaded once and shared; None when none is chosen and no model
+    is live.
 
-    When the model changed on disk since this session chose it (saved again, replaced,
-    deleted or renamed), it stops being active and the session is told so in one line, instead
-    of silently classifying with another model.
+    A session that has not picked a model uses the team's live model, and follows the next
+    promotion on its next rerun; a model the user picked stays. When the model changed on disk
+    since this session chose it (saved again, replaced, deleted or renamed), it stops being
+    active and the session is told so in one line, instead of silently classifying with another
+    model.
     """
+    _follow_live_model()
     folder = st.session_state.get(ACTIVE_MODEL)
     if folder is None:
         return None
@@ -133,17 +153,101 @@ def get_active_model() -> LoadedModel | None:
         st.session_state[ACTIVE_MODEL_DIGEST] = digest
         try:
             return _load_shared_model(folder, digest)
-        except ValueError:
+        except ValueError as exc:
             change = model_change(folder, digest)
-            if change is ModelChange.SAME:
-                raise  # the model itself is broken, not replaced
+            if change is ModelChange.SAME:  # the model itself is broken, not replaced
+                following = st.session_state.get(ACTIVE_MODEL_FOLLOWS_LIVE)
+                if not (following and isinstance(exc, UserError)):
+                    raise
+                _refuse_live_model(digest, exc)
+                return None
     _drop_active_model(Path(folder).name, change)
     return None
 
 
+def _refuse_live_model(digest: str, exc: UserError) -> None:
+    """The live model (this digest) does not load: this session goes without a model and is
+    told why, here and in the sidebar (LiveStatus.problem), and it is not loaded again on
+    every rerun."""
+    message = " ".join(str(exc).split())
+    st.session_state[LIVE_MODEL_REFUSED] = (digest, message)
+    _forget_active_model()
+    st.warning(f"The live model cannot be used: {md_escape(message)}", icon=":material/error:")
+
+
+def get_active_model_name() -> str | None:
+    """The name of this session's model (the live one when the session has not picked one),
+    without loading or checking it: for the frame drawn before a page runs."""
+    _follow_live_model()
+    folder = st.session_state.get(ACTIVE_MODEL)
+    return None if folder is None else Path(folder).name
+
+
+def _follow_live_model() -> None:
+    """Point a session that has not picked a model at the live model (or at none, when the one
+    it followed can no longer be used); a model the user picked is left alone."""
+    state = st.session_state
+    if state.get(ACTIVE_MODEL) is not None and not state.get(ACTIVE_MODEL_FOLLOWS_LIVE):
+        return
+    status = get_live_status()
+    if status.live is None or status.folder is None:
+        if state.get(ACTIVE_MODEL_FOLLOWS_LIVE):
+            _forget_active_model()
+        return
+    if state.get(ACTIVE_MODEL) != str(status.folder) or (
+        state.get(ACTIVE_MODEL_DIGEST) != status.live.digest
+    ):
+        state[ACTIVE_MODEL] = str(status.folder)
+        state[ACTIVE_MODEL_DIGEST] = status.live.digest
+        state[ACTIVE_MODEL_FOLLOWS_LIVE] = True
+
+
+def _forget_active_model() -> None:
+    for key in (ACTIVE_MODEL, ACTIVE_MODEL_DIGEST, ACTIVE_MODEL_FOLLOWS_LIVE):
+        st.session_state.pop(key, None)
+
+
+@dataclass(frozen=True)
+class LiveStatus:
+    """The team's live model as this session sees it on this rerun."""
+
+    live: LiveModel | None  # the latest promotion; None when no model was ever promoted
+    folder: Path | None  # its folder, when it still holds the promoted version and loads
+    problem: str | None = None  # one line when it cannot be used (gone, saved again, broken)
+
+
+def get_live_status() -> LiveStatus:
+    """The live model (core.review.live) in the store at default_db_path(): one small query
+    per call. No store file means no promotion yet (the file is not created to ask)."""
+    from core.review.live import checked_live_folder, live_model
+    from core.review.store import default_db_path
+
+    if not default_db_path().is_file():
+        return LiveStatus(None, None)
+    try:
+        live = live_model(get_store())
+    except UserError as exc:  # a store that cannot be read: no live model to follow
+        return LiveStatus(None, None, f"the review store cannot be read ({exc})")
+    if live is None:
+        return LiveStatus(None, None)
+    refused = st.session_state.get(LIVE_MODEL_REFUSED)
+    if refused is not None and refused[0] == live.digest:
+        return LiveStatus(live, None, refused[1])
+    try:
+        return LiveStatus(live, checked_live_folder(live, models_dir()))
+    except UserError as exc:
+        return LiveStatus(live, None, str(exc))
+
+
+def is_live_model(model: LoadedModel, status: LiveStatus) -> bool:
+    """Whether `model` is the live model's promoted version: the same name and card digest (a
+    model version's identity, as `LoadedModel.key` and the shared model cache have it)."""
+    live = status.live
+    return live is not None and (model.path.name, model.digest) == (live.name, live.digest)
+
+
 def _drop_active_model(name: str, change: ModelChange) -> None:
-    st.session_state.pop(ACTIVE_MODEL, None)
-    st.session_state.pop(ACTIVE_MODEL_DIGEST, None)
+    _forget_active_model()
     what = "saved again or replaced" if change is ModelChange.CHANGED else "deleted or renamed"
     st.warning(
         f"Model {md_escape(name)} was {what} since you chose it, so it is no longer active; "

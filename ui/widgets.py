@@ -9,15 +9,19 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from core.data.privacy import mask_personal_data
+from core.errors import UserError
 from ui.caches import MASKED_TEXTS
 from ui.safe import md_escape
 from ui.state import (
     MASK_DISPLAY,
     get_active_dataset,
     get_active_model,
+    get_live_status,
     get_reviewer,
     get_store,
+    is_live_model,
     set_reviewer,
+    use_live_model,
 )
 
 if TYPE_CHECKING:
@@ -39,8 +43,95 @@ def require_model() -> LoadedModel:
         render_first_model(get_active_dataset(), "first_model")  # stops the page
     desks = ", ".join(map(str, model.card["labels"]))
     st.caption(f"Model: {md_escape(model.path.name)} · desks: {md_escape(desks)}")
+    render_not_live_notice(model)
     render_quick_model_note(model)
     return model
+
+
+def render_not_live_notice(model: LoadedModel | None, *, key: str = "live_model.use") -> None:
+    """Say plainly when a model is live and `model` (this session's) is not it, with a button
+    back to the live model; nothing when they agree or no model is live. Every page that uses
+    the active model shows it (require_model does)."""
+    status = get_live_status()
+    if model is None or status.live is None or is_live_model(model, status):
+        return
+    st.warning(
+        f"You are using {md_escape(model.path.name)}, not the live model "
+        f"{md_escape(status.live.name)}.",
+        icon=":material/alt_route:",
+    )
+    if status.folder is not None and st.button("Use the live model", key=key):
+        use_live_model()
+        st.rerun()
+
+
+def render_live_model_status() -> None:
+    """The sidebar's line on the team's live model: which one, since when and by whom, or why
+    it cannot be used."""
+    from core.review.live import format_since
+
+    status = get_live_status()
+    live = status.live
+    if live is None:
+        st.caption(md_escape(f"Live model: {status.problem}") if status.problem else
+                   "No live model yet (an admin promotes one).")  # fmt: skip
+        return
+    st.caption(
+        f"Live model: {md_escape(live.name)}, since {format_since(live.since)} "
+        f"(by {md_escape(live.promoted_by)})"
+    )
+    if status.problem:
+        st.caption(f":material/warning: {md_escape(status.problem)}")
+
+
+ROLLED_BACK = "live_model.rolled_back"  # SaveOutcome of the last promotion made below
+
+
+def render_live_model_history(actor: Actor, *, limit: int = 20) -> None:
+    """The team's promotions, newest first (who, when, why), and for an admin a form to promote
+    another saved model without a comparison: the rollback, recorded like any promotion."""
+    import pandas as pd
+
+    from core.access import Permission
+    from core.review.live import format_since, promotion_history
+    from ui.auth import allowed
+
+    store = require_store()
+    history = promotion_history(store, limit=limit)
+    render_last_save(ROLLED_BACK)
+    if not history:
+        st.caption("No model has been promoted yet.")
+    else:
+        rows = [{"since": format_since(m.since), "model": m.name, "by": m.promoted_by,
+                 "reason": m.reason, "before": m.previous or "",
+                 "with a comparison": m.report is not None} for m in history]  # fmt: skip
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    if allowed(actor, Permission.MANAGE_MODELS, "Promoting a model"):
+        _render_rollback_form(store, actor, history[0].previous if history else None)
+
+
+def _render_rollback_form(store: Store, actor: Actor, previous: str | None) -> None:
+    from core.models.registry import list_models
+    from core.paths import models_dir
+    from core.review.live import promote_model
+
+    names = [s.name for s in list_models(models_dir())]
+    if not names:
+        return
+    with st.form("live_model.rollback"):
+        index = names.index(previous) if previous in names else 0
+        name = st.selectbox("Model to make live", names, index=index, key="live_model.pick")
+        reason = st.text_input("Why (kept in the trail)", key="live_model.reason")
+        submitted = st.form_submit_button("Promote to live")
+    if not submitted:
+        return
+    try:
+        promote_model(store, models_dir(), name, reason=reason, actor=actor)
+    except UserError as exc:
+        st.error(md_escape(exc))
+        return
+    remember_save(ROLLED_BACK, SaveOutcome(True, f"{name} is now the team's live model."))
+    st.rerun()
 
 
 def require_store() -> Store:

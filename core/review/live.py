@@ -1,0 +1,206 @@
+"""The team's live model: which saved model routes the team's complaints, promoted by an admin.
+
+The record of it is the review store's trail (event "model.promoted": who, when, the model's
+name and card digest, the reason and the comparison report it was based on), so it survives a
+restart and is tamper-evident like every decision. Rolling back is promoting an earlier model.
+Torch-free (core.models.card, never the registry), so `--model live` resolves in milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.access import Actor, Permission
+from core.errors import UserError
+from core.models.card import (
+    FILES_KEY,
+    card_digest,
+    check_loadable,
+    file_digest,
+    model_folder,
+    read_card_and_digest,
+)
+
+if TYPE_CHECKING:
+    from core.review.store import Store
+
+__all__ = [
+    "MAX_REASON_CHARS",
+    "MAX_REPORT_BYTES",
+    "NO_LIVE_MODEL",
+    "PROMOTED",
+    "LiveModel",
+    "checked_live_folder",
+    "format_since",
+    "live_model",
+    "live_model_folder",
+    "promote_model",
+    "promotion_history",
+]
+
+PROMOTED = "model.promoted"  # the trail action (core.review.store.PUBLIC_ACTIONS)
+# A reason is a sentence or a short paragraph for the team's record, not a document.
+MAX_REASON_CHARS = 2_000
+# The comparison report kept with a promotion (core.analysis.compare.Comparison.to_json: the
+# scores and the changed complaints). 8 MiB holds about 15,000 changed complaints of 500
+# characters; a bigger one is refused rather than cut: the record is the report the admin saw.
+MAX_REPORT_BYTES = 8 * 1024 * 1024
+NO_LIVE_MODEL = (
+    "no model is live yet: promote one with `python -m core promote NAME --reason ...` or on "
+    "the Train page"
+)
+
+
+@dataclass(frozen=True)
+class LiveModel:
+    """One promotion: the model that became live, when and by whom, and why."""
+
+    name: str  # the saved model's folder name in the models folder
+    digest: str  # its card digest at promotion (core.models.card.card_digest)
+    since: str  # when it was promoted (UTC, ISO 8601: the trail event's created_at)
+    promoted_by: str  # the admin's e-mail, or "operator" / "local"
+    reason: str
+    report: dict | None  # the comparison report the admin promoted from, if any
+    event_id: int  # the trail event that records this promotion
+    previous: str | None  # the live model's name before this promotion (None: the first)
+
+
+def promote_model(
+    store: Store,
+    models_root: str | Path,
+    name: str,
+    *,
+    reason: str,
+    actor: Actor,
+    report: Mapping[str, Any] | None = None,
+) -> LiveModel:
+    """Make saved model `name` of `models_root` the team's live model, recorded in the trail.
+
+    `actor` needs MANAGE_MODELS (admin); `reason` must say something (at most MAX_REASON_CHARS);
+    the model must be a saved model that passes the card checks (no pickle, no code, only files
+    its card lists, each with the digest it was saved with). Promoting an earlier model is the
+    rollback. The model that is live already, unchanged, is refused: nothing would change.
+    """
+    actor.require(Permission.MANAGE_MODELS)
+    reason = _checked_reason(reason)
+    details_report = _checked_report(report)
+    digest = _checked_model(models_root, name)
+    current = live_model(store)
+    if current is not None and (current.name, current.digest) == (name, digest):
+        raise UserError(f"{name} is already the live model (since {format_since(current.since)})")
+    details = {
+        "name": name, "digest": digest, "reason": reason, "report": details_report,
+        "previous": None if current is None else current.name,
+    }  # fmt: skip
+    event_id = store.record_event(
+        PROMOTED, details, actor=actor, permission=Permission.MANAGE_MODELS
+    )
+    # Read back (for its time); by id, since another admin may have promoted just after.
+    return next(m for m in promotion_history(store, limit=100) if m.event_id == event_id)
+
+
+def live_model(store: Store) -> LiveModel | None:
+    """The latest promotion (the live model), or None when no model was ever promoted."""
+    history = promotion_history(store, limit=1)
+    return history[0] if history else None
+
+
+def promotion_history(store: Store, *, limit: int = 20) -> list[LiveModel]:
+    """The latest `limit` promotions, newest first (the first is the live model)."""
+    return [_from_event(e) for e in store.events(PROMOTED, limit=limit)]
+
+
+def live_model_folder(store: Store, models_root: str | Path) -> Path:
+    """The folder of the live model in `models_root`; UserError saying what to do when no model
+    was promoted, when its folder is gone, or when it was saved again since its promotion (its
+    card digest changed: another model under the same name, which nobody promoted)."""
+    live = live_model(store)
+    if live is None:
+        raise UserError(NO_LIVE_MODEL)
+    return checked_live_folder(live, models_root)
+
+
+def checked_live_folder(live: LiveModel, models_root: str | Path) -> Path:
+    """`live`'s folder in `models_root` when it still holds the promoted version; UserError
+    otherwise (see `live_model_folder`)."""
+    folder = model_folder(models_root, live.name)
+    found = card_digest(folder)
+    if found is None:
+        raise UserError(
+            f"the live model {live.name} is no longer in the models folder (deleted or renamed); "
+            "promote a saved model: `python -m core promote NAME --reason ...` or the Train page"
+        )
+    if found != live.digest:
+        raise UserError(
+            f"the live model {live.name} was saved again after its promotion on "
+            f"{format_since(live.since)}, so nobody promoted this version; check it and promote it "
+            f"again: `python -m core promote {live.name} --reason ...`"
+        )
+    return folder
+
+
+def format_since(since: str) -> str:
+    """A trail time (UTC, ISO 8601) as people read it: "2025-03-01 14:05 UTC"."""
+    return f"{since[:10]} {since[11:16]} UTC"
+
+
+def _checked_reason(reason: object) -> str:
+    if not isinstance(reason, str) or not reason.strip():
+        raise UserError("give a reason for the promotion: the team reads it in the trail")
+    reason = reason.strip()
+    if len(reason) > MAX_REASON_CHARS:
+        raise UserError(
+            f"the reason is {len(reason):,} characters; keep it to {MAX_REASON_CHARS:,}"
+        )
+    return reason
+
+
+def _checked_report(report: Mapping[str, Any] | None) -> dict | None:
+    """`report` as plain JSON (what the trail stores is what a reader gets back), bounded."""
+    if report is None:
+        return None
+    try:
+        text = json.dumps(dict(report), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise UserError(f"the comparison report is not plain JSON ({err}); run it again") from err
+    if len(text.encode("utf-8")) > MAX_REPORT_BYTES:
+        raise UserError(
+            f"the comparison report is over {MAX_REPORT_BYTES >> 20} MiB; compare on fewer rows"
+        )
+    return json.loads(text)
+
+
+def _checked_model(models_root: str | Path, name: str) -> str:
+    """The card digest of saved model `name`, after the torch-free checks of a load: the card,
+    no pickle, no code, only listed files, and each file as saved (so the digest pins a model
+    that will load, not only a card)."""
+    folder = model_folder(models_root, name)
+    card, digest = read_card_and_digest(folder)
+    check_loadable(folder)
+    listed = card.get(FILES_KEY)
+    if listed is not None and not isinstance(listed, dict):
+        raise UserError(f"model {name}: its card's file list is damaged; save the model again")
+    for file_name, expected in sorted((listed or {}).items()):
+        path = model_folder(folder, file_name)  # a card names files of its own folder only
+        if not path.is_file() or file_digest(path) != expected:
+            raise UserError(
+                f"model {name}: {file_name} differs from the file it was saved with; save the "
+                "model again before promoting it"
+            )
+    return digest
+
+
+def _from_event(event: Any) -> LiveModel:
+    """A LiveModel from one "model.promoted" trail event (core.review.records.TrailEvent)."""
+    details = event.details
+    report = details.get("report")
+    return LiveModel(
+        name=str(details["name"]), digest=str(details["digest"]), since=event.created_at,
+        promoted_by=str(event.actor), reason=str(details.get("reason", "")),
+        report=report if isinstance(report, dict) else None, event_id=int(event.id),
+        previous=details.get("previous"),
+    )  # fmt: skip
