@@ -78,7 +78,8 @@ def demo_corpus(rows: int) -> Corpus:
     in the pool removed (the generator can repeat a short complaint)."""
     pool = _demo(rows, seed=0)
     seen = set(pool.texts)
-    return Corpus("demo", pool, _unseen(_demo(1000, seed=1), seen), _unseen(_demo(600, seed=2), seen))
+    test, fresh = _unseen(_demo(1000, seed=1), seen), _unseen(_demo(600, seed=2), seen)
+    return Corpus("demo", pool, test, fresh)
 
 
 def cfpb_corpus() -> Corpus:
@@ -243,7 +244,8 @@ def run_recipe(corpus: Corpus, recipe: str, args: argparse.Namespace, scratch: P
     print(
         f"triage path: the noisy model was unsure of {unsure} of {len(corpus.fresh)} fresh "
         f"complaints; {len(plan.added)} verdicts folded in as rows; test accuracy "
-        f"{noisy_model.accuracy:.3f} -> {model.accuracy:.3f} ({model.accuracy - noisy_model.accuracy:+.3f})"
+        f"{noisy_model.accuracy:.3f} -> {model.accuracy:.3f} "
+        f"({model.accuracy - noisy_model.accuracy:+.3f})"
     )
 
 

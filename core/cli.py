@@ -333,13 +333,19 @@ def _advance(bar):
     return lambda done: bar.update(done - bar.n)
 
 
-def _cmd_classify(args: argparse.Namespace) -> None:
+def _review_threshold(args: argparse.Namespace) -> float:
+    """--review-threshold, or the default; refused outside 0..1."""
     from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 
     threshold = args.review_threshold
     threshold = DEFAULT_REVIEW_THRESHOLD if threshold is None else threshold
     if not 0.0 <= threshold <= 1.0:
         raise CommandError(f"--review-threshold must lie in 0..1, got {threshold}")
+    return threshold
+
+
+def _cmd_classify(args: argparse.Namespace) -> None:
+    threshold = _review_threshold(args)
     for option in ("workers", "batch_size", "cpus_per_worker"):
         if (getattr(args, option) or 1) < 1:
             raise CommandError(f"--{option.replace('_', '-')} must be 1 or more")
@@ -815,10 +821,50 @@ def _add_promote(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_cmd_promote)
 
 
+def _cmd_compare(args: argparse.Namespace) -> None:
+    """Two saved models on the rows of FILE that neither trained on (challenger against live)."""
+    if len(args.model) != 2:
+        raise CommandError(f"give --model twice (A, then B), got {len(args.model)}")
+    threshold = _review_threshold(args)
+    from core.analysis.compare import compare_models, render_text
+    from core.data.validation import load_dataset
+
+    a, b = (_load_model(model, args) for model in args.model)
+    dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
+    with _progress_bar("compare", total=2 * len(dataset), unit="text") as bar:
+        comparison = compare_models(
+            a, b, dataset, threshold=threshold,
+            on_progress=lambda p: bar.update(p.done - bar.n),
+        )  # fmt: skip
+    if args.json:
+        _emit_json(comparison.to_json())
+    else:
+        print(render_text(comparison))
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare", help="score two saved models on the rows of a file that neither trained on"
+    )
+    p.add_argument(
+        "--model", action="append", required=True,
+        help=f"{MODEL_HELP}; give it twice: A (e.g. live), then B (e.g. the challenger)",
+    )  # fmt: skip
+    p.add_argument("file", help="labelled CSV, TSV, XLSX or Parquet file")
+    _add_column_options(p, label=True)
+    p.add_argument(
+        "--review-threshold", type=float, default=None,
+        help="confidence below which a complaint goes to people (the review load)",
+    )  # fmt: skip
+    _add_runtime_options(p)
+    _add_json_option(p, "print the report as JSON on stdout")
+    p.set_defaults(handler=_cmd_compare)
+
+
 # Each entry adds one subcommand; later capabilities append theirs here.
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_validate, _add_demo_data, _add_train, _add_evaluate, _add_classify, _add_audit,
-    _add_explain, _add_probe, _add_verify_store, _add_promote,
+    _add_explain, _add_probe, _add_verify_store, _add_promote, _add_compare,
 ]  # fmt: skip
 
 

@@ -54,6 +54,7 @@ from ui.widgets import (
     SaveOutcome,
     remember_save,
     render_last_save,
+    render_not_live_notice,
     render_reviewer,
     require_store,
     shown_frame,
@@ -552,6 +553,7 @@ if active is None:
     st.stop()
 store = require_store()
 if allowed(actor, Permission.RUN_JOBS, "Running an audit"):
+    render_not_live_notice(get_active_model(), key="audit.use_live")
     render_audit_form(active, get_active_model())
 result = current_result(get_audit_job(), active, store, actor)
 if result is not None:

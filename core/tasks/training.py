@@ -54,9 +54,7 @@ def start_training(
     (admins only); it saves itself as `model_name` when done and keeps running when the
     session that started it ends. Poll `run.job.snapshot()`; `run.job.cancel()` stops it."""
     name = check_new_model_name(models_root, model_name)
-    train, val = split or split_dataset(
-        dataset, val_fraction=config.val_fraction, seed=config.seed
-    )
+    train, val = split or split_dataset(dataset, val_fraction=config.val_fraction, seed=config.seed)
     job = queue.start(
         train_and_keep_reports, train, val, config, models_root=models_root, model_name=name,
         data_fingerprint=dataset.fingerprint, actor=requester.actor, requester=requester,
