@@ -38,6 +38,7 @@ from core.review.store import Store
 from core.tasks.retrain import RetrainRun, recipe_source
 from core.tasks.training import TrainingRun
 from ui.auth import allowed, current_actor
+from ui.compare import render_challenger_section
 from ui.datasets import require_dataset
 from ui.jobs import get_job_queue, job_requester, render_job_progress
 from ui.safe import md_escape
@@ -524,18 +525,6 @@ def render_retrain_run(run: RetrainRun) -> None:
         )
 
 
-def render_challenger() -> None:
-    """Challenger against live (ui.compare), when this build has it."""
-    try:
-        from ui.compare import render_challenger_section
-    except ModuleNotFoundError as exc:
-        if exc.name != "ui.compare":
-            raise
-        st.caption("The challenger comparison is not part of this build.")
-        return
-    render_challenger_section()
-
-
 st.title("Train")
 st.write(
     "Build a transformer model on the active data set: a quick model in about a minute, or full "
@@ -583,4 +572,4 @@ if allowed(actor, Permission.MANAGE_DATA, "Retraining from corrections") and all
     actor, Permission.TRAIN, "Retraining from corrections"
 ):
     render_retrain(actor, model.path if model is not None else None)
-render_challenger()
+render_challenger_section()

@@ -8,6 +8,7 @@ same text as its e-mail claim. One app server and one provider serve the whole m
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -18,10 +19,12 @@ from playwright.sync_api import Browser, Page, expect
 
 from core.access import OPERATOR, Actor, Role
 from core.models.classifier import Prediction
+from core.review.live import live_model, promote_model
 from core.review.store import DB_NAME, Store
 from core.review.triage import enqueue_uncertain
 from core.roles import ROLES_ENV
 from tests.browser.server import AppServer
+from tests.browser.steps import choose_option
 from ui.safe import WORD_JOINER
 
 pytestmark = pytest.mark.browser
@@ -31,6 +34,10 @@ admin = ["lead@bank.example"]
 reviewer = ["asha@bank.example"]
 viewer = ["*@bank.example"]
 """
+LOOP_ACTIONS = {
+    "model.promoted", "dataset.saved", "decision.recorded", "triage.decided", "retrain.queued",
+    "comparison.run",
+}  # fmt: skip
 WAIT_MS = 90_000  # a page that loads torch for the first time takes a while on 2 busy cores
 
 
@@ -209,3 +216,95 @@ def test_a_reviewer_decides_under_their_email_and_only_an_admin_trains(browser, 
     page.get_by_role("tab", name="Audit trail").click()
     expect(page.get_by_text("The latest 200 of everyone's events")).to_be_visible()
     page.context.close()
+
+
+def test_the_closed_loop_with_three_people(browser, auth_server):
+    """A reviewer saves a data set, relabels a row and corrects a triage verdict; an admin
+    retrains from those corrections, compares the challenger with the live model and promotes
+    it; a viewer who signs in afterwards routes with it; the trail names each step's author."""
+    url, models = auth_server.url, auth_server.models_dir
+    reviewer, admin = "asha@bank.example", "lead@bank.example"
+    with Store.open(auth_server.data_dir / DB_NAME) as store:
+        promote_model(store, models, "tiny-test", reason="the model in use", actor=OPERATOR)
+        unsure = Prediction("UPI Dispute", {"UPI Dispute": 0.45, "Card Fraud": 0.4}, True)
+        enqueue_uncertain(
+            store, ["hotel booking charged on my card, never stayed there"], [unsure],
+            threshold=0.5, batch="april.csv", actor=OPERATOR,
+        )  # fmt: skip
+
+    page = sign_in(browser, url, reviewer)
+    open_page(page, url, "data", "Data")
+    page.get_by_role("button", name="Use the demo data").click()
+    page.get_by_label("Save this data set on the server as").fill("complaints")
+    page.get_by_role("button", name="Save on the server").click()
+    expect(page.get_by_text("Saved 3,000 rows on the server as complaints.")).to_be_visible()
+    open_page(page, url, "label_audit", "Label audit")
+    page.get_by_role("button", name="Run the audit").click()
+    expect(page.get_by_text("Suspected issues (bow, 5 folds")).to_be_visible(timeout=WAIT_MS)
+    match = re.fullmatch(
+        r"row (\d+): (.+) → (.+)",
+        page.get_by_role("combobox", name="Issue to review").input_value(),
+    )
+    assert match, "the first issue should read 'row N: given → suggested'"
+    page.get_by_text("Relabel to …").click()
+    page.get_by_role("button", name="Save decision").click()
+    expect(page.get_by_text(f"row {match[1]}, relabel to {match[3]}.")).to_be_visible()
+    open_page(page, url, "triage", "Triage queue")
+    choose_option(page, page.get_by_test_id("stSelectbox").filter(has_text="Batch"), "april.csv")
+    choose_option(
+        page, page.get_by_test_id("stSelectbox").filter(has_text="Correct desk"), "Card Fraud"
+    )
+    page.get_by_role("button", name="Correct to the chosen desk").click()
+    expect(page.get_by_text("corrected as Card Fraud.")).to_be_visible()
+    page.context.close()
+
+    page = sign_in(browser, url, admin)
+    open_page(page, url, "train", "Train")
+    choose_option(
+        page, page.get_by_test_id("stSelectbox").filter(has_text="Data set to correct"),
+        "complaints",
+    )  # fmt: skip
+    relabelled = page.get_by_test_id("stMetric").filter(has_text="Relabelled")
+    expect(relabelled).to_contain_text("1")
+    expect(page.get_by_test_id("stMetric").filter(has_text="Added from triage")).to_contain_text(
+        "1"
+    )
+    page.get_by_role("button", name="Build the version and train the challenger").click()
+    expect(page.get_by_text("Challenger complaints-v2-challenger is saved.")).to_be_visible(
+        timeout=WAIT_MS
+    )
+    page.get_by_role("button", name="Compare", exact=True).click()
+    expect(page.get_by_role("button", name="Download the report (JSON)")).to_be_visible(
+        timeout=WAIT_MS
+    )
+    page.get_by_label("Why promote B?").fill("corrections from the April review")
+    page.get_by_role("button", name="Promote complaints-v2-challenger to live").click()
+    expect(
+        page.get_by_text("complaints-v2-challenger is now the team's live model.")
+    ).to_be_visible()
+    page.context.close()
+
+    page = sign_in(browser, url, "Vera@Bank.example")
+    open_page(page, url, "classify", "Classify")
+    sidebar = page.get_by_test_id("stSidebar")
+    expect(sidebar).to_contain_text("Live model: complaints-v2-challenger")
+    expect(sidebar).to_contain_text("by lead@")
+    expect(page.get_by_text("not the live model")).to_have_count(0)
+    page.context.close()
+
+    with Store.open(auth_server.data_dir / DB_NAME, read_only=True) as store:
+        steps = [(e.action, e.actor) for e in reversed(store.trail(actor=OPERATOR, limit=50))]
+        live = live_model(store)
+    loop = [step for step in steps if step[0] in LOOP_ACTIONS]
+    assert loop[-8:] == [  # earlier tests of this module may have decided item #1
+        ("model.promoted", "operator"),
+        ("dataset.saved", reviewer),
+        ("decision.recorded", reviewer),
+        ("triage.decided", reviewer),
+        ("dataset.saved", admin),
+        ("retrain.queued", admin),
+        ("comparison.run", admin),
+        ("model.promoted", admin),
+    ]
+    assert live.name == "complaints-v2-challenger" and live.previous == "tiny-test"
+    assert live.report is not None and live.report["b"]["name"] == live.name
