@@ -861,10 +861,152 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_cmd_compare)
 
 
+# ------------------------------------------------- the closed loop: data sets and retraining
+
+
+def _cmd_save_dataset(args: argparse.Namespace) -> None:
+    """Save a labelled file on the server as a named data set, as the operator (trail event)."""
+    from core.access import OPERATOR
+    from core.data.saved import datasets_root
+    from core.data.validation import load_dataset
+    from core.review.library import save_and_record
+    from core.review.store import Store, default_db_path
+
+    dataset, report = load_dataset(
+        Path(args.file), text_col=args.text_col, label_col=args.label_col
+    )
+    with Store.open(default_db_path()) as store:
+        saved = save_and_record(
+            store, datasets_root(), args.name, dataset, actor=OPERATOR,
+            validation=report.to_json(),
+        )  # fmt: skip
+    if args.json:
+        _emit_json(_dataset_json(saved))
+    else:
+        print(f"saved {saved.rows:,} rows as data set {saved.name} ({saved.fingerprint[:12]})")
+
+
+def _dataset_json(saved) -> dict:
+    return {
+        "name": saved.name, "fingerprint": saved.fingerprint, "rows": saved.rows,
+        "labels": saved.labels, "saved_by": saved.saved_by, "saved_at": saved.saved_at,
+        "parent": saved.parent, "lineage": saved.lineage, "retired": saved.retired,
+    }  # fmt: skip
+
+
+def _cmd_datasets(args: argparse.Namespace) -> None:
+    """The saved data sets, newest first."""
+    from core.data.saved import datasets_root, list_datasets
+
+    found = list_datasets(datasets_root(), include_retired=args.all)
+    if args.json:
+        _emit_json({"datasets": [_dataset_json(saved) for saved in found]})
+        return
+    for saved in found:
+        parent = f", from {saved.parent}" if saved.parent else ""
+        retired = " (retired)" if saved.retired else ""
+        print(f"{saved.name}{retired}: {saved.rows:,} rows, saved by {saved.saved_by} "
+              f"{saved.saved_at}{parent}")  # fmt: skip
+
+
+def _cmd_retrain(args: argparse.Namespace) -> None:
+    """Retrain from corrections, as the operator: the plan, then (unless --plan-only) the next
+    version saved and the challenger trained here, with the live model's recipe and split."""
+    from core.access import OPERATOR
+    from core.data.saved import datasets_root
+    from core.paths import models_dir
+    from core.review.corrections import next_version_name, plan_corrections
+    from core.review.store import Store, default_db_path
+
+    with Store.open(default_db_path()) as store:
+        plan = plan_corrections(store, datasets_root(), args.parent, actor=OPERATOR)
+        if args.plan_only:
+            _emit_json({"plan": plan.counts(), "by_reviewer": plan.by_reviewer,
+                        "desks_before": plan.desks_before, "desks_after": plan.desks_after,
+                        "already_built_as": plan.already_built_as})  # fmt: skip
+            return
+        name = args.name or next_version_name(datasets_root(), args.parent)
+        document = _retrain_here(store, datasets_root(), models_dir(), name, args)
+    if args.json:
+        _emit_json(document)
+    else:
+        print(f"saved data set {document['dataset']} ({document['counts']}); challenger "
+              f"{document['challenger']} trained in {document['train_seconds']:.0f} s; "
+              f"compare it: python -m core compare --model live --model "
+              f"{document['challenger']} FILE")  # fmt: skip
+
+
+def _retrain_here(store, datasets_root: Path, models_root: Path, name: str, args) -> dict:
+    from core.access import OPERATOR
+    from core.models.device import configure_cpu_threads
+    from core.models.training_job import train_and_save
+    from core.tasks.retrain import prepare_retrain, record_retrain
+
+    prepared = prepare_retrain(
+        store, datasets_root, models_root, args.parent, new_name=name,
+        challenger_name=args.challenger, actor=OPERATOR,
+    )  # fmt: skip
+    if prepared.split is None:
+        from core.data.dataset import split_dataset
+
+        config = prepared.recipe.config
+        split = split_dataset(prepared.dataset, val_fraction=config.val_fraction, seed=config.seed)
+    else:
+        split = prepared.split
+    configure_cpu_threads()
+    with _progress_bar("train", unit="step") as bar:
+        saved = train_and_save(
+            *split, prepared.recipe.config, models_root=models_root,
+            model_name=prepared.challenger, data_fingerprint=prepared.dataset.fingerprint,
+            actor=OPERATOR, on_progress=_train_progress(bar),
+        )  # fmt: skip
+    record_retrain(store, prepared, challenger=saved.folder.name, job=None, actor=OPERATOR)
+    return {
+        "dataset": prepared.saved.name, "parent": prepared.plan.parent_name,
+        "counts": prepared.plan.counts(), "challenger": saved.folder.name,
+        "model_dir": str(saved.folder), "recipe_model": prepared.recipe.name,
+        "split": "inherited" if prepared.split is not None else "fresh",
+        "train_seconds": round(saved.result.train_seconds, 3),
+    }  # fmt: skip
+
+
+def _add_save_dataset(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("save-dataset", help="save a labelled file on the server as a data set")
+    p.add_argument("file", help="labelled CSV, TSV, XLSX or Parquet file")
+    p.add_argument("name", help="the data set's name: 1-64 letters, digits, '_', '-' or '.'")
+    _add_column_options(p, label=True)
+    _add_json_option(p, "print the saved data set as JSON")
+    p.set_defaults(handler=_cmd_save_dataset)
+
+
+def _add_datasets(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("datasets", help="list the saved data sets, newest first")
+    p.add_argument("--all", action="store_true", help="retired data sets too")
+    _add_json_option(p, "print them as JSON")
+    p.set_defaults(handler=_cmd_datasets)
+
+
+def _add_retrain(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "retrain", help="build the next version of a saved data set from the team's corrections "
+        "and train the challenger",
+    )  # fmt: skip
+    p.add_argument("parent", help="the saved data set to correct")
+    p.add_argument("--name", help="the new version's name (default: PARENT-v2, -v3, ...)")
+    p.add_argument("--challenger", help="the challenger's name (default: NAME-challenger)")
+    p.add_argument(
+        "--plan-only", action="store_true",
+        help="print what the next version would change (JSON) and stop",
+    )  # fmt: skip
+    _add_json_option(p, "print the result as JSON")
+    p.set_defaults(handler=_cmd_retrain)
+
+
 # Each entry adds one subcommand; later capabilities append theirs here.
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_validate, _add_demo_data, _add_train, _add_evaluate, _add_classify, _add_audit,
-    _add_explain, _add_probe, _add_verify_store, _add_promote, _add_compare,
+    _add_explain, _add_probe, _add_verify_store, _add_promote, _add_compare, _add_save_dataset,
+    _add_datasets, _add_retrain,
 ]  # fmt: skip
 
 

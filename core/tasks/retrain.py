@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.access import Permission
+from core.access import Actor, Permission
 from core.analysis.audit_transformer import train_config_from_card
 from core.data.dataset import Dataset, split_inheriting
 from core.data.saved import SavedDataset
@@ -82,6 +82,55 @@ def inherited_split(dataset: Dataset, recipe: RecipeSource) -> tuple[Dataset, Da
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class PreparedRetrain:
+    """The next version, built and saved, and everything its challenger's training needs."""
+
+    dataset: Dataset  # the version itself
+    saved: SavedDataset  # ... as saved, with its lineage
+    plan: CorrectionPlan
+    recipe: RecipeSource
+    split: tuple[Dataset, Dataset] | None  # inherited from the recipe's model (None: fresh)
+    challenger: str  # the model name the training saves under
+
+
+def prepare_retrain(
+    store: Store,
+    datasets_root: str | Path,
+    models_root: str | Path,
+    parent_name: str,
+    *,
+    new_name: str,
+    challenger_name: str | None = None,
+    actor: Actor,
+    fallback_model: str | Path | None = None,
+) -> PreparedRetrain:
+    """Build and save the next version of saved data set `parent_name` as `new_name`, after
+    every check that can refuse (`actor` needs MANAGE_DATA and TRAIN; the challenger's name
+    must be free; a recipe must exist; the plan must change something, once)."""
+    actor.require(Permission.MANAGE_DATA)
+    actor.require(Permission.TRAIN)
+    challenger = check_new_model_name(models_root, challenger_name or f"{new_name}-challenger")
+    recipe = recipe_source(store, models_root, fallback=fallback_model)
+    parent, plan = load_and_plan(store, datasets_root, parent_name, actor=actor)
+    dataset, lineage = build_next_version(parent, plan)
+    split = inherited_split(dataset, recipe)
+    saved = save_and_record(store, datasets_root, new_name, dataset, actor=actor,
+                            parent=plan.parent_name, lineage=lineage)  # fmt: skip
+    return PreparedRetrain(dataset, saved, plan, recipe, split, challenger)
+
+
+def record_retrain(
+    store: Store, prepared: PreparedRetrain, *, challenger: str, job: int | None, actor: Actor
+) -> int:
+    """The "retrain.queued" trail event of a prepared retraining whose training started (the
+    queue's `job` id; None when the command line trains it itself)."""
+    details = _event_details(prepared, challenger, job)
+    return store.record_event(
+        RETRAIN_QUEUED, details, actor=actor, permission=Permission.MANAGE_DATA
+    )
+
+
 def start_retrain(
     store: Store,
     datasets_root: str | Path,
@@ -104,60 +153,45 @@ def start_retrain(
     the version, the challenger, the recipe's model and the counts of the plan.
     """
     actor = requester.actor
-    actor.require(Permission.MANAGE_DATA)
-    actor.require(Permission.TRAIN)
-    challenger = check_new_model_name(models_root, challenger_name or f"{new_name}-challenger")
-    recipe = recipe_source(store, models_root, fallback=fallback_model)
-    parent, plan = load_and_plan(store, datasets_root, parent_name, actor=actor)
-    dataset, lineage = build_next_version(parent, plan)
-    split = inherited_split(dataset, recipe)
-    saved = save_and_record(store, datasets_root, new_name, dataset, actor=actor,
-                            parent=plan.parent_name, lineage=lineage)  # fmt: skip
-    training = _queue_training(dataset, saved.name, recipe, split, models_root, challenger,
-                               queue, requester)  # fmt: skip
+    prepared = prepare_retrain(
+        store, datasets_root, models_root, parent_name, new_name=new_name,
+        challenger_name=challenger_name, actor=actor, fallback_model=fallback_model,
+    )  # fmt: skip
+    training = _queue_training(prepared, models_root, queue, requester)
     # Recorded once the training is queued: the trail never says "queued" for one that the
     # queue refused (the saved version has its own "dataset.saved" event either way).
-    event_id = store.record_event(
-        RETRAIN_QUEUED, _event_details(plan, saved, recipe, training, split is not None),
-        actor=actor, permission=Permission.MANAGE_DATA,
-    )  # fmt: skip
-    return RetrainRun(saved, plan, recipe, training, split is not None, event_id)
+    event_id = record_retrain(
+        store, prepared, challenger=training.model_name, job=training.job.id, actor=actor
+    )
+    return RetrainRun(prepared.saved, prepared.plan, prepared.recipe, training,
+                      prepared.split is not None, event_id)  # fmt: skip
 
 
-def _event_details(
-    plan: CorrectionPlan,
-    saved: SavedDataset,
-    recipe: RecipeSource,
-    training: TrainingRun,
-    inherited: bool,
-) -> dict[str, Any]:
+def _event_details(prepared: PreparedRetrain, challenger: str, job: int | None) -> dict[str, Any]:
+    plan, saved, recipe = prepared.plan, prepared.saved, prepared.recipe
     return {
         "parent": plan.parent_name, "dataset": saved.name, "fingerprint": saved.fingerprint,
-        "challenger": training.model_name, "live_model": recipe.name if recipe.live else None,
-        "recipe_model": recipe.name, "split": "inherited" if inherited else "fresh",
-        "job": training.job.id, "counts": plan.counts(), "by_reviewer": dict(plan.by_reviewer),
+        "challenger": challenger, "live_model": recipe.name if recipe.live else None,
+        "recipe_model": recipe.name,
+        "split": "inherited" if prepared.split is not None else "fresh",
+        "job": job, "counts": plan.counts(), "by_reviewer": dict(plan.by_reviewer),
     }  # fmt: skip
 
 
 def _queue_training(
-    dataset: Dataset,
-    dataset_name: str,
-    recipe: RecipeSource,
-    split: tuple[Dataset, Dataset] | None,
-    models_root: str | Path,
-    challenger: str,
-    queue: JobQueue,
-    requester: Requester,
+    prepared: PreparedRetrain, models_root: str | Path, queue: JobQueue, requester: Requester
 ) -> TrainingRun:
     """`start_training`, with a refusal that says the version is saved already (so the admin
     trains it from the Data and Train pages rather than building it again)."""
+    name = prepared.saved.name
     try:
         return start_training(
-            dataset, recipe.config, dataset_name=dataset_name, models_root=models_root,
-            model_name=challenger, queue=queue, requester=requester, split=split,
+            prepared.dataset, prepared.recipe.config, dataset_name=name,
+            models_root=models_root, model_name=prepared.challenger, queue=queue,
+            requester=requester, split=prepared.split,
         )  # fmt: skip
     except UserError as exc:
         raise UserError(
-            f"the new version was saved as {dataset_name}, but its training was not queued "
-            f"({exc}); load {dataset_name} on Data and train it on Train"
+            f"the new version was saved as {name}, but its training was not queued "
+            f"({exc}); load {name} on Data and train it on Train"
         ) from exc
