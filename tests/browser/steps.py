@@ -13,7 +13,8 @@ def use_saved_model(page, name: str) -> None:
     nav = page.get_by_test_id("stSidebarNav")
     expect(nav).to_be_visible(timeout=FIRST_LOAD_MS)
     nav.get_by_role("link", name="Train", exact=True).click()
-    choose_option(page, page.get_by_test_id("stSelectbox").filter(has_text="Model"), name)
+    picker = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text("Model", exact=True))
+    choose_option(page, picker, name)
     page.get_by_role("button", name="Use this model").click()
     expect(page.get_by_test_id("stSidebar")).to_contain_text(f"Model: {name}")
 

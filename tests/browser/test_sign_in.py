@@ -233,12 +233,13 @@ def test_the_closed_loop_with_three_people(browser, auth_server):
         )  # fmt: skip
 
     page = sign_in(browser, url, reviewer)
-    open_page(page, url, "data", "Data")
+    open_page(page, url, "", "Data")  # the default page
     page.get_by_role("button", name="Use the demo data").click()
-    page.get_by_label("Save this data set on the server as").fill("complaints")
+    page.get_by_role("textbox", name="Save this data set on the server as").fill("complaints")
     page.get_by_role("button", name="Save on the server").click()
     expect(page.get_by_text("Saved 3,000 rows on the server as complaints.")).to_be_visible()
-    open_page(page, url, "label_audit", "Label audit")
+    open_page(page, url, "label_audit", "Label audit")  # a new page load: a new session
+    page.get_by_role("button", name="Use the demo data").click()  # the data set just saved
     page.get_by_role("button", name="Run the audit").click()
     expect(page.get_by_text("Suspected issues (bow, 5 folds")).to_be_visible(timeout=WAIT_MS)
     match = re.fullmatch(
@@ -251,6 +252,7 @@ def test_the_closed_loop_with_three_people(browser, auth_server):
     expect(page.get_by_text(f"row {match[1]}, relabel to {match[3]}.")).to_be_visible()
     open_page(page, url, "triage", "Triage queue")
     choose_option(page, page.get_by_test_id("stSelectbox").filter(has_text="Batch"), "april.csv")
+    expect(page.get_by_text("Item #2: april.csv")).to_be_visible()
     choose_option(
         page, page.get_by_test_id("stSelectbox").filter(has_text="Correct desk"), "Card Fraud"
     )
