@@ -831,15 +831,32 @@ def _cmd_compare(args: argparse.Namespace) -> None:
 
     a, b = (_load_model(model, args) for model in args.model)
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
-    with _progress_bar("compare", total=2 * len(dataset), unit="text") as bar:
+    gold = _verdicts_since(str(a.card.get("created_at", ""))) if args.with_verdicts else None
+    rows = len(dataset) + (0 if gold is None else len(gold))
+    with _progress_bar("compare", total=2 * rows, unit="text") as bar:
         comparison = compare_models(
-            a, b, dataset, threshold=threshold,
+            a, b, dataset, gold=gold, threshold=threshold,
             on_progress=lambda p: bar.update(p.done - bar.n),
         )  # fmt: skip
     if args.json:
         _emit_json(comparison.to_json())
     else:
         print(render_text(comparison))
+
+
+def _verdicts_since(since: str):
+    """The triage verdicts given after `since` (A's training) in the review store, as gold
+    rows; an empty data set when there is no store yet."""
+    from core.review.gold import gold_rows
+    from core.review.store import Store, default_db_path
+
+    if not since:
+        raise CommandError("model A's card has no created_at; --with-verdicts cannot date them")
+    if not default_db_path().is_file():
+        return None
+    with Store.open(default_db_path(), read_only=True) as store:
+        gold = gold_rows(store, since=since)
+    return gold if len(gold) else None
 
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:
@@ -855,6 +872,10 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--review-threshold", type=float, default=None,
         help="confidence below which a complaint goes to people (the review load)",
+    )  # fmt: skip
+    p.add_argument(
+        "--with-verdicts", action="store_true",
+        help="also score the triage verdicts reviewers gave since A was trained (gold rows)",
     )  # fmt: skip
     _add_runtime_options(p)
     _add_json_option(p, "print the report as JSON on stdout")

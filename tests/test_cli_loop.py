@@ -13,9 +13,11 @@ import pandas as pd
 import pytest
 
 from core.access import OPERATOR
+from core.models.classifier import Prediction
 from core.paths import DATA_DIR_ENV, MODELS_DIR_ENV
 from core.review.records import ReviewDecision
 from core.review.store import DB_NAME, Store
+from core.review.triage import enqueue_uncertain
 from tests.helpers import TINY_LABELS, TINY_TEXTS, run_cli
 from tests.test_cli import assert_one_line_error
 
@@ -79,6 +81,19 @@ def test_save_list_retrain_and_compare_on_the_command_line(folders: Path):
                   "desk": TINY_LABELS * 4}).to_csv(fresh, index=False)  # fmt: skip
     report = ok("compare", "--model", "live", "--model", "march-v2-challenger", str(fresh))
     assert report["rows"] == 32 and report["a"]["name"] == "tiny-live"
+    assert report["gold_rows"] == 0
+
+    # A verdict given after the live model was trained is a gold row with --with-verdicts.
+    with Store.open(folders / "data" / DB_NAME) as store:
+        unsure = Prediction("UPI Dispute", {"UPI Dispute": 0.5, "Card Fraud": 0.5}, True)
+        (item,) = enqueue_uncertain(
+            store, ["a hotel charged my card for a stay i never made"], [unsure], threshold=0.6,
+            batch="may.csv", actor=OPERATOR,
+        )  # fmt: skip
+        store.decide_triage(item, final_label="Card Fraud", reviewer="operator", actor=OPERATOR)
+    args = ("compare", "--model", "live", "--model", "march-v2-challenger", str(fresh))
+    report = ok(*args, "--with-verdicts")
+    assert report["rows"] == 33 and report["gold_rows"] == 1
 
 
 def test_retrain_without_corrections_or_data_set_is_refused(folders: Path):
