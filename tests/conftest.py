@@ -271,6 +271,15 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def distinct_tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny transformer trained on 32 distinct complaints (tests.helpers
+    .distinct_tiny_data), saved as `live-tiny`: the live model of the retraining tests."""
+    from tests.helpers import save_distinct_tiny_model
+
+    return save_distinct_tiny_model(tmp_path_factory.mktemp("distinct-models") / "live-tiny")
+
+
+@pytest.fixture(scope="session")
 def tiny_bert_result(tiny_bert_dir: Path):
     """The tiny random BERT (mean pooling, max_length 32) trained two steps on 12 separable rows
     of three desks: a `TrainResult`, not saved. Never change it."""

@@ -73,6 +73,32 @@ def run_cli_process(*args: str) -> CliRun:
     return CliRun(result.returncode, result.stdout, result.stderr)
 
 
+def distinct_tiny_data():
+    """32 distinct tiny complaints (TINY_TEXTS four times, numbered): a model trained on them
+    has texts on one side of its split only, as an inherited split needs."""
+    from core.data.dataset import Dataset
+
+    return Dataset([f"{t} case {i}" for i in range(4) for t in TINY_TEXTS], TINY_LABELS * 4)
+
+
+def save_distinct_tiny_model(folder: Path) -> Path:
+    """The from-scratch tiny transformer trained 20 steps on `distinct_tiny_data()`, saved to
+    `folder`."""
+    from core.access import OPERATOR
+    from core.data.dataset import split_dataset
+    from core.models.registry import save_model
+    from core.models.transformer.config import TrainConfig
+    from core.models.transformer.training import train_models
+
+    data = distinct_tiny_data()
+    train, val = split_dataset(data, val_fraction=0.25, seed=0)
+    config = TrainConfig(backbone="tiny", lr=1e-3, epochs=20, max_steps=20, batch_size=8)
+    return save_model(
+        train_models(train, val, config), folder.parent, folder.name, actor=OPERATOR,
+        data_fingerprint=data.fingerprint,
+    )  # fmt: skip
+
+
 def save_tiny_model(folder: Path) -> Path:
     """Train the from-scratch tiny transformer for 20 steps and save it to `folder`."""
     from core.access import OPERATOR

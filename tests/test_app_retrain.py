@@ -13,7 +13,6 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from core.access import OPERATOR, Actor, Role
-from core.data.dataset import Dataset
 from core.data.saved import datasets_root, read_summary, save_dataset
 from core.data.validation import validate
 from core.models.card import read_card
@@ -23,7 +22,7 @@ from core.review.records import ReviewDecision, TriageItem
 from core.review.store import Store, default_db_path
 from core.roles import ROLES_ENV
 from tests.conftest import separable_rows
-from tests.helpers import AUTH, TINY_LABELS, TINY_TEXTS
+from tests.helpers import AUTH, distinct_tiny_data
 from ui.state import ACTIVE_DATASET, AUDIT_JOB, ActiveDataset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,28 +37,8 @@ viewer = ["*@bank.example"]
 """
 
 
-def tiny_data() -> Dataset:
-    """32 distinct tiny complaints: what the live model below was trained on."""
-    return Dataset([f"{t} case {i}" for i in range(4) for t in TINY_TEXTS], TINY_LABELS * 4)
-
-
-@pytest.fixture(scope="module")
-def trained_tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from core.data.dataset import split_dataset
-    from core.models.registry import save_model
-    from core.models.transformer.config import TrainConfig
-    from core.models.transformer.training import train_models
-
-    data = tiny_data()
-    train, val = split_dataset(data, val_fraction=0.25, seed=0)
-    config = TrainConfig(backbone="tiny", lr=1e-3, epochs=20, max_steps=20, batch_size=8)
-    root = tmp_path_factory.mktemp("app-retrain-models")
-    return save_model(train_models(train, val, config), root, "live-tiny", actor=OPERATOR,
-                      data_fingerprint=data.fingerprint)  # fmt: skip
-
-
 @pytest.fixture
-def team(tmp_path: Path, trained_tiny: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def team(tmp_path: Path, distinct_tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Sign-in roles, a data folder with two saved data sets ("tiny", the live model's, and the
     newer "other"), the live model, and the team's work on "tiny": a relabel and an exclusion
     by asha, a triage verdict by ravi. Returns the models folder."""
@@ -68,8 +47,8 @@ def team(tmp_path: Path, trained_tiny: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "data"))
     monkeypatch.setenv(MODELS_DIR_ENV, str(tmp_path / "models"))
     models = tmp_path / "models"
-    shutil.copytree(trained_tiny, models / "live-tiny")
-    data = tiny_data()
+    shutil.copytree(distinct_tiny_model_dir, models / "live-tiny")
+    data = distinct_tiny_data()
     save_dataset(datasets_root(), "tiny", data, actor=OPERATOR)
     save_dataset(datasets_root(), "other", data.subset(range(8)), actor=OPERATOR)
     with Store.open(default_db_path()) as store:

@@ -29,7 +29,7 @@ from core.review.records import ReviewDecision, TriageItem
 from core.review.relabel import apply_decisions
 from core.review.store import Store
 from core.tasks.retrain import NO_RECIPE, start_retrain
-from tests.helpers import TINY_LABELS, TINY_TEXTS
+from tests.helpers import TINY_LABELS, TINY_TEXTS, distinct_tiny_data
 
 ADMIN = Actor("lead@bank.example", Role.ADMIN, signed_in=True)
 REVIEWER = Actor("asha@bank.example", Role.REVIEWER, signed_in=True)
@@ -248,38 +248,17 @@ def test_version_names_count_up_past_taken_ones(root: Path, parent: Dataset):
 # ----------------------------------------------------------------------------------- the task
 
 
-def tiny_data() -> Dataset:
-    """32 distinct tiny complaints (an inherited split needs texts that were on one side only)."""
-    return Dataset([f"{t} case {i}" for i in range(4) for t in TINY_TEXTS], TINY_LABELS * 4)
-
-
-@pytest.fixture(scope="module")
-def trained_tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The from-scratch tiny transformer trained 20 steps on `tiny_data()`, saved."""
-    from core.data.dataset import split_dataset
-    from core.models.registry import save_model
-    from core.models.transformer.config import TrainConfig
-    from core.models.transformer.training import train_models
-
-    data = tiny_data()
-    train, val = split_dataset(data, val_fraction=0.25, seed=0)
-    config = TrainConfig(backbone="tiny", lr=1e-3, epochs=20, max_steps=20, batch_size=8)
-    root = tmp_path_factory.mktemp("retrain-models")
-    return save_model(train_models(train, val, config), root, "live-tiny", actor=OPERATOR,
-                      data_fingerprint=data.fingerprint)  # fmt: skip
-
-
 @pytest.fixture
-def models(tmp_path: Path, trained_tiny: Path) -> Path:
+def models(tmp_path: Path, distinct_tiny_model_dir: Path) -> Path:
     root = tmp_path / "models"
-    shutil.copytree(trained_tiny, root / "live-tiny")
+    shutil.copytree(distinct_tiny_model_dir, root / "live-tiny")
     return root
 
 
 @pytest.fixture
 def tiny_parent(root: Path) -> Dataset:
     """The data set the tiny model was trained on, saved."""
-    data = tiny_data()
+    data = distinct_tiny_data()
     save_dataset(root, "tiny", data, actor=OPERATOR)
     return data
 
