@@ -2,7 +2,9 @@
 what the value must be, so configs, CLI and pages all report bad input the same way."""
 
 import math
+import re
 from collections.abc import Collection
+from pathlib import Path
 
 from core.errors import UserError
 from core.text import word_spans
@@ -82,3 +84,30 @@ def check_texts(texts: object, *, allow_empty: bool = False) -> list[str]:
     if not texts and not allow_empty:
         raise UserError("texts is empty; give at least one text per class")
     return texts
+
+
+# One safe path segment: the names of saved models and saved data sets (their folder names).
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def check_safe_name(kind: str, name: object) -> str:
+    """Return `name` if it is a safe folder name for a `kind` ("model", "data set"); raise
+    UserError saying what to change."""
+    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name) or name.strip(".") == "":
+        raise UserError(
+            f"{kind} name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit (no slashes, no spaces)"
+        )
+    return name
+
+
+def folder_inside(root: str | Path, name: str, *, kind: str, place: str) -> Path:
+    """The folder `name` (checked by `check_safe_name`) directly inside `root` (need not exist);
+    UserError when it is a symbolic link or resolves elsewhere. `place` names `root` in the
+    message ("the models folder"), never its path."""
+    check_safe_name(kind, name)
+    root = Path(root).resolve()
+    folder = root / name
+    if folder.is_symlink() or folder.resolve().parent != root:
+        raise UserError(f"{kind} name {name!r} does not name a folder inside {place}")
+    return folder

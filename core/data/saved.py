@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.access import Actor, Permission
+from core.checks import SAFE_NAME, check_safe_name, folder_inside
 from core.data.dataset import Dataset
 from core.data.limits import MB, IntakeLimits, parse_megabytes
 from core.data.readers import cell_to_str
@@ -51,8 +52,7 @@ RETIRED_NAME = "retired.json"
 SUMMARY_FORMAT = "grievance-lens-dataset"
 SUMMARY_VERSION = 1
 LOCK_NAME = ".lock"  # flock'ed while a save or a retirement decides; never a data set
-# The same rule as model names (core.models.card.NAME_PATTERN): one safe path segment.
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NAME_PATTERN = SAFE_NAME  # the same rule as model names: one safe path segment (core.checks)
 BASE_COLUMNS = ("row", "text", "label")
 # summary.json is read for every listing; lineage lists grow with the rows a version changes,
 # so the ceiling is generous, but a summary is never parsed unbounded.
@@ -90,23 +90,13 @@ def datasets_root() -> Path:
 
 def validate_dataset_name(name: object) -> str:
     """Return `name` if it is a safe folder name; raise UserError saying what to change."""
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or name.strip(".") == "":
-        raise UserError(
-            f"data set name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
-            "starting with a letter or digit (no slashes, no spaces)"
-        )
-    return name
+    return check_safe_name("data set", name)
 
 
 def dataset_folder(root: str | Path, name: str) -> Path:
     """The folder of data set `name` directly inside `root` (need not exist); UserError when the
     name is unsafe or the folder is a link or lies elsewhere."""
-    validate_dataset_name(name)
-    root = Path(root).resolve()
-    folder = root / name
-    if folder.is_symlink() or folder.resolve().parent != root:
-        raise UserError(f"data set name {name!r} does not name a folder inside {root}")
-    return folder
+    return folder_inside(root, name, kind="data set", place="the data sets folder")
 
 
 def suggest_name(root: str | Path, source: str) -> str:

@@ -7,17 +7,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from core.checks import SAFE_NAME, check_safe_name, folder_inside
 from core.errors import UserError
 
 CARD_NAME = "card.json"
 CARD_FORMAT = "grievance-lens-model"
 CARD_VERSION = 1
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NAME_PATTERN = SAFE_NAME  # one safe path segment (core.checks)
 # Files that can run code when loaded (pickle-based checkpoints). Their presence makes the
 # whole folder untrusted: we refuse it rather than load the safe files beside them.
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib")
@@ -28,12 +28,7 @@ FILES_KEY = "files"  # card.json: {file name: SHA-256} of every other file, writ
 
 def validate_model_name(name: str) -> str:
     """Return `name` if it is a safe folder name; raise UserError saying what to change."""
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or name.strip(".") == "":
-        raise UserError(
-            f"model name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
-            "starting with a letter or digit (no slashes, no spaces)"
-        )
-    return name
+    return check_safe_name("model", name)
 
 
 def model_folder(root: str | Path, name: str) -> Path:
@@ -43,12 +38,7 @@ def model_folder(root: str | Path, name: str) -> Path:
     link and must resolve to a direct child of the resolved `root`. Raises UserError otherwise;
     the folder need not exist yet (saving checks the same way).
     """
-    validate_model_name(name)
-    root = Path(root).resolve()
-    folder = root / name
-    if folder.is_symlink() or folder.resolve().parent != root:
-        raise UserError(f"model name {name!r} does not name a folder inside the models folder")
-    return folder
+    return folder_inside(root, name, kind="model", place="the models folder")
 
 
 def model_name_free(root: str | Path, name: str) -> bool:
