@@ -20,9 +20,9 @@ from core.data.saved import SavedDataset, children_of, list_datasets, load_datas
 from core.errors import UserError
 from core.review.records import ReviewDecision, TriageItem
 from core.review.store import Store
+from core.review.triage import decided_items
 
 SOURCE_COLUMN = "source"  # where an added row came from: "triage #12"; "" for the parent's rows
-_PAGE = 1000  # triage verdicts read per query
 # Why a triage verdict is not added, as the preview names it.
 FOLDED, PRESENT, BLANK = "already folded", "already a row", "blank"
 
@@ -155,7 +155,7 @@ def load_and_plan(
     parent, summary = load_dataset(datasets_root, parent_name)
     relabels, exclusions, stale = _decided_rows(parent, store.latest_decisions(parent.fingerprint))
     folded = folded_verdict_ids(datasets_root, summary)
-    added, skipped = _new_verdicts(parent, decided_verdicts(store), folded)
+    added, skipped = _new_verdicts(parent, decided_items(store), folded)
     plan = CorrectionPlan(
         parent_name=summary.name, parent_fingerprint=parent.fingerprint, parent_rows=len(parent),
         relabels=relabels, exclusions=exclusions, added=added, stale=stale,
@@ -198,20 +198,6 @@ def _stale_reason(decision: ReviewDecision, record: tuple[str, str] | None) -> s
     if label != decision.given_label:
         return f"row {decision.row} is labelled {label}, not {decision.given_label}"
     return None
-
-
-def decided_verdicts(store: Store) -> list[TriageItem]:
-    """Every confirmed or corrected triage item, oldest first (read a page at a time)."""
-    items: list[TriageItem] = []
-    for status in ("confirmed", "corrected"):
-        offset = 0
-        while True:
-            page = store.triage_items(status=status, limit=_PAGE, offset=offset)
-            items.extend(page)
-            if len(page) < _PAGE:
-                break
-            offset += _PAGE
-    return sorted(items, key=lambda item: int(item.id))
 
 
 def folded_verdict_ids(datasets_root: str | Path, summary: SavedDataset) -> set[int]:

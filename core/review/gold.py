@@ -10,11 +10,8 @@ import pandas as pd
 
 from core.data.dataset import Dataset
 from core.errors import UserError
-from core.review.records import TriageItem
 from core.review.store import Store
-
-VERDICTS = ("confirmed", "corrected")  # the triage statuses that carry a reviewer's desk
-_PAGE = 1000  # triage items read per query
+from core.review.triage import decided_items
 
 
 def gold_rows(store: Store, *, since: str) -> Dataset:
@@ -22,27 +19,14 @@ def gold_rows(store: Store, *, since: str) -> Dataset:
     zone is read as UTC), oldest verdict first, as a Dataset: texts, the reviewer's final desks,
     rows 1..n and an extra column "source" ("triage #id")."""
     cutoff = _instant(since, "since")
-    items = [item for item in _verdicts(store) if _instant(item.decided_at, "decided_at") > cutoff]
-    items.sort(key=lambda item: (_instant(item.decided_at, "decided_at"), item.id))
+    dated = [(_instant(item.decided_at, "decided_at"), item) for item in decided_items(store)]
+    items = [item for when, item in sorted(dated, key=lambda d: (d[0], d[1].id)) if when > cutoff]
     return Dataset(
         texts=tuple(item.text for item in items),
         labels=tuple(str(item.final_label) for item in items),
         rows=tuple(range(1, len(items) + 1)),
         extra=pd.DataFrame({"source": [f"triage #{item.id}" for item in items]}),
     )
-
-
-def _verdicts(store: Store) -> list[TriageItem]:
-    """Every decided triage item, a page at a time."""
-    items: list[TriageItem] = []
-    for status in VERDICTS:
-        offset = 0
-        while page := store.triage_items(status=status, limit=_PAGE, offset=offset):
-            items += page
-            offset += len(page)
-            if len(page) < _PAGE:
-                break
-    return items
 
 
 def _instant(value: str | None, what: str) -> datetime:

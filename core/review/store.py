@@ -238,8 +238,7 @@ class Store:
             raise ValueError(f"unknown public trail action {action!r}; add it to PUBLIC_ACTIONS")
         now = _utc_now()
         with self._transaction() as conn:
-            _append_event(conn, action, entity_id, actor.user, dict(details), now)
-            return int(conn.execute("SELECT max(id) FROM trail").fetchone()[0])
+            return _append_event(conn, action, entity_id, actor.user, dict(details), now)
 
     def events(self, action: str, *, limit: int = 100) -> list[TrailEvent]:
         """The latest `limit` trail events of one PUBLIC_ACTIONS `action`, newest first, for
@@ -482,14 +481,15 @@ def _append_event(
     actor: str,
     details: Mapping[str, Any],
     now: str,
-) -> None:
-    """Append one trail event; every event names who caused it (never None or blank)."""
+) -> int:
+    """Append one trail event and return its id; every event names who caused it (never None
+    or blank)."""
     check_non_empty_str("actor", actor)
     event = {
         "created_at": now, "action": action, "entity_id": entity_id, "actor": actor,
         "details": json.dumps(details, ensure_ascii=False, sort_keys=True),
     }  # fmt: skip
-    insert_chained(conn, "trail", event)
+    return insert_chained(conn, "trail", event)
 
 
 def _decision_values(decision: ReviewDecision, now: str) -> dict[str, Any]:

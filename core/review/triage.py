@@ -163,3 +163,22 @@ def with_training_rows(dataset: Dataset, extra_rows: pd.DataFrame) -> pd.DataFra
     base = frame.drop(columns=["row"]).assign(source=[f"data set row {r}" for r in dataset.rows])
     added = extra_rows.drop(columns=["batch", "row"], errors="ignore")
     return pd.concat([base, added], ignore_index=True)
+
+
+VERDICT_STATUSES = ("confirmed", "corrected")  # the statuses that carry a reviewer's desk
+_VERDICT_PAGE = 1000  # decided items read per query
+
+
+def decided_items(store: Store) -> list[TriageItem]:
+    """Every confirmed or corrected triage item, oldest first, read a page at a time: the
+    reviewers' verdicts that retraining folds in (core.review.corrections) and a comparison
+    scores as gold rows (core.review.gold)."""
+    items: list[TriageItem] = []
+    for status in VERDICT_STATUSES:
+        offset = 0
+        while page := store.triage_items(status=status, limit=_VERDICT_PAGE, offset=offset):
+            items += page
+            offset += len(page)
+            if len(page) < _VERDICT_PAGE:
+                break
+    return sorted(items, key=lambda item: int(item.id))
