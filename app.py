@@ -21,6 +21,7 @@ PAGES = [
     st.Page("pages/order_probes.py", title="Order probes", icon=":material/swap_horiz:"),
     st.Page("pages/label_audit.py", title="Label audit", icon=":material/fact_check:"),
     st.Page("pages/triage.py", title="Triage queue", icon=":material/pending_actions:"),
+    st.Page("pages/board.py", title="Routing board", icon=":material/timer:"),
     st.Page("pages/attention_lab.py", title="Attention lab", icon=":material/grid_on:"),
     st.Page("pages/jobs.py", title="Jobs", icon=":material/queue:"),
 ]

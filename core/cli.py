@@ -393,7 +393,11 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         "--out", required=True,
         help="model folder to create, e.g. models/NAME; NAME: letters, digits, '_', '-', '.'",
     )  # fmt: skip
-    p.add_argument("--backbone", help="minilm (default), tiny, or a local folder / HF model id")
+    p.add_argument(
+        "--backbone",
+        help="minilm (default), tiny (transformer from scratch), lstm (bidirectional LSTM from "
+        "scratch), or a local folder / HF model id",
+    )  # fmt: skip
     p.add_argument(
         "--recipe", choices=("full", "quick"),
         help="full (default): fine-tune every weight; quick: frozen pretrained encoder, "
@@ -406,7 +410,10 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--val-fraction", type=float, help="share held out for validation")
     p.add_argument("--seed", type=int)
     p.add_argument("--device", choices=("auto", "cpu", "cuda"))
-    p.add_argument("--pooling", choices=("mean", "cls"), help="head over mean of tokens or [CLS]")
+    p.add_argument(
+        "--pooling", choices=("mean", "cls", "last"),
+        help="head over mean of tokens or [CLS]; the LSTM: mean or last (its final states)",
+    )  # fmt: skip
     p.add_argument("--max-steps", type=int, help="stop after this many steps (quick runs)")
     p.add_argument("--patience", type=int, help="epochs without a better validation macro-F1 "
                    "before stopping; default: the backbone's own")  # fmt: skip
@@ -642,7 +649,8 @@ def _complaint(text: str) -> str:
 
 
 def _cmd_explain(args: argparse.Namespace) -> None:
-    from core.analysis.explain import ExplainConfig, explain_text
+    from core.analysis.explain import ExplainConfig
+    from core.analysis.lstm_explain import explain_any, explanation_method
 
     options = {"n_steps": args.steps, "max_steps": args.max_steps}
     options = {name: value for name, value in options.items() if value is not None}
@@ -650,12 +658,13 @@ def _cmd_explain(args: argparse.Namespace) -> None:
         options["max_relative_delta"] = args.max_delta or None  # 0: one pass
     config = ExplainConfig(target=args.target, **options)  # bad options fail first
     model = _load_model(args.model, args)
-    expl = explain_text(model.transformer, model.baseline, _complaint(args.text), config)
+    expl = explain_any(model.transformer, model.baseline, _complaint(args.text), config)
     decision = model.blend.decide(expl.transformer, expl.bow)
     if args.json:
         _emit_json(
             {
                 **expl.to_json(),
+                "method": explanation_method(model.transformer),  # an LSTM: gradient x input
                 "decision": {**decision.to_json(), "decided_by": model.blend.decided_by},
                 "runtime": model.transformer.runtime.to_json(),
             }
@@ -1023,11 +1032,68 @@ def _add_retrain(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_cmd_retrain)
 
 
+# ----------------------------------------------------------- board
+
+
+def _cmd_board(args: argparse.Namespace) -> None:
+    """Each desk's open complaints of FILE against its turnaround time (core.board)."""
+    from core.board.board import BoardConfig, build_board, render_board_text
+    from core.board.tat import load_tat
+    from core.data.intake import load_table
+    from core.data.limits import IntakeLimits
+
+    config = BoardConfig(
+        received_col=args.received_col, desk_col=args.desk_col, as_of=_as_of(args.as_of),
+        top=args.top,
+    )  # fmt: skip
+    tat = load_tat(args.tat)  # a bad TAT file fails before the data file is read
+    table = load_table(Path(args.file), limits=IntakeLimits.from_env())
+    board = build_board(table, tat, config)
+    if args.json:
+        _emit_json(board.to_json())
+    else:
+        print(render_board_text(board))
+
+
+def _as_of(value: str | None):
+    """--as-of as a datetime (naive: the TAT file's time zone); None: now."""
+    from datetime import datetime
+
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError as err:
+        raise CommandError(
+            f"--as-of {value!r} is not a date and time; write e.g. 2026-11-30T14:05+05:30"
+        ) from err
+
+
+def _add_board(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "board", help="each desk's open complaints against its turnaround time (routing board)"
+    )
+    p.add_argument("file", help="classified (or desk-labelled) CSV, TSV, XLSX or Parquet file")
+    p.add_argument(
+        "--tat", help="turnaround-time TOML file (default: $GRIEVANCE_LENS_TAT, else the shipped "
+        "core/board/tat.toml)",
+    )  # fmt: skip
+    p.add_argument(
+        "--as-of", help="measure ages at this time, ISO 8601 (default: now; naive: the TAT "
+        "file's time zone)",
+    )  # fmt: skip
+    p.add_argument("--desk-col", help="routed desk column (default: predicted_label, or detected)")
+    p.add_argument("--received-col", help="received time column (default: received_at, detected)")
+    p.add_argument("--top", type=int, default=100, help="at-risk complaints to list (default 100)")
+    _add_json_option(p, "print the board as JSON on stdout")
+    p.set_defaults(handler=_cmd_board)
+
+
 # Each entry adds one subcommand; later capabilities append theirs here.
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_validate, _add_demo_data, _add_train, _add_evaluate, _add_classify, _add_audit,
     _add_explain, _add_probe, _add_verify_store, _add_promote, _add_compare, _add_save_dataset,
-    _add_datasets, _add_retrain,
+    _add_datasets, _add_retrain, _add_board,
 ]  # fmt: skip
 
 

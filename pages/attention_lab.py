@@ -43,7 +43,10 @@ from core.lab.self_attention import (
 from core.lab.word_order import WordOrderDemo, word_order_demo
 from core.numeric import positional_encoding
 from ui.auth import current_actor
+from ui.figures import show_chart
 from ui.jobs import run_short
+from ui.lstm import render_trained_readers
+from ui.presenter import presenter_on, presenter_sections
 from ui.safe import md_escape
 
 # Page-local session key (like data.source): the last TimingResult, so that the chart survives
@@ -68,6 +71,12 @@ POOLED_DIMS_SHOWN = 4  # of the tiny model's 64: enough to see equal or differen
 TIMING_MAX_NS = (64, 128, 256, 512, 1024)
 TIMING_WIDTHS = (64, 128, 256, 512, 768)
 TIMING_HEADS = 8  # divides every width offered
+PRESENTER_TITLES = (
+    "Self-attention, worked by hand",
+    "Two heads look at the same tokens",
+    "Without positions, word order is invisible",
+    "What attention costs, against an LSTM",
+)
 
 
 # --------------------------------------------------------------------------- rendering helpers
@@ -167,9 +176,10 @@ def render_steps(steps: AttentionSteps) -> None:
     left, right = st.columns(2)
     with left:
         render_softmax(steps)
-    right.altair_chart(
-        matrix_heatmap(step_table(steps, "weights"), title="Softmax weights", value_format=".4f")
+    weights = matrix_heatmap(
+        step_table(steps, "weights"), title="Softmax weights", value_format=".4f"
     )
+    show_chart(weights, stem="softmax-weights", key="attention.figure.weights", container=right)
     render_output(steps)
 
 
@@ -192,7 +202,8 @@ def render_weight_changes(before: AttentionSteps, after: AttentionSteps) -> None
     )
     left, right = st.columns(2)
     left.table(text, hide_index=True)
-    right.altair_chart(weight_change_chart(changes), width="stretch")
+    show_chart(weight_change_chart(changes), stem="weight-changes", key="attention.figure.changes",
+               container=right, width="stretch")  # fmt: skip
 
 
 def render_worked_example() -> AttentionSteps | None:
@@ -242,11 +253,12 @@ def render_head_editors() -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
 def render_heads(result: MultiHeadSteps) -> None:
     for number, (column, head) in enumerate(zip(st.columns(2), result.heads, strict=True), 1):
         with column:
-            st.altair_chart(
+            show_chart(
                 matrix_heatmap(
                     step_table(head, "weights"), title=f"Head {number} weights", value_format=".4f"
-                )
-            )
+                ),
+                stem=f"head-{number}-weights", key=f"attention.figure.head{number}",
+            )  # fmt: skip
             st.caption(f"Head {number} output")
             render_matrix(step_table(head, "output"))
     rows = [md_escape(label) for label in step_table(result.heads[0], "output").index]
@@ -305,7 +317,8 @@ def render_pe_matrix() -> None:
         r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)"
     )
     chart = positional_encoding_heatmap(pe, title=f"PE for n = {n}, d = {d}")
-    st.altair_chart(chart.properties(height=360), width="stretch")
+    show_chart(chart.properties(height=360), stem="positional-encoding",
+               key="attention.figure.pe", width="stretch")  # fmt: skip
     st.caption(
         "Each row is the vector added to the word at that position. The first dimensions cycle "
         "fast, the last ones slowly, so every position gets its own pattern. The first rows and "
@@ -416,7 +429,8 @@ def render_operation_counts() -> None:
         "other, because each hidden state waits for the previous one. The counts cross at n = d."
     )
     ns = sorted({*(2**k for k in range(3, 15)), n})
-    st.altair_chart(cost_chart(cost_table(ns, d=d), title=f"Operations per layer, d = {d:,}"))
+    chart = cost_chart(cost_table(ns, d=d), title=f"Operations per layer, d = {d:,}")
+    show_chart(chart, stem="operations-per-layer", key="attention.figure.cost")
 
 
 def render_timing_form() -> TimingConfig | None:
@@ -435,7 +449,8 @@ def render_timing_form() -> TimingConfig | None:
 
 def render_timing(result: TimingResult) -> None:
     config = result.config
-    st.altair_chart(timing_chart(result.table), width="stretch")
+    show_chart(timing_chart(result.table), stem="attention-vs-lstm-timing",
+               key="attention.figure.timing", width="stretch")  # fmt: skip
     st.caption(
         f"Measured at {result.measured_at} on this machine's CPU by PyTorch with "
         f"{result.threads} thread(s): one torch.nn.MultiheadAttention(d = {config.d}, "
@@ -482,9 +497,12 @@ st.write(
     "encoding to see word order, and what attention costs. Every number can be checked by hand."
 )
 current_actor()  # the frame's check again: a page reached without app.py stops here too
-worked_tab, heads_tab, position_tab, cost_tab = st.tabs(
-    ["Worked example", "Two heads", "Positional encoding", "Cost"]
-)
+if presenter_on("attention"):  # the same sections, told in order one below the other
+    worked_tab, heads_tab, position_tab, cost_tab = presenter_sections(PRESENTER_TITLES)
+else:
+    worked_tab, heads_tab, position_tab, cost_tab = st.tabs(
+        ["Worked example", "Two heads", "Positional encoding", "Cost"]
+    )
 with worked_tab:
     worked_steps = render_worked_example()
 with heads_tab:
@@ -494,3 +512,4 @@ with position_tab:
     render_word_order_demo()
 with cost_tab:
     render_cost()
+    render_trained_readers()  # the LSTM beside attention, trained (a job on the queue)

@@ -21,6 +21,7 @@ from core.review.triage import enqueue_uncertain, triage_batch_id
 from core.tasks.classify import ClassifiedFile, classify_in_background
 from ui.auth import allowed, current_actor
 from ui.downloads import render_table_downloads
+from ui.figures import show_chart
 from ui.jobs import (
     JobProgress,
     counted,
@@ -30,6 +31,7 @@ from ui.jobs import (
     render_job_progress,
     run_short,
 )
+from ui.lstm import choose_lstm, render_lstm_prediction
 from ui.safe import md_escape
 from ui.state import CLASSIFY_JOB, get_store
 from ui.uploads import read_upload
@@ -57,6 +59,7 @@ def render_single(model: LoadedModel, threshold: float) -> None:
             "Complaint", key="classify.text", height=140, max_chars=MAX_COMPLAINT_CHARS,
             placeholder="e.g. I paid by card, not by UPI, and the amount was debited twice.",
         )  # fmt: skip
+        lstm = choose_lstm("classify", model)  # a saved LSTM beside (none: no selector)
         submitted = st.form_submit_button("Classify", type="primary")
     if not submitted:
         return
@@ -79,13 +82,15 @@ def render_single(model: LoadedModel, threshold: float) -> None:
                        f"{row['transformer_confidence']:.0%} sure", delta_color="off")  # fmt: skip
     bow.metric("Bag of words", md_escape(row["bow_label"]), f"{row['bow_confidence']:.0%} sure",
                delta_color="off")  # fmt: skip
+    render_lstm_prediction(lstm, text)
     st.caption(f"The decision is made by {model.blend.describe()}, as this model's validation "
                "rows chose (Train page, card).")  # fmt: skip
     if row["needs_review"]:
         st.warning(f"Needs review: confidence below {threshold:.0%}.")
     else:
         st.success("Confident enough to route.")
-    st.altair_chart(probability_chart(routed.probabilities), width="stretch")
+    show_chart(probability_chart(routed.probabilities), stem="desk-probabilities",
+               key="classify.figure.probabilities", width="stretch")  # fmt: skip
 
 
 def render_file(model: LoadedModel, threshold: float) -> None:

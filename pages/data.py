@@ -41,6 +41,7 @@ from ui.datasets import (
     validated,
 )
 from ui.downloads import render_table_downloads
+from ui.figures import show_chart
 from ui.jobs import JobProgress, describe_job, get_job_queue, job_requester, render_job_progress
 from ui.safe import md_escape
 from ui.state import (
@@ -155,7 +156,8 @@ def render_report(active: ActiveDataset) -> None:
     labels_tab, lengths_tab, dropped_tab, preview_tab = st.tabs(
         ["Labels", "Lengths", f"Dropped rows ({len(report.dropped)})", "Preview"]
     )
-    labels_tab.altair_chart(label_counts_chart(report), width="stretch")
+    show_chart(label_counts_chart(report), stem="complaints-per-desk",
+               key="data.figure.labels", container=labels_tab, width="stretch")  # fmt: skip
     render_lengths(lengths_tab, active)
     dropped = pd.DataFrame([{"row": d.row, "reason": d.reason} for d in report.dropped])
     if dropped.empty:
@@ -172,7 +174,8 @@ def render_report(active: ActiveDataset) -> None:
 
 def render_lengths(container, active: ActiveDataset) -> None:
     stats = active.report.word_stats
-    container.altair_chart(text_length_chart(active.dataset), width="stretch")
+    show_chart(text_length_chart(active.dataset), stem="complaint-lengths",
+               key="data.figure.lengths", container=container, width="stretch")  # fmt: skip
     container.caption(
         f"Words per complaint: median {stats.median:g}, 95th percentile {stats.p95:g}, "
         f"longest {stats.max:g}. Texts over the model's maximum length are truncated."
@@ -240,7 +243,8 @@ def render_baseline_result(run: BaselineEvaluation) -> None:
             c: st.column_config.NumberColumn(format="%.3f") for c in ("precision", "recall", "f1")
         },
     )
-    right.altair_chart(confusion_chart(run.report), width="stretch")
+    show_chart(confusion_chart(run.report), stem="bag-of-words-confusion",
+               key="data.figure.confusion", container=right, width="stretch")  # fmt: skip
 
 
 def render_saved_section(actor: Actor, active: ActiveDataset | None) -> None:

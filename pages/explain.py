@@ -7,16 +7,20 @@ import pandas as pd
 import streamlit as st
 
 from core.access import Actor, Permission
-from core.analysis.explain import ExplainConfig, Explanation, explain_text
+from core.analysis.explain import ExplainConfig, Explanation
+from core.analysis.lstm_explain import explain_any
 from core.analysis.probe_compare import DEMO_TEXT
 from core.charts.explain import (
+    WordRow,
     attention_grid_chart,
     attention_head_chart,
     cls_attention_chart,
     escaped_explanation_document,
     escaped_highlight_html,
+    explanation_chart,
     rollout_chart,
     word_scores_chart,
+    word_strip_chart,
 )
 from core.checks import MAX_COMPLAINT_CHARS
 from core.data.dataset import Dataset
@@ -28,6 +32,7 @@ from core.tasks.probes import ReviewRun, start_review
 from ui.auth import allowed, current_actor
 from ui.caches import EXPLANATIONS
 from ui.datasets import require_dataset
+from ui.figures import render_chart_images, show_chart
 from ui.jobs import (
     JobProgress,
     counted,
@@ -37,6 +42,8 @@ from ui.jobs import (
     render_job_progress,
     run_short_cached,
 )
+from ui.lstm import is_lstm_model, render_lstm_beside, render_lstm_explanation
+from ui.presenter import presenter_on, render_explain_story
 from ui.safe import md_escape
 from ui.state import explain_row, get_explain_review, set_explain_review
 from ui.widgets import require_model, shown_frame, shown_text
@@ -52,7 +59,7 @@ def explained(model: LoadedModel, text: str, target: str | None, max_steps: int)
     config = ExplainConfig(target=target, max_steps=max_steps)
     return run_short_cached(
         EXPLANATIONS, (model.key, text, config),
-        lambda cancel: explain_text(model.transformer, model.baseline, text, config, cancel=cancel),
+        lambda cancel: explain_any(model.transformer, model.baseline, text, config, cancel=cancel),
         title="Explain one complaint", kind="explain", spinner="Explaining…",
     )  # fmt: skip
 
@@ -181,11 +188,13 @@ def _probability_columns() -> dict:
     }
 
 
-def render_words(expl: Explanation) -> None:
+def render_words(expl: Explanation, extra: WordRow | None = None) -> None:
     st.subheader("Word by word")
     # Raw HTML is justified here only: a two-row, word-aligned colour highlight that no Streamlit
     # element draws. Every word, label and tooltip in it is html.escape'd by the builder.
-    st.html(escaped_highlight_html(expl))  # every string inside is html.escape'd
+    st.html(escaped_highlight_html(expl, extra=extra))  # every string inside is html.escape'd
+    strip = word_strip_chart(expl, extra=extra)  # the same strip drawn as a picture for a deck
+    render_chart_images(strip, stem="word-strip", key="explain.figure.strip", label="Word strip")
     relative = expl.relative_delta
     share = "n/a" if relative is None else f"{relative:.1%}"
     st.caption(
@@ -202,14 +211,19 @@ def render_words(expl: Explanation) -> None:
             f"(delta {relative:.1%} of the logit gap); raise the step limit."
         )
     with st.expander("Scores as bars"):
-        st.altair_chart(word_scores_chart(expl), width="stretch")
+        show_chart(word_scores_chart(expl), stem="word-scores", key="explain.figure.bars",
+                   width="stretch")  # fmt: skip
     st.download_button(
         "Download the explanation (HTML)",
-        escaped_explanation_document(expl),
+        escaped_explanation_document(expl, extra=extra),
         file_name="explanation.html",
         mime="text/html",
         key="explain.download",
     )
+    render_chart_images(
+        explanation_chart(expl, extra=extra), stem="explanation", key="explain.figure.all",
+        label="The whole explanation",
+    )  # fmt: skip
 
 
 def render_attention(expl: Explanation) -> None:
@@ -221,35 +235,47 @@ def render_attention(expl: Explanation) -> None:
     )
     grid, zoom, cls, rollout = st.tabs(["Every head", "One head", "[CLS] row", "Rollout"])
     chart = attention_grid_chart(maps)
-    grid.altair_chart(chart, width=chart.width)  # its natural width, or the column's if narrower
+    # its natural width, or the column's if narrower
+    show_chart(chart, stem="attention-grid", key="explain.figure.grid", container=grid,
+               width=chart.width)  # fmt: skip
     with zoom:
         left, right = st.columns(2)
         layer = left.selectbox("Layer", range(1, maps.n_layers + 1), key="explain.layer")
         head = right.selectbox("Head", range(1, maps.n_heads + 1), key="explain.head")
-        st.altair_chart(attention_head_chart(maps, layer - 1, head - 1))
+        one = attention_head_chart(maps, layer - 1, head - 1)
+        show_chart(one, stem=f"attention-layer-{layer}-head-{head}", key="explain.figure.head")
     if maps.has_cls:
-        cls.altair_chart(cls_attention_chart(maps))
-        rollout.altair_chart(rollout_chart(maps))
+        show_chart(cls_attention_chart(maps), stem="attention-cls-row", key="explain.figure.cls",
+                   container=cls)  # fmt: skip
     else:
         cls.info("This model has no [CLS] token: it averages all tokens instead.")
-        rollout.altair_chart(rollout_chart(maps))
+    show_chart(rollout_chart(maps), stem="attention-rollout", key="explain.figure.rollout",
+               container=rollout)  # fmt: skip
 
 
-def render_explanation(model: LoadedModel, text: str, target: str | None, max_steps: int) -> None:
+def render_explanation(
+    model: LoadedModel, text: str, target: str | None, max_steps: int, *, presenting: bool = False
+) -> None:
     st.text(shown_text(text))  # as given (or masked), never interpreted
     try:
         expl = explained(model, text, target, max_steps)
     except UserError as exc:
         st.error(md_escape(exc))
         return
+    if is_lstm_model(model):  # no attention heads: its gradient × input and the bag of words
+        render_lstm_explanation(expl, model.blend)
+        return
+    if presenting:  # the story of the complaint in order; every detail still follows below
+        render_explain_story(model, text, expl)
     render_predictions(expl, model.blend)
-    render_words(expl)
+    render_words(expl, render_lstm_beside(model, text, expl))  # the LSTM's row, if one is chosen
     render_attention(expl)
 
 
 st.title("Explain")
 st.write("What each model relied on for one complaint, and where every attention head looks.")
 actor = current_actor()  # the frame's check again: a page reached without app.py stops here too
+presenting = presenter_on("explain")
 model = require_model()
 source = st.radio(
     "Where the complaint comes from", [TYPED, PICKED],
@@ -266,4 +292,4 @@ max_steps = right.slider(
     help=f"Integration steps spent at most; steps are added until the convergence delta is at "
     f"most {CONVERGED:.0%} of the logit gap. A higher limit is slower only where it is needed.",
 )  # fmt: skip
-render_explanation(model, text, target, max_steps)
+render_explanation(model, text, target, max_steps, presenting=presenting)

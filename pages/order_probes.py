@@ -36,6 +36,7 @@ from core.tasks.probes import start_scan
 from ui.auth import allowed, current_actor
 from ui.caches import ABLATIONS, PROBES
 from ui.datasets import require_dataset
+from ui.figures import show_chart
 from ui.jobs import (
     JobProgress,
     counted,
@@ -136,7 +137,8 @@ def render_probe_result(result: ProbeResult) -> None:
             "bag-of-words shift": st.column_config.NumberColumn(format=SHIFT_FORMAT),
         },
     )
-    st.altair_chart(probe_shift_chart(result), width="stretch")
+    show_chart(probe_shift_chart(result), stem="probe-shifts", key="probes.figure.shifts",
+               width="stretch")  # fmt: skip
 
 
 def render_ablation(model: LoadedModel, text: str) -> None:
@@ -212,7 +214,8 @@ def render_twins(dataset: Dataset) -> None:
         return
     left, right = st.columns([3, 2])
     left.dataframe(shown_frame(twin_table(groups)), hide_index=True, width="stretch", height=260)
-    right.altair_chart(capped_chart(capped_frame(groups)), width="stretch")
+    show_chart(capped_chart(capped_frame(groups)), stem="bag-of-words-ceiling",
+               key="probes.figure.capped", container=right, width="stretch")  # fmt: skip
 
 
 def render_scan_form(model: LoadedModel, dataset: Dataset) -> None:
@@ -271,7 +274,8 @@ def render_scan_result(result: ScanResult) -> None:
         st.markdown("**Flip rates over the perturbations**")
         left, right = st.columns([3, 2])
         left.dataframe(kind_stats_table(result.kind_stats), hide_index=True, width="stretch")
-        right.altair_chart(flip_rate_chart(result.kind_stats), width="stretch")
+        show_chart(flip_rate_chart(result.kind_stats), stem="flip-rates",
+                   key="probes.figure.flips", container=right, width="stretch")  # fmt: skip
 
 
 def render_scan(model: LoadedModel, actor: Actor) -> None:

@@ -22,7 +22,9 @@ from core.models.registry import delete_model, list_models, models_of_dataset, r
 from core.models.training_job import SavedTraining
 from core.models.transformer.backbone import check_positions, find_backbone
 from core.models.transformer.config import (
+    FROM_SCRATCH,
     FULL,
+    LSTM,
     MINILM,
     QUICK,
     TINY,
@@ -40,6 +42,7 @@ from core.tasks.training import TrainingRun
 from ui.auth import allowed, current_actor
 from ui.compare import render_challenger_section
 from ui.datasets import require_dataset
+from ui.figures import show_chart
 from ui.jobs import get_job_queue, job_requester, render_job_progress
 from ui.safe import md_escape
 from ui.state import (
@@ -134,8 +137,8 @@ def _follow_backbone() -> None:
 
 def _follow_recipe() -> None:
     recipe = st.session_state[RECIPE_KEY]
-    if recipe == QUICK and st.session_state.get("train.backbone") == TINY:
-        st.session_state["train.backbone"] = MINILM  # the tiny model has nothing pretrained
+    if recipe == QUICK and st.session_state.get("train.backbone") in FROM_SCRATCH:
+        st.session_state["train.backbone"] = MINILM  # a from-scratch model has nothing pretrained
         _follow_backbone()
     st.session_state["train.model_name"] = model_name_for(
         st.session_state.get("train.backbone", MINILM), recipe
@@ -151,7 +154,7 @@ class TrainRequest:
 
 
 def model_name_for(backbone: str, recipe: str) -> str:
-    prefix = backbone if backbone in (MINILM, TINY) else "custom"
+    prefix = backbone if backbone in (MINILM, TINY, LSTM) else "custom"
     return default_model_name(f"{prefix}-quick" if recipe == QUICK else prefix)
 
 
@@ -168,17 +171,29 @@ def render_recipe(active: ActiveDataset) -> str:
     )  # fmt: skip
 
 
+def render_pooling(container, backbone: str, *, disabled: bool) -> str:
+    """Mean or [CLS] for transformers; mean or the final states for the LSTM (its own key, so
+    switching backbones never leaves a choice the other one lacks)."""
+    if backbone == LSTM:
+        return container.selectbox(
+            "Pooling", ["mean", "last"], key="train.lstm_pooling", disabled=disabled,
+            help="LSTM: mean of its outputs over the words, or its final states.",
+        )  # fmt: skip
+    return container.selectbox("Pooling", ["mean", "cls"], key="train.pooling", disabled=disabled)
+
+
 def render_train_form(active: ActiveDataset) -> TrainRequest | None:
     """The TrainConfig settings, the estimated duration and the model's name; returns them when
     Start is clicked. No st.form: the estimate follows every change."""
     recipe = render_recipe(active)
     quick = recipe == QUICK
     left, right = st.columns([1, 2])
-    backbones = [MINILM, "other"] if quick else [MINILM, TINY, "other"]
+    backbones = [MINILM, "other"] if quick else [MINILM, TINY, LSTM, "other"]
     choice = left.selectbox(
         "Backbone", backbones, key="train.backbone", on_change=_follow_backbone,
         format_func={MINILM: "MiniLM-L6 (bundled, pretrained)", TINY: "Tiny transformer (from "
-                     "scratch, seconds)", "other": "A saved model or a Hugging Face id"}.get,
+                     "scratch, seconds)", LSTM: "LSTM (from scratch, reads in order)",
+                     "other": "A saved model or a Hugging Face id"}.get,
     )  # fmt: skip
     custom = right.text_input(
         "Saved model name or id", key="train.custom", disabled=choice != "other",
@@ -195,7 +210,7 @@ def render_train_form(active: ActiveDataset) -> TrainRequest | None:
         st.session_state["train.model_name"] = model_name_for(choice, recipe)  # name is taken
     st.session_state.setdefault("train.model_name", model_name_for(choice, recipe))
     c = st.columns(4)
-    pooling = c[0].selectbox("Pooling", ["mean", "cls"], key="train.pooling", disabled=quick)
+    pooling = render_pooling(c[0], choice, disabled=quick)
     epochs = c[1].number_input("Epochs", 1, 50, key="train.epochs", disabled=quick)
     lr = c[2].number_input("Learning rate", 1e-6, 1e-1, format="%.0e", key="train.lr",
                            disabled=quick)  # fmt: skip
@@ -304,10 +319,13 @@ def render_result(run: TrainingRun, saved: SavedTraining) -> None:
         column_config={c: st.column_config.NumberColumn(format="%.3f")
                        for c in ("accuracy", "macro F1", "accuracy on twins")},
     )  # fmt: skip
-    st.altair_chart(f1_comparison_chart({name: rep for name, rep, _ in rows}), width="stretch")
+    show_chart(f1_comparison_chart({name: rep for name, rep, _ in rows}), stem="f1-per-desk",
+               key="train.figure.f1", width="stretch")  # fmt: skip
     left, right = st.columns(2)
-    left.altair_chart(confusion_chart(rows[0][1], title="Transformer"), width="stretch")
-    right.altair_chart(confusion_chart(rows[1][1], title="Bag of words"), width="stretch")
+    show_chart(confusion_chart(rows[0][1], title="Transformer"), stem="transformer-confusion",
+               key="train.figure.confusion_t", container=left, width="stretch")  # fmt: skip
+    show_chart(confusion_chart(rows[1][1], title="Bag of words"), stem="bag-of-words-confusion",
+               key="train.figure.confusion_b", container=right, width="stretch")  # fmt: skip
 
 
 def render_job(run: TrainingRun) -> None:

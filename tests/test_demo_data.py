@@ -1,7 +1,9 @@
 """The built-in demo data: deterministic, varied, balanced, code-mixed, with a sound twin slice."""
 
+import hashlib
 import random
 import re
+from datetime import date, datetime, timedelta
 
 import numpy as np
 import pandas as pd
@@ -10,6 +12,7 @@ import pytest
 from core import paths
 from core.data.demo import CHANNELS, COLUMNS, DemoConfig, generate_demo_data, write_demo_data
 from core.data.demo_phrases import DESKS, TWIN_PATTERNS
+from core.data.demo_times import IST, is_holiday
 from core.text import bag_key, words
 
 HINDI_FUNCTION_WORDS = {
@@ -37,7 +40,9 @@ def test_same_seed_gives_identical_csv_bytes(tmp_path):
     first = write_demo_data(tmp_path / "a.csv", config).read_bytes()
     second = write_demo_data(tmp_path / "b.csv", config).read_bytes()
     assert first == second
-    assert first.startswith(b"complaint_id,channel,language,text,desk,slice,twin_group\n")
+    assert first.startswith(
+        b"complaint_id,channel,language,text,desk,slice,twin_group,received_at\n"
+    )
 
 
 def test_different_seed_gives_different_data(tmp_path):
@@ -247,3 +252,77 @@ def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         write_demo_data(tmp_path / "demo.csv", DemoConfig(rows=60))
     assert list(tmp_path.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------- received times
+
+FRIDAY = date(2026, 3, 6)  # the queue is cut at 00:00 IST on this day; Holi was Wednesday 4th
+
+
+def _received(config: DemoConfig) -> pd.Series:
+    return pd.to_datetime(generate_demo_data(config)["received_at"], format="ISO8601")
+
+
+def _per_day(times: pd.Series) -> pd.Series:
+    return times.dt.tz_convert(IST).dt.date.value_counts()
+
+
+def test_received_times_leave_every_other_column_byte_identical():
+    """The CSV of the other columns as the generator wrote them before received_at existed."""
+    frame = generate_demo_data(DemoConfig(rows=400, seed=3)).drop(columns=["received_at"])
+    digest = hashlib.sha256(frame.to_csv(index=False, lineterminator="\n").encode()).hexdigest()
+    assert digest == "438feb4c1e32fc6368a626bb5babeed04540ac73f2501e920f1d1c608ae11ade"
+
+
+def test_received_times_are_iso_with_the_india_offset_and_grow_with_the_id():
+    frame = generate_demo_data(DemoConfig(rows=300, seed=2, received_until=FRIDAY))
+    assert frame.columns[-1] == "received_at"
+    assert frame["received_at"].str.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+05:30").all()
+    times = [datetime.fromisoformat(t) for t in frame["received_at"]]
+    assert times == sorted(times)
+    anchor = datetime(2026, 3, 6, tzinfo=IST)
+    assert max(times) < anchor and min(times) >= anchor - timedelta(days=21)
+
+
+def test_received_times_are_deterministic_for_a_fixed_day():
+    config = DemoConfig(rows=200, seed=4, received_until=FRIDAY)
+    assert generate_demo_data(config).equals(generate_demo_data(config))
+    later = generate_demo_data(DemoConfig(rows=200, seed=4, received_until=date(2026, 3, 7)))
+    assert not later["received_at"].equals(generate_demo_data(config)["received_at"])
+    assert later["text"].equals(generate_demo_data(config)["text"])
+
+
+def test_received_times_default_to_the_queue_at_the_start_of_today_in_india():
+    times = _received(DemoConfig(rows=60))
+    today = datetime.now(IST).date()
+    assert (times < pd.Timestamp(datetime(today.year, today.month, today.day), tz=IST)).all()
+
+
+def test_received_times_follow_an_open_queue_of_working_days():
+    times = _received(DemoConfig(rows=3000, seed=7, received_until=FRIDAY))
+    per_day = _per_day(times)
+    days = [FRIDAY - timedelta(days=k) for k in range(1, 22)]
+    weekday = [per_day.get(d, 0) for d in days if d.weekday() < 5]
+    weekend = [per_day.get(d, 0) for d in days if d.weekday() >= 5]
+    assert sum(weekday) / len(weekday) > 2 * sum(weekend) / len(weekend)
+    recent = times.dt.tz_convert(IST).dt.date >= FRIDAY - timedelta(days=3)
+    assert recent.mean() >= 0.5  # an open queue: most complaints are a few days old
+    assert per_day.get(FRIDAY - timedelta(days=21), 0) > 0  # with a tail of three weeks
+    assert is_holiday(date(2026, 3, 4))  # Holi: quieter than the older Tuesday before it
+    assert per_day[date(2026, 3, 4)] < per_day[date(2026, 3, 3)]
+    hours = times.dt.tz_convert(IST).dt.hour
+    assert ((hours >= 9) & (hours < 21)).mean() >= 0.8
+
+
+def test_a_weekday_is_busier_than_a_sunday_as_recent():
+    """The day before a Wednesday cut (a Tuesday) against the day before a Monday cut (a
+    Sunday): the same recency, so only the weekday pattern differs."""
+    tuesday = _per_day(_received(DemoConfig(rows=2000, received_until=date(2026, 3, 11))))
+    sunday = _per_day(_received(DemoConfig(rows=2000, received_until=date(2026, 3, 9))))
+    assert tuesday[date(2026, 3, 10)] > 2 * sunday[date(2026, 3, 8)]
+
+
+@pytest.mark.parametrize("until", [datetime(2026, 3, 6), "2026-03-06", 20260306])
+def test_received_until_must_be_a_date(until):
+    with pytest.raises(ValueError, match="received_until must be a date"):
+        generate_demo_data(DemoConfig(rows=60, received_until=until))

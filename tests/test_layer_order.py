@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),  # fmt: skip
     ("core.data",),
     ("core.models",),
-    ("core.analysis", "core.lab"),
+    ("core.analysis", "core.lab", "core.board"),  # the routing board reads data only
     ("core.charts",),
     (
         "core.jobs",

@@ -27,6 +27,7 @@ from core.review.live import LiveModel, format_since, live_model, promote_model
 from core.review.store import Store
 from core.tasks.compare import ComparisonRun, start_comparison
 from ui.auth import allowed, current_actor
+from ui.figures import show_chart
 from ui.jobs import (
     JobProgress,
     counted,
@@ -235,7 +236,8 @@ def render_report(comparison: Comparison, dataset_name: str) -> None:
     for warning in comparison.warnings:
         st.warning(md_escape(warning))
     st.dataframe(scores_frame(comparison), hide_index=True, width="stretch")
-    st.altair_chart(per_desk_recall_chart(comparison), width="stretch")
+    show_chart(per_desk_recall_chart(comparison), stem="per-desk-recall",
+               key="compare.figure.recall", width="stretch")  # fmt: skip
     st.dataframe(per_desk_frame(comparison), hide_index=True, width="stretch")
     st.markdown(f"**{len(comparison.changed):,} complaints change desk**")
     if comparison.changed:

@@ -1,20 +1,22 @@
-"""The built-in demo data set as every page loads it (one code path, cached once per process),
+"""The built-in demo data set as every page loads it (one code path, cached once per day: its
+received times end at the start of today in India, core.data.demo_times),
 the validation of a loaded table, cached by the content key of its upload, and a data set saved
 on the server made the active one."""
 
-from datetime import datetime
+from datetime import date, datetime
 
 import pandas as pd
 import streamlit as st
 
 from core.data.dataset import Dataset
 from core.data.demo import DemoConfig, generate_demo_data
+from core.data.demo_times import IST
 from core.data.saved import SavedDataset, datasets_root, load_dataset, validation_report
 from core.data.validation import ValidationReport, validate
 from ui.state import ActiveDataset, get_active_dataset, set_active_dataset
 
 DEMO_NAME = "Built-in demo data"
-DEMO_KEY = "built-in demo data"  # the cache key of the demo table (DemoConfig() is fixed)
+DEMO_KEY = "built-in demo data"  # the cache key of the demo table (its texts never change)
 
 
 @st.cache_data(show_spinner="Validating…", max_entries=8)
@@ -27,20 +29,31 @@ def validated(
     return validate(_table, text_col=text_col, label_col=label_col)
 
 
-@st.cache_data(show_spinner="Generating the demo complaints…")
+def demo_day() -> date:
+    """Today in India: the demo queue's received times end at its start."""
+    return datetime.now(IST).date()
+
+
+@st.cache_data(show_spinner="Generating the demo complaints…", max_entries=2)
+def _demo_table_of(day: date) -> pd.DataFrame:
+    return generate_demo_data(DemoConfig(received_until=day))
+
+
 def demo_table() -> pd.DataFrame:
-    return generate_demo_data(DemoConfig())
+    """Today's demo table. Keyed by the day, so a server that runs for weeks shows a queue of
+    recent weeks, not one that ages from the day it started (texts and desks never change)."""
+    return _demo_table_of(demo_day())
 
 
-@st.cache_data(show_spinner="Validating…")
-def _demo_active() -> ActiveDataset:
-    dataset, report = validate(demo_table(), text_col="text", label_col="desk")
+@st.cache_data(show_spinner="Validating…", max_entries=2)
+def _demo_active(day: date) -> ActiveDataset:
+    dataset, report = validate(_demo_table_of(day), text_col="text", label_col="desk")
     return ActiveDataset(name=DEMO_NAME, dataset=dataset, report=report)
 
 
 def use_demo_dataset() -> ActiveDataset:
-    """Make the demo data the active data set and return it."""
-    active = _demo_active()
+    """Make today's demo data the active data set and return it."""
+    active = _demo_active(demo_day())
     set_active_dataset(active)
     return active
 

@@ -16,6 +16,7 @@ from core.errors import UserError
 from core.jobs import Job, JobSnapshot, JobStatus
 from core.models.transformer.config import EMBED_PHASE, HEAD_PHASE, QUICK, TRAIN_PHASE, TrainConfig
 from ui.auth import current_actor
+from ui.figures import show_chart
 from ui.jobs import (
     JobProgress,
     get_job_queue,
@@ -82,17 +83,18 @@ def _minutes_or_seconds(eta_s: float | None) -> str:
 def render_curves(snapshot: JobSnapshot[SavedTraining]) -> None:
     points = [(p.done, p.detail) for p in snapshot.history if p.phase == TRAIN_PHASE]
     left, right = st.columns(2)
-    left.altair_chart(
+    show_chart(
         training_curve_chart([step for step, _ in points], [m.loss for _, m in points]),
-        width="stretch",
-    )
+        stem="training-loss", key="training.figure.loss", container=left, width="stretch",
+    )  # fmt: skip
     epochs = {m.epoch - 1: m for _, m in points if m.val_accuracy is not None}
     if epochs:
-        right.altair_chart(
+        show_chart(
             validation_curve_chart(
                 list(epochs), [m.val_accuracy for m in epochs.values()],
                 [m.val_macro_f1 for m in epochs.values()],
             ),
+            stem="validation-scores", key="training.figure.validation", container=right,
             width="stretch",
         )  # fmt: skip
 

@@ -8,7 +8,9 @@ or a label passes through `html.escape` before it becomes markup.
 from __future__ import annotations
 
 import html
+import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import altair as alt
 import numpy as np
@@ -28,6 +30,26 @@ GRID_HEAD_PX = 72  # side of one head in the grid when there is room (few heads)
 GRID_WIDTH = 940
 GRID_MARGIN_PX = 40  # the layer axis's title and labels, left of the cells
 GRID_TOOLTIP = ["layer:O", "head:O", "query:O", "key:O", alt.Tooltip("weight:Q", format=".3f")]
+
+
+@dataclass(frozen=True)
+class WordRow:
+    """One more model's scores for the word grid, aligned to an explanation's words: the
+    LSTM's gradient × input beside the transformer and the bag of words."""
+
+    name: str  # the row's label, e.g. "LSTM (gradient x input)"
+    words: tuple[str, ...]  # must equal the explanation's words
+    scores: tuple[float, ...]  # one per word
+    seen: tuple[bool, ...] | None = None  # False: cut off by the model's length limit
+    label: str | None = None  # that model's own desk for the complaint, for the report
+
+    def check(self, expl: Explanation) -> None:
+        """ValueError unless the row belongs to the words of `expl`."""
+        if list(self.words) != [w.text for w in expl.words] or len(self.scores) != len(self.words):
+            raise ValueError(f"the row {self.name!r} is not aligned with the explanation's words")
+
+    def is_seen(self, index: int) -> bool:
+        return True if self.seen is None else self.seen[index]
 
 
 def _colour(score: float, scale: float) -> str:
@@ -53,28 +75,53 @@ def _cell(word: str, score: float, scale: float, tip: str, *, seen: bool = True)
     )
 
 
-def _word_block(expl: Explanation, index: int, scales: tuple[float, float]) -> str:
+def _word_block(
+    expl: Explanation,
+    index: int,
+    scales: tuple[float, ...],
+    extra: WordRow | None = None,
+    top_name: str = "transformer",
+) -> str:
     word = expl.words[index].text
     t_score, b_score = expl.transformer_scores[index], expl.bow_scores[index]
     seen = expl.transformer_seen[index]
-    t_tip = f"{word} · transformer {t_score:+.4f}" if seen else f"{word} · cut off by truncation"
+    t_tip = f"{word} · {top_name} {t_score:+.4f}" if seen else f"{word} · cut off by truncation"
     b_tip = f"{word} · bag of words {b_score:+.4f}"
     cells = _cell(word, t_score, scales[0], t_tip, seen=seen)
     cells += _cell(word, b_score, scales[1], b_tip)
+    if extra is not None:
+        e_score, e_seen = extra.scores[index], extra.is_seen(index)
+        e_tip = f"{word} · {extra.name} {e_score:+.4f}" if e_seen else f"{word} · cut off"
+        cells += _cell(word, e_score, scales[2], e_tip, seen=e_seen)
     return f'<span style="display:inline-flex;flex-direction:column;gap:2px;">{cells}</span>'
 
 
-def escaped_highlight_html(expl: Explanation) -> str:
-    """The side-by-side highlight: for each word, the transformer's attribution above and the
-    bag-of-words contribution below, blue towards the target desk and red away from it, values
-    on hover. Each row is scaled to its own largest |score|. Every word and label is escaped."""
-    scales = (_scale(expl.transformer_scores), _scale(expl.bow_scores))
-    legend = (
-        '<span style="display:inline-flex;flex-direction:column;gap:2px;color:#555;">'
-        '<span style="padding:1px 4px;display:block;">Transformer</span>'
-        '<span style="padding:1px 4px;display:block;">Bag of words</span></span>'
+def _legend(names: Sequence[str]) -> str:
+    """The rows' names, left of the words; each escaped."""
+    cells = "".join(
+        f'<span style="padding:1px 4px;display:block;">{html.escape(name)}</span>' for name in names
     )
-    blocks = "".join(_word_block(expl, i, scales) for i in range(len(expl.words)))
+    column = "display:inline-flex;flex-direction:column;gap:2px;color:#555;"
+    return f'<span style="{column}">{cells}</span>'
+
+
+def escaped_highlight_html(
+    expl: Explanation, *, extra: WordRow | None = None, top_name: str = "Transformer"
+) -> str:
+    """The side-by-side highlight: for each word, the transformer's attribution above and the
+    bag-of-words contribution below (and `extra`'s scores under them, e.g. the LSTM beside),
+    blue towards the target desk and red away from it, values on hover. Each row is scaled to
+    its own largest |score|. `top_name` labels the first row (an active LSTM model's scores sit
+    there). Every word and label is escaped."""
+    scales = (_scale(expl.transformer_scores), _scale(expl.bow_scores))
+    names = [top_name, "Bag of words"]
+    if extra is not None:
+        extra.check(expl)
+        scales += (_scale(extra.scores),)
+        names.append(extra.name)
+    legend = _legend(names)
+    tip_name = top_name.lower() if top_name == "Transformer" else top_name
+    blocks = "".join(_word_block(expl, i, scales, extra, tip_name) for i in range(len(expl.words)))
     target = html.escape(expl.target)
     return (
         '<div style="font-family:sans-serif;line-height:1.4;">'
@@ -95,19 +142,50 @@ def _probability_rows(expl: Explanation) -> str:
     return "".join(rows)
 
 
-def _word_rows(expl: Explanation) -> str:
+def _word_rows(expl: Explanation, extra: WordRow | None = None) -> str:
+    more = [""] * len(expl.words) if extra is None else [f"<td>{s:+.4f}</td>" for s in extra.scores]
     return "".join(
-        f"<tr><td>{i + 1}</td><td>{html.escape(w.text)}</td><td>{t:+.4f}</td><td>{b:+.4f}</td></tr>"
-        for i, (w, t, b) in enumerate(
-            zip(expl.words, expl.transformer_scores, expl.bow_scores, strict=True)
+        f"<tr><td>{i + 1}</td><td>{html.escape(w.text)}</td><td>{t:+.4f}</td><td>{b:+.4f}</td>"
+        f"{e}</tr>"
+        for i, (w, t, b, e) in enumerate(
+            zip(expl.words, expl.transformer_scores, expl.bow_scores, more, strict=True)
         )
     )
 
 
-def escaped_explanation_document(expl: Explanation) -> str:
-    """A self-contained HTML page of the explanation to download: no scripts, no external
-    resources (a Content-Security-Policy forbids them), every user-derived string escaped."""
+def _extra_label(extra: WordRow | None) -> str:
+    if extra is None or extra.label is None:
+        return ""
+    return f" ·\n{html.escape(extra.name)}: <b>{html.escape(extra.label)}</b>"
+
+
+def _method_note(expl: Explanation, method: str | None) -> str:
+    """What the first row's scores are, with their gap and delta (escaped `method`)."""
     relative = "n/a" if expl.relative_delta is None else f"{expl.relative_delta:.1%}"
+    how = (
+        f"Integrated Gradients with {expl.tokens.n_steps} steps"
+        if method is None
+        else html.escape(method)
+    )
+    return (
+        f"{how}: logit gap {expl.logit_gap:+.4f}, convergence delta {expl.delta:+.4f} "
+        f"({relative} of the gap)."
+    )
+
+
+def escaped_explanation_document(
+    expl: Explanation,
+    *,
+    extra: WordRow | None = None,
+    top_name: str = "Transformer",
+    method: str | None = None,
+) -> str:
+    """A self-contained HTML page of the explanation to download: no scripts, no external
+    resources (a Content-Security-Policy forbids them), every user-derived string escaped.
+    `extra` and `top_name` as in `escaped_highlight_html`; `method` names how the first row's
+    scores were computed (None: Integrated Gradients)."""
+    top = html.escape(top_name)
+    extra_th = "" if extra is None else f"<th>{html.escape(extra.name)}</th>"
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
@@ -117,18 +195,17 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;te
 pre{{white-space:pre-wrap;background:#f6f6f6;padding:8px}}</style></head><body>
 <h1>Why the models routed this complaint</h1>
 <pre>{html.escape(expl.text)}</pre>
-<p>Transformer: <b>{html.escape(expl.transformer.label)}</b> ·
-Bag of words: <b>{html.escape(expl.bow.label)}</b> ·
+<p>{top}: <b>{html.escape(expl.transformer.label)}</b> ·
+Bag of words: <b>{html.escape(expl.bow.label)}</b>{_extra_label(extra)} ·
 Explained desk: <b>{html.escape(expl.target)}</b></p>
-<table><tr><th>desk</th><th>transformer</th><th>bag of words</th></tr>
+<table><tr><th>desk</th><th>{top.lower()}</th><th>bag of words</th></tr>
 {_probability_rows(expl)}</table>
 <h2>Word by word</h2>
-{escaped_highlight_html(expl)}
-<p>Integrated Gradients with {expl.tokens.n_steps} steps: logit gap {expl.logit_gap:+.4f},
-convergence delta {expl.delta:+.4f} ({relative} of the gap). Punctuation and symbols outside
+{escaped_highlight_html(expl, extra=extra, top_name=top_name)}
+<p>{_method_note(expl, method)} Punctuation and symbols outside
 words carry {expl.unassigned:+.4f}.</p>
-<table><tr><th>#</th><th>word</th><th>transformer</th><th>bag of words</th></tr>
-{_word_rows(expl)}</table>
+<table><tr><th>#</th><th>word</th><th>{top.lower()}</th><th>bag of words</th>{extra_th}</tr>
+{_word_rows(expl, extra)}</table>
 </body></html>
 """
 
@@ -319,3 +396,175 @@ def word_scores_chart(expl: Explanation) -> alt.Chart:
         )
         .properties(height=120)
     )
+
+
+# --------------------------------------------------------------------------- images for decks
+# The word strip as a chart (for PNG and SVG; the page itself draws the HTML strip above).
+# Words are laid out in Python, left to right and wrapped, in pixels (scale=None encodings).
+STRIP_WIDTH = 900  # pixels of one line of words, the row names included
+STRIP_FONT = 12
+STRIP_CHAR_PX = 7.2  # a generous average width of one character at STRIP_FONT (DejaVu Sans)
+STRIP_PAD_PX = 8  # inside a word's cell, both sides together
+STRIP_GAP_PX = 4  # between two words
+STRIP_ROW_PX = 18  # one model's row of cells
+STRIP_LINE_GAP_PX = 10  # between two lines of words
+STRIP_LEGEND_PX = 120  # the row names, left of every line
+STRIP_MAX_CHARS = 28  # a longer word (a UPI reference) is shortened with "…"
+STORY_TEXT_CHARS = 400  # of the complaint in the one-image explanation
+STORY_LINE_CHARS = 110
+
+
+def _shown_word(word: str) -> str:
+    return word if len(word) <= STRIP_MAX_CHARS else word[: STRIP_MAX_CHARS - 1] + "…"
+
+
+def _strip_lines(words: Sequence[str]) -> list[tuple[int, float, float]]:
+    """(line, x, x2) in pixels of each word's cell, wrapped at STRIP_WIDTH."""
+    placed, line, x = [], 0, float(STRIP_LEGEND_PX)
+    for word in words:
+        width = len(word) * STRIP_CHAR_PX + STRIP_PAD_PX
+        if x > STRIP_LEGEND_PX and x + width > STRIP_WIDTH:
+            line, x = line + 1, float(STRIP_LEGEND_PX)
+        placed.append((line, x, x + width))
+        x += width + STRIP_GAP_PX
+    return placed
+
+
+def _strip_rows(expl: Explanation, extra: WordRow | None, top_name: str) -> list[tuple]:
+    """(name, scores, seen) of each row of the strip, top to bottom."""
+    everywhere = (True,) * len(expl.words)
+    rows = [
+        (top_name, expl.transformer_scores, expl.transformer_seen),
+        ("Bag of words", expl.bow_scores, everywhere),
+    ]
+    if extra is not None:
+        extra.check(expl)
+        seen = everywhere if extra.seen is None else extra.seen
+        rows.append((extra.name, extra.scores, seen))
+    return rows
+
+
+def _strip_frame(expl: Explanation, rows: list[tuple]) -> tuple[pd.DataFrame, int]:
+    """One record per (word, row): cell corners in pixels, the score and its shade in [-1, 1]
+    (the score over its row's largest |score|); and the number of lines."""
+    shown = [_shown_word(w.text) for w in expl.words]
+    placed = _strip_lines(shown)
+    line_px = len(rows) * STRIP_ROW_PX + STRIP_LINE_GAP_PX
+    records = []
+    for r, (name, scores, seen) in enumerate(rows):
+        scale = _scale(scores)
+        for i, (line, x, x2) in enumerate(placed):
+            y = line * line_px + r * STRIP_ROW_PX
+            shade = scores[i] / scale if scale > 0 and seen[i] else 0.0
+            records.append((shown[i], name, x, x2, y, y + STRIP_ROW_PX - 2, scores[i], shade,
+                            bool(seen[i])))  # fmt: skip
+    columns = ["word", "model", "x", "x2", "y", "y2", "score", "shade", "seen"]
+    lines = placed[-1][0] + 1 if placed else 1
+    return pd.DataFrame.from_records(records, columns=columns), lines
+
+
+def _strip_legend(rows: list[tuple], lines: int) -> alt.Chart:
+    line_px = len(rows) * STRIP_ROW_PX + STRIP_LINE_GAP_PX
+    frame = pd.DataFrame(
+        [(name, line * line_px + r * STRIP_ROW_PX + STRIP_ROW_PX / 2 - 1)
+         for line in range(lines) for r, (name, _, _) in enumerate(rows)],
+        columns=["model", "y"],
+    )  # fmt: skip
+    return (
+        alt.Chart(frame)
+        .mark_text(align="left", baseline="middle", fontSize=STRIP_FONT, color="#555")
+        .encode(x=alt.value(0), y=alt.Y("y:Q", scale=None, axis=None), text="model:N")
+    )
+
+
+def word_strip_chart(
+    expl: Explanation, *, extra: WordRow | None = None, top_name: str = "Transformer"
+) -> alt.LayerChart:
+    """The word-attribution strip as a chart (the HTML strip of `escaped_highlight_html`, drawn
+    for an image): each word in text order, wrapped into lines, with one coloured cell per model
+    (blue towards the explained desk, red away from it, each row scaled to its own largest
+    |score|); words cut off by truncation are grey on white."""
+    rows = _strip_rows(expl, extra, top_name)
+    frame, lines = _strip_frame(expl, rows)
+    x, y = alt.X("x:Q", scale=None, axis=None), alt.Y("y:Q", scale=None, axis=None)
+    base = alt.Chart(frame).encode(x=x, y=y)
+    cells = base.mark_rect(cornerRadius=3).encode(
+        x2="x2:Q", y2="y2:Q",
+        color=alt.Color("shade:Q", scale=alt.Scale(scheme=DIVERGING, domain=[-1, 1]), legend=None),
+        tooltip=["word:N", "model:N", alt.Tooltip("score:Q", format="+.4f")],
+    )  # fmt: skip
+    light = "datum.shade > 0.55 || datum.shade < -0.55"
+    words = base.mark_text(align="left", baseline="middle", fontSize=STRIP_FONT, dx=4, dy=8).encode(
+        text="word:N",
+        color=alt.condition(light, alt.value("white"), alt.value("black")),
+        opacity=alt.condition("datum.seen", alt.value(1.0), alt.value(0.45)),
+    )
+    height = lines * (len(rows) * STRIP_ROW_PX + STRIP_LINE_GAP_PX)
+    title = alt.Title(
+        f"Scores for the desk {expl.target}",
+        subtitle="blue: towards it, red: away from it",
+        anchor="start",
+    )
+    return alt.layer(cells, words, _strip_legend(rows, lines)).properties(
+        width=STRIP_WIDTH, height=height, title=title, view=alt.ViewBackground(stroke=None)
+    )
+
+
+def _complaint_lines(text: str) -> list[str]:
+    """The complaint, shortened to STORY_TEXT_CHARS characters and wrapped for a title."""
+    short = text if len(text) <= STORY_TEXT_CHARS else text[: STORY_TEXT_CHARS - 1] + "…"
+    return textwrap.wrap(" ".join(short.split()), STORY_LINE_CHARS) or [""]
+
+
+def _probabilities_chart(expl: Explanation, top_name: str) -> alt.Chart:
+    """Both models' probability of every desk, side by side, titled with the complaint."""
+    desks = list(expl.transformer.probabilities)
+    frame = pd.DataFrame(
+        {
+            "desk": desks * 2,
+            "model": [top_name] * len(desks) + ["Bag of words"] * len(desks),
+            "probability": list(expl.transformer.probabilities.values())
+            + [expl.bow.probabilities[d] for d in desks],
+        }
+    )
+    answers = (
+        f"{top_name}: {expl.transformer.label} ({expl.transformer.confidence:.0%}) · "
+        f"Bag of words: {expl.bow.label} ({expl.bow.confidence:.0%})"
+    )
+    title = alt.Title(
+        "Why the models routed this complaint",
+        subtitle=[*_complaint_lines(expl.text), "", answers],
+        anchor="start", fontSize=16, subtitleFontSize=12,
+    )  # fmt: skip
+    return (
+        alt.Chart(frame, title=title)
+        .mark_bar()
+        .encode(
+            y=alt.Y("desk:N", sort=desks, title=None),
+            yOffset=alt.YOffset("model:N", sort=[top_name, "Bag of words"]),
+            x=alt.X("probability:Q", scale=alt.Scale(domain=[0, 1]), title="probability"),
+            color=alt.Color("model:N", sort=[top_name, "Bag of words"], title=None),
+            tooltip=["desk:N", "model:N", alt.Tooltip("probability:Q", format=".3f")],
+        )
+        .properties(width=STRIP_WIDTH - STRIP_LEGEND_PX, height=alt.Step(12))
+    )
+
+
+def explanation_chart(
+    expl: Explanation,
+    *,
+    extra: WordRow | None = None,
+    top_name: str = "Transformer",
+    max_tokens: int = GRID_TOKENS,
+) -> alt.VConcatChart:
+    """The Explain page as one picture (for a PNG): the complaint (shortened) and both models'
+    answers over their probabilities, the word strip, and every head's attention (first
+    `max_tokens` tokens), one above the other."""
+    grid = attention_grid_chart(expl.attention, max_tokens=max_tokens)
+    grid.autosize = alt.Undefined  # only a whole (top-level) chart may size itself
+    parts = [
+        _probabilities_chart(expl, top_name),
+        word_strip_chart(expl, extra=extra, top_name=top_name),
+        grid,
+    ]
+    return alt.vconcat(*parts, spacing=28).resolve_scale(color="independent")

@@ -1,7 +1,8 @@
 """Seeded generator of the built-in demo grievance data set.
 
 Thousands of varied bank complaints for five desks, in English and romanised Hindi-English, with a
-marked slice of "twins": groups with exactly the same bag of words but different desks.
+marked slice of "twins": groups with exactly the same bag of words but different desks, and a
+received time per complaint for the routing board (core.data.demo_times).
 """
 
 import io
@@ -11,7 +12,7 @@ import zipfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import date, datetime
 from numbers import Integral, Real
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from core.data.demo_phrases import (
     SwapPattern,
 )
 from core.data.demo_slots import Slots, fill
+from core.data.demo_times import received_times
 from core.errors import UserError
 from core.paths import write_atomically
 from core.text import bag_key, word_spans, words
@@ -43,6 +45,7 @@ COLUMNS: tuple[str, ...] = (
     "desk",
     "slice",
     "twin_group",
+    "received_at",  # last, and drawn from its own generator: the other columns never change
 )
 
 CHANNELS: tuple[str, ...] = ("email", "app", "chat", "branch")
@@ -60,6 +63,9 @@ class DemoConfig:
     seed: int = 7
     twin_share: float = 0.12  # share of rows in twin groups (same bag of words, other desk)
     codemix_share: float = 0.2  # share of rows in romanised Hindi-English ("hi-en")
+    # The queue is cut at 00:00 IST of this day (None: today in India): every received_at lies
+    # before it. Fix it for data that must be the same on every day.
+    received_until: date | None = None
 
 
 @dataclass(frozen=True)
@@ -333,7 +339,7 @@ def _separate_twins(rows: list[_Row]) -> list[_Row]:
     return rows
 
 
-def _frame(rows: Sequence[_Row]) -> pd.DataFrame:
+def _frame(rows: Sequence[_Row], received: Sequence[str]) -> pd.DataFrame:
     """The data set as a DataFrame with the public columns, ids in row order."""
     frame = pd.DataFrame(
         {
@@ -344,6 +350,7 @@ def _frame(rows: Sequence[_Row]) -> pd.DataFrame:
             "desk": [row.desk for row in rows],
             "slice": [row.slice for row in rows],
             "twin_group": pd.array([row.twin_group for row in rows], dtype="Int64"),
+            "received_at": list(received),
         }
     )
     return frame[list(COLUMNS)]
@@ -364,6 +371,9 @@ def _validate(config: DemoConfig) -> None:
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, Real) or not 0 <= value <= 0.5:
             raise UserError(f"{name} must be a number between 0 and 0.5, got {value!r}")
+    until = config.received_until
+    if until is not None and (isinstance(until, datetime) or not isinstance(until, date)):
+        raise UserError(f"received_until must be a date such as 2026-03-06, got {until!r}")
 
 
 def _normalised(config: DemoConfig) -> DemoConfig:
@@ -388,10 +398,12 @@ def generate_demo_data(config: DemoConfig = DemoConfig()) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        `(config.rows, 7)` with columns `complaint_id, channel, language, text, desk, slice,
-        twin_group`, shuffled. `slice` is "twin" for rows in a twin group and "regular"
-        otherwise; `twin_group` (nullable Int64) is the group id of a twin and NA otherwise.
-        Every twin group has one bag of words (`core.text.bag_key`) and at least two desks.
+        `(config.rows, 8)` with columns `complaint_id, channel, language, text, desk, slice,
+        twin_group, received_at`, shuffled. `slice` is "twin" for rows in a twin group and
+        "regular" otherwise; `twin_group` (nullable Int64) is the group id of a twin and NA
+        otherwise. Every twin group has one bag of words (`core.text.bag_key`) and at least two
+        desks. `received_at` is ISO 8601 with the +05:30 offset, growing with the complaint id,
+        all before 00:00 IST of `config.received_until` (core.data.demo_times).
     """
     _validate(config)
     config = _normalised(config)
@@ -400,7 +412,9 @@ def generate_demo_data(config: DemoConfig = DemoConfig()) -> pd.DataFrame:
     twins = _make_twins(round(config.rows * config.twin_share), rng, languages=languages)
     rows = twins + _make_regular(config, twins, rng)
     rng.shuffle(rows)
-    return _frame(_separate_twins(rows))
+    rows = _separate_twins(rows)
+    received = received_times(len(rows), seed=config.seed, received_until=config.received_until)
+    return _frame(rows, received)
 
 
 class _FixedTimeZip(zipfile.ZipFile):

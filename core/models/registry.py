@@ -50,6 +50,7 @@ from core.models.card import (
     read_card_and_digest,
 )
 from core.models.device import Runtime
+from core.models.lstm.model import LstmForSequenceClassification
 from core.models.tiny.model import TinyTransformerForSequenceClassification
 from core.models.tiny.tokenizer import TinyTokenizer
 from core.models.transformer import head as _registers_mean_pool  # noqa: F401  (Auto classes)
@@ -65,6 +66,7 @@ ARCH_TRANSFORMERS = "transformers"  # loads with AutoModelForSequenceClassificat
 
 
 ARCH_TINY = "tiny"  # core.models.tiny
+ARCH_LSTM = "lstm"  # core.models.lstm
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,11 @@ def _architecture(model: torch.nn.Module) -> str:
         return ARCH_TRANSFORMERS
     if isinstance(model, TinyTransformerForSequenceClassification):
         return ARCH_TINY
-    raise TypeError(f"cannot save a {type(model).__name__}; only transformers and tiny models")
+    if isinstance(model, LstmForSequenceClassification):
+        return ARCH_LSTM
+    raise TypeError(
+        f"cannot save a {type(model).__name__}; only transformers, tiny and LSTM models"
+    )
 
 
 def _report_json(report: Any) -> dict[str, Any] | None:
@@ -335,6 +341,8 @@ def load_model(
     check_loadable(folder)
     _verify_files(folder, card)
     model, tokenizer = _load_transformer(folder, card.get("architecture"))
+    if card.get("architecture") == ARCH_LSTM:  # its forward always runs fp32 (core.models.lstm)
+        runtime = Runtime(runtime.device, "fp32")
     labels = [str(label) for label in card["labels"]]
     transformer = TransformerClassifier(
         model, tokenizer, labels,
@@ -378,6 +386,9 @@ def _verify_files(folder: Path, card: dict[str, Any]) -> None:
 def _load_transformer(folder: Path, architecture: Any) -> tuple[torch.nn.Module, Any]:
     if architecture == ARCH_TINY:
         model = TinyTransformerForSequenceClassification.from_pretrained(folder)
+        return model, TinyTokenizer.from_pretrained(folder)
+    if architecture == ARCH_LSTM:
+        model = LstmForSequenceClassification.from_pretrained(folder)
         return model, TinyTokenizer.from_pretrained(folder)
     if architecture != ARCH_TRANSFORMERS:
         raise UserError(f"{folder.name}: unknown architecture {architecture!r} in {CARD_NAME}")

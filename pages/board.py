@@ -1,0 +1,313 @@
+"""Routing board page: each desk's open complaints against the regulator's clock (turnaround
+times from the TAT file, core.board.tat), the complaints most at risk first, and what routing the
+unsure ones differently would change. Everything is counted in core.board; this page only draws.
+Viewers may read it; routing the data set with a model is a job (reviewers and admins)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pandas as pd
+import streamlit as st
+
+from core.access import Actor, Permission
+from core.board.board import Board, BoardConfig
+from core.board.tat import TatTable, load_tat, tat_path
+from core.charts.board import (
+    age_chart,
+    as_of_text,
+    at_risk_frame,
+    board_chart,
+    board_totals,
+    desk_frame,
+    tat_frame,
+    what_if_frame,
+)
+from core.data.limits import DataError
+from core.errors import UserError
+from core.jobs import Job, JobStatus
+from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
+from ui.auth import allowed, current_actor
+from ui.board import (
+    ROUTED_RUN,
+    BoardInput,
+    RoutedRun,
+    active_table,
+    as_of_param,
+    boarded,
+    classify_page_file,
+    dataset_input,
+    finished_file,
+    local_as_utc,
+    now_to_the_minute,
+    routed_run,
+    start_routing,
+)
+from ui.datasets import require_dataset
+from ui.downloads import render_table_downloads
+from ui.figures import show_chart
+from ui.jobs import JobProgress, counted, describe_job, render_job_progress
+from ui.safe import md_escape
+from ui.state import ActiveDataset
+from ui.uploads import read_upload
+from ui.widgets import require_model, shown_frame
+
+AS_ROUTED = "The active data set, as routed in its desk column"
+BY_MODEL = "The active data set, routed by the model"
+CLASSIFIED = "The file classified on Classify"
+UPLOADED = "An uploaded classified file"
+EXPLAIN_PAGE = "pages/explain.py"
+# The Explain page's widgets (pages/explain.py): its source radio, that radio's two options,
+# and its text box. tests/test_app_board.py opens Explain through them.
+EXPLAIN_SOURCE, EXPLAIN_TEXT = "explain.source", "explain.text"
+EXPLAIN_TYPED, EXPLAIN_PICKED = "Type a complaint", "Pick one from the data set"
+TAT_ENV_SHOWN = md_escape("GRIEVANCE_LENS_TAT")
+
+
+def require_tat() -> TatTable:
+    """The TAT file in use; a one-line error naming what to fix, and the page stops, when it
+    cannot be read."""
+    try:
+        return load_tat()
+    except UserError as exc:
+        st.error(md_escape(exc))
+        st.caption(f"TAT file: {md_escape(tat_path())} (set {TAT_ENV_SHOWN} to use another)")
+        st.stop()
+
+
+def render_tat(tat: TatTable) -> None:
+    with st.expander(f"Turnaround times in use ({len(tat.desks)} desks named)"):
+        st.dataframe(tat_frame(tat), hide_index=True, width="stretch")
+        st.caption(
+            f"From {md_escape(tat.path)}; operators change it by pointing {TAT_ENV_SHOWN} "
+            f"at another TOML file. Naive received times are read in {md_escape(tat.timezone)}. "
+            f"What-if delays: {tat.reroute_hours:g} h at the wrong desk, {tat.triage_hours:g} h "
+            "for people first."
+        )
+
+
+def render_source(actor: Actor) -> BoardInput | None:
+    """The table to draw the board from, as the radio says; None (with the reason shown) until
+    there is one."""
+    source = st.radio("Board of", [AS_ROUTED, BY_MODEL, CLASSIFIED, UPLOADED], key="board.source")
+    if source == UPLOADED:
+        return uploaded_input()
+    if source == CLASSIFIED:
+        return classified_input()
+    active = require_dataset("board")
+    if active is None:
+        return None
+    if source == AS_ROUTED:
+        return dataset_input(active)
+    return routed_input(actor, active)
+
+
+def uploaded_input() -> BoardInput | None:
+    upload = st.file_uploader(
+        "A classified file (CSV, TSV, XLSX or Parquet) with a desk or predicted_label column",
+        type=["csv", "tsv", "xlsx", "parquet"], key="board.upload",
+    )  # fmt: skip
+    if upload is None:
+        return None
+    try:
+        read = read_upload(upload)
+    except DataError as exc:
+        st.error(md_escape(exc))
+        return None
+    return BoardInput(read.name, read.table, f"upload:{read.key}")
+
+
+def classified_input() -> BoardInput | None:
+    found = classify_page_file()
+    if found is None:
+        st.info("No file has been classified on Classify in this session.")
+        st.page_link("pages/classify.py", label="Open Classify", icon=":material/alt_route:")
+        return None
+    name, classified = found
+    return BoardInput(name, classified.read(), f"classified:{classified.path}")
+
+
+def describe_routing(job: Job) -> JobProgress | None:
+    return describe_job(job, lambda snapshot, eta: f"{counted(snapshot.latest)} complaints{eta}")
+
+
+def routed_input(actor: Actor, active: ActiveDataset) -> BoardInput | None:
+    """The active data set classified by this session's model (the live one by default), a
+    job kept per (model, data set); the data set's own desks then serve as the reviewed desks."""
+    if not allowed(actor, Permission.RUN_JOBS, "Routing the data set with the model"):
+        return None
+    model = require_model()
+    run = routed_run(model, active)
+    if run is None:
+        start = f"Route {len(active.dataset):,} complaints with {md_escape(model.path.name)}"
+        if not st.button(start, key="board.route", type="primary"):
+            return None
+        try:
+            run = start_routing(model, active, DEFAULT_REVIEW_THRESHOLD)
+        except UserError as exc:
+            st.error(md_escape(exc))
+            return None
+    return routed_result(run, active)
+
+
+def routed_result(run: RoutedRun, active: ActiveDataset) -> BoardInput | None:
+    snapshot = run.job.snapshot()
+    if snapshot.status.active:
+        render_job_progress(run.job, describe=describe_routing, key="board.cancel", every=0.5)
+        return None
+    if snapshot.status is JobStatus.FAILED:
+        st.error(md_escape(snapshot.error))
+        return None
+    classified = finished_file(run)
+    if classified is None or not classified.path.is_file():
+        st.info("The routing was cancelled or is no longer kept on the server; route again.")
+        st.session_state.pop(ROUTED_RUN, None)
+        return None
+    st.caption(f"Routed with a review threshold of {DEFAULT_REVIEW_THRESHOLD:.0%}.")
+    _, rows = active_table(active)
+    return BoardInput(f"{active.name} routed by the model", classified.read(),
+                      f"routed:{classified.path}", rows, from_dataset=True)  # fmt: skip
+
+
+def render_as_of(tat: TatTable) -> datetime:
+    """The time ages are measured at: the picked one, else `?as_of=`, else now (to the minute)."""
+    picked = st.datetime_input(
+        f"Measure ages at (in {md_escape(tat.timezone)}; empty: now)", value=None,
+        key="board.as_of", format="YYYY-MM-DD", width=360,
+    )  # fmt: skip
+    if picked is not None:
+        return local_as_utc(picked, tat.timezone)
+    try:
+        return as_of_param(tat.timezone) or now_to_the_minute()
+    except ValueError:
+        st.warning("The as_of in the address is not a time (write it like 2025-06-02T14:05); "
+                   "ages are measured now.")  # fmt: skip
+        return now_to_the_minute()
+
+
+def render_headline(board: Board) -> None:
+    totals = board_totals(board)
+    cols = st.columns(5)
+    cols[0].metric("Open", f"{totals.open:,}")
+    cols[1].metric("Breached", f"{totals.breached:,}")
+    cols[2].metric("Due within 24 h", f"{totals.due_24h:,}")
+    unsure = "n/a" if totals.unsure is None else f"{totals.unsure:,}"
+    cols[3].metric("Unsure (needs review)", unsure)
+    cols[4].metric("No received time", f"{totals.no_time:,}")
+    if board.closed:
+        st.caption(f"{board.closed:,} rows whose status reads closed or resolved are not counted.")
+
+
+def without_empty_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` as shown: columns the file gave nothing for (no needs_review, no confidence)
+    left out rather than shown as a column of None; the downloads keep them."""
+    return frame.dropna(axis="columns", how="all") if len(frame) else frame
+
+
+def render_desks(board: Board) -> None:
+    st.subheader("Desks")
+    frame = desk_frame(board)
+    st.dataframe(
+        without_empty_columns(frame), hide_index=True, width="stretch",
+        column_config={
+            "unsure share": st.column_config.NumberColumn(format="percent"),
+            "median age (h)": st.column_config.NumberColumn(format="%.1f"),
+            "p90 age (h)": st.column_config.NumberColumn(format="%.1f"),
+        },
+    )  # fmt: skip
+    render_table_downloads(frame, "routing-board-desks", label="Download the desks ({fmt})",
+                           keys=("board.desks_csv", "board.desks_xlsx"))  # fmt: skip
+    board_tab, age_tab = st.tabs(["Board", "Ages against the TAT"])
+    show_chart(board_chart(board), stem="routing-board", key="board.chart", container=board_tab)
+    show_chart(age_chart(board), stem="routing-board-ages", key="board.ages", container=age_tab,
+               width="stretch")  # fmt: skip
+
+
+def render_at_risk(board: Board, source: BoardInput, actor: Actor) -> None:
+    shown = len(board.at_risk)
+    st.subheader(f"Most at risk ({board.at_risk_total:,} breached or due within 24 h)")
+    if shown == 0:
+        st.write("No complaint has breached or is due within 24 hours.")
+        return
+    if shown < board.at_risk_total:
+        st.caption(f"The {shown:,} most urgent are listed; hours left below 0 have breached.")
+    frame = at_risk_frame(board)
+    st.dataframe(
+        shown_frame(without_empty_columns(frame)), hide_index=True, width="stretch", height=320,
+        column_config={"text": st.column_config.TextColumn("text", width="large"),
+                       "confidence": st.column_config.NumberColumn(format="%.2f")},
+    )  # fmt: skip
+    render_table_downloads(frame, "routing-board-at-risk", label="Download at risk ({fmt})",
+                           keys=("board.risk_csv", "board.risk_xlsx"))  # fmt: skip
+    render_explain_choice(board, source, actor)
+
+
+def render_explain_choice(board: Board, source: BoardInput, actor: Actor) -> None:
+    """Open one at-risk complaint on Explain: by its row of the active data set when the board
+    is of it (and this user may classify the sample that picker needs), else by its text."""
+    by_row = {a.row: a for a in board.at_risk}
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    row = left.selectbox(
+        "Complaint to explain", list(by_row), key="board.explain_row",
+        format_func=lambda r: f"row {r} · {by_row[r].desk} · {by_row[r].hours_left:+.1f} h left",
+    )  # fmt: skip
+    if not right.button("Explain it", key="board.explain", icon=":material/search:"):
+        return
+    if source.from_dataset and actor.can(Permission.RUN_JOBS):
+        st.session_state[EXPLAIN_SOURCE] = EXPLAIN_PICKED
+        st.switch_page(EXPLAIN_PAGE, query_params={"row": str(row)})
+    st.session_state[EXPLAIN_SOURCE] = EXPLAIN_TYPED
+    st.session_state[EXPLAIN_TEXT] = by_row[row].text
+    st.switch_page(EXPLAIN_PAGE)
+
+
+def render_what_if(board: Board) -> None:
+    st.subheader("What if the unsure ones were routed differently")
+    what_if = board.what_if
+    if what_if is None:
+        st.write(
+            "No what-if: it needs a classified file (needs_review, and prob_<desk> columns "
+            "or a reviewed desk column) with received times; the warnings above say what "
+            "this one lacks. Route the data set with the model to get one."
+        )
+        return
+    st.caption(f"Counted from {md_escape(what_if.basis)}. {md_escape(what_if.note)}")
+    st.dataframe(
+        what_if_frame(board), hide_index=True, width="stretch",
+        column_config={c: st.column_config.NumberColumn(format="%.1f")
+                       for c in ("breaches", "avoided", "caused")},
+    )  # fmt: skip
+
+
+def render_board(board: Board, source: BoardInput, actor: Actor) -> None:
+    st.caption(
+        f"{md_escape(source.name)} · as of {as_of_text(board)} · desk column "
+        f"{md_escape(board.desk_col)} · received time "
+        f"{md_escape(board.received_col) if board.received_col else 'none'}"
+    )
+    for warning in board.warnings:
+        st.warning(md_escape(warning))
+    render_headline(board)
+    render_desks(board)
+    render_at_risk(board, source, actor)
+    render_what_if(board)
+
+
+st.title("Routing board")
+st.write(
+    "Each desk's open complaints against the regulator's clock: how many have breached their "
+    "turnaround time, how many will within 24 hours, and which to pick up first."
+)
+actor = current_actor()
+tat = require_tat()
+render_tat(tat)
+source = render_source(actor)
+if source is None:
+    st.stop()
+as_of = render_as_of(tat)
+try:
+    board = boarded(source, tat, BoardConfig(as_of=as_of, desk_col=source.desk_col))
+except UserError as exc:
+    st.error(md_escape(exc))
+    st.stop()
+render_board(board, source, actor)
