@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from core.access import Actor, Permission
-from core.board.board import Board, BoardConfig
+from core.board.board import AtRisk, Board, BoardConfig
 from core.board.tat import TatTable, load_tat, tat_path
 from core.charts.board import (
     age_chart,
@@ -48,7 +48,7 @@ from ui.downloads import render_table_downloads
 from ui.figures import show_chart
 from ui.jobs import JobProgress, counted, describe_job, render_job_progress
 from ui.safe import md_escape
-from ui.state import ActiveDataset
+from ui.state import ActiveDataset, open_in_explain
 from ui.uploads import read_upload
 from ui.widgets import require_model, shown_frame
 
@@ -56,11 +56,6 @@ AS_ROUTED = "The active data set, as routed in its desk column"
 BY_MODEL = "The active data set, routed by the model"
 CLASSIFIED = "The file classified on Classify"
 UPLOADED = "An uploaded classified file"
-EXPLAIN_PAGE = "pages/explain.py"
-# The Explain page's widgets (pages/explain.py): its source radio, that radio's two options,
-# and its text box. tests/test_app_board.py opens Explain through them.
-EXPLAIN_SOURCE, EXPLAIN_TEXT = "explain.source", "explain.text"
-EXPLAIN_TYPED, EXPLAIN_PICKED = "Type a complaint", "Pick one from the data set"
 TAT_ENV_SHOWN = md_escape("GRIEVANCE_LENS_TAT")
 
 
@@ -223,15 +218,34 @@ def render_desks(board: Board) -> None:
                width="stretch")  # fmt: skip
 
 
+ALL_DESKS = "All desks"
+
+
+def chosen_at_risk(board: Board) -> tuple[tuple[AtRisk, ...], int]:
+    """The at-risk list of the desk picked (each desk has its own, so a desk with a long clock
+    is not crowded out by one with a short clock), and how many there are in all."""
+    desk = st.selectbox(
+        "At-risk complaints of", [ALL_DESKS, *(load.desk for load in board.desks)],
+        key="board.risk_desk",
+    )  # fmt: skip
+    if desk == ALL_DESKS:
+        return board.at_risk, board.at_risk_total
+    load = next(load for load in board.desks if load.desk == desk)
+    return board.at_risk_by_desk.get(desk, ()), load.breached + load.due_24h
+
+
 def render_at_risk(board: Board, source: BoardInput, actor: Actor) -> None:
-    shown = len(board.at_risk)
     st.subheader(f"Most at risk ({board.at_risk_total:,} breached or due within 24 h)")
-    if shown == 0:
-        st.write("No complaint has breached or is due within 24 hours.")
+    at_risk, total = chosen_at_risk(board)
+    if not at_risk:
+        st.write("No complaint here has breached or is due within 24 hours.")
         return
-    if shown < board.at_risk_total:
-        st.caption(f"The {shown:,} most urgent are listed; hours left below 0 have breached.")
-    frame = at_risk_frame(board)
+    if len(at_risk) < total:
+        st.caption(
+            f"The {len(at_risk):,} most urgent of {total:,} are listed; hours left below 0 "
+            "have breached."
+        )
+    frame = at_risk_frame(board, at_risk)
     st.dataframe(
         shown_frame(without_empty_columns(frame)), hide_index=True, width="stretch", height=320,
         column_config={"text": st.column_config.TextColumn("text", width="large"),
@@ -239,13 +253,13 @@ def render_at_risk(board: Board, source: BoardInput, actor: Actor) -> None:
     )  # fmt: skip
     render_table_downloads(frame, "routing-board-at-risk", label="Download at risk ({fmt})",
                            keys=("board.risk_csv", "board.risk_xlsx"))  # fmt: skip
-    render_explain_choice(board, source, actor)
+    render_explain_choice(at_risk, source, actor)
 
 
-def render_explain_choice(board: Board, source: BoardInput, actor: Actor) -> None:
+def render_explain_choice(at_risk: tuple[AtRisk, ...], source: BoardInput, actor: Actor) -> None:
     """Open one at-risk complaint on Explain: by its row of the active data set when the board
     is of it (and this user may classify the sample that picker needs), else by its text."""
-    by_row = {a.row: a for a in board.at_risk}
+    by_row = {a.row: a for a in at_risk}
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     row = left.selectbox(
         "Complaint to explain", list(by_row), key="board.explain_row",
@@ -253,12 +267,8 @@ def render_explain_choice(board: Board, source: BoardInput, actor: Actor) -> Non
     )  # fmt: skip
     if not right.button("Explain it", key="board.explain", icon=":material/search:"):
         return
-    if source.from_dataset and actor.can(Permission.RUN_JOBS):
-        st.session_state[EXPLAIN_SOURCE] = EXPLAIN_PICKED
-        st.switch_page(EXPLAIN_PAGE, query_params={"row": str(row)})
-    st.session_state[EXPLAIN_SOURCE] = EXPLAIN_TYPED
-    st.session_state[EXPLAIN_TEXT] = by_row[row].text
-    st.switch_page(EXPLAIN_PAGE)
+    by_picker = source.from_dataset and actor.can(Permission.RUN_JOBS)
+    open_in_explain(row=row if by_picker else None, text=by_row[row].text)
 
 
 def render_what_if(board: Board) -> None:

@@ -78,7 +78,7 @@ def render_single(model: LoadedModel, threshold: float) -> None:
     decision, transformer, bow = st.columns(3)
     decision.metric("Decision", md_escape(row["predicted_label"]), f"{row['confidence']:.0%} sure",
                     delta_color="off")  # fmt: skip
-    transformer.metric("Transformer", md_escape(row["transformer_label"]),
+    transformer.metric(model.reader_name, md_escape(row["transformer_label"]),
                        f"{row['transformer_confidence']:.0%} sure", delta_color="off")  # fmt: skip
     bow.metric("Bag of words", md_escape(row["bow_label"]), f"{row['bow_confidence']:.0%} sure",
                delta_color="off")  # fmt: skip

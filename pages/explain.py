@@ -45,10 +45,17 @@ from ui.jobs import (
 from ui.lstm import is_lstm_model, render_lstm_beside, render_lstm_explanation
 from ui.presenter import presenter_on, render_explain_story
 from ui.safe import md_escape
-from ui.state import explain_row, get_explain_review, set_explain_review
+from ui.state import (
+    EXPLAIN_PICKED,
+    EXPLAIN_SOURCE,
+    EXPLAIN_TEXT,
+    EXPLAIN_TYPED,
+    explain_row,
+    get_explain_review,
+    set_explain_review,
+)
 from ui.widgets import require_model, shown_frame, shown_text
 
-TYPED, PICKED = "Type a complaint", "Pick one from the data set"
 PREDICTED = "the transformer's prediction"
 REVIEW_SIZES = (30, 60, 120, 240)  # rows both models classify for the picker (a background job)
 CONVERGED = ExplainConfig.max_relative_delta  # the integration adds steps until |delta| fits
@@ -68,7 +75,7 @@ def render_typed() -> str | None:
     """The typed complaint (the form keeps the last one explained; an example to start with)."""
     with st.form("explain.typed"):
         text = st.text_area(
-            "Complaint", value=DEMO_TEXT, key="explain.text", height=110,
+            "Complaint", value=DEMO_TEXT, key=EXPLAIN_TEXT, height=110,
             max_chars=MAX_COMPLAINT_CHARS,
         )  # fmt: skip
         st.form_submit_button("Explain", type="primary")
@@ -278,10 +285,10 @@ actor = current_actor()  # the frame's check again: a page reached without app.p
 presenting = presenter_on("explain")
 model = require_model()
 source = st.radio(
-    "Where the complaint comes from", [TYPED, PICKED],
-    index=1 if explain_row() else 0, horizontal=True, key="explain.source",
+    "Where the complaint comes from", [EXPLAIN_TYPED, EXPLAIN_PICKED],
+    index=1 if explain_row() else 0, horizontal=True, key=EXPLAIN_SOURCE,
 )  # fmt: skip
-text = render_typed() if source == TYPED else render_picked(model, actor)
+text = render_typed() if source == EXPLAIN_TYPED else render_picked(model, actor)
 if text is None:
     st.stop()
 left, right = st.columns([2, 1])

@@ -226,3 +226,17 @@ def test_an_uploaded_file_is_boarded():
     assert shown["breached"].to_dict() == {
         "Card Fraud": 0, "KYC Update": 0, "Loan Query": 0, "UPI Dispute": 1,
     }  # fmt: skip
+
+
+def test_a_desk_has_its_own_at_risk_list():
+    """On the demo data the all-desks list is mostly the UPI desk (a 24-hour clock); picking
+    Card Fraud lists that desk's own most urgent complaints, all of them when they fit."""
+    at = use_demo(board_page())
+    risk = next(d.value for d in at.dataframe if "hours left" in d.value.columns)
+    assert (risk["desk"] == "UPI Dispute").mean() > 0.5
+    at.selectbox(key="board.risk_desk").set_value("Card Fraud").run()
+    risk = next(d.value for d in at.dataframe if "hours left" in d.value.columns)
+    card = desk_table(at).loc["Card Fraud"]
+    assert set(risk["desk"]) == {"Card Fraud"}
+    assert len(risk) == min(100, int(card["breached"]) + int(card["due in 24 h"]))
+    assert list(risk["hours left"]) == sorted(risk["hours left"])

@@ -118,6 +118,18 @@ def test_the_most_urgent_complaints_come_first(tat):
     assert document["as_of"] == "2026-03-06T12:00:00+05:30"
 
 
+def test_each_desk_keeps_its_own_at_risk_list(tat):
+    """Desk A's two urgent complaints fill the overall top 2; desk B's own list still has its
+    one due complaint (row 4, 15 h left), with its own text."""
+    board = build_board(six_rows(), tat, BoardConfig(as_of=AS_OF, top=2))
+    by_desk = board.at_risk_by_desk
+    assert [(r.row, r.desk) for r in by_desk["A"]] == [(3, "A"), (2, "A")]
+    assert [(r.row, r.hours_left) for r in by_desk["B"]] == [(4, pytest.approx(15.0))]
+    assert by_desk["B"][0].text == "complaint number 4 about money"
+    assert by_desk["C"] == ()
+    assert [r["row"] for r in board.to_json()["at_risk_by_desk"]["B"]] == [4]
+
+
 def scenarios(board) -> dict[str, tuple]:
     return {
         s.name: (s.changed_desk, round(s.breached, 6), round(s.avoided, 6), round(s.caused, 6))

@@ -29,7 +29,7 @@ from ui.jobs import (
     run_short_cached,
 )
 from ui.safe import md_escape
-from ui.state import _load_shared_model, get_active_dataset
+from ui.state import get_active_dataset, load_shared_model
 
 if TYPE_CHECKING:  # types only: a page without an LSTM imports no torch through this module
     from core.analysis.explain import Explanation
@@ -82,7 +82,7 @@ def choose_lstm(page_key: str, active: LoadedModel) -> LoadedModel | None:
     try:
         if digest is None:
             raise UserError(f"model {choice!r} is no longer saved; pick another")
-        return _load_shared_model(str(folder), digest)
+        return load_shared_model(str(folder), digest)
     except UserError as exc:
         st.error(md_escape(exc))
         return None

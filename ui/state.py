@@ -59,6 +59,11 @@ MASK_DISPLAY = "sidebar.mask_personal_data"
 # Query parameter that opens the Explain page on one row: `?row=N`, N the 1-based spreadsheet row
 # (core.data.Dataset.rows, header = row 1) of the active data set. Read it with `explain_row()`.
 EXPLAIN_ROW_PARAM = "row"
+# The Explain page's source radio, its two options and its text box: other pages open a
+# complaint there with `open_in_explain`.
+EXPLAIN_SOURCE, EXPLAIN_TEXT = "explain.source", "explain.text"
+EXPLAIN_TYPED, EXPLAIN_PICKED = "Type a complaint", "Pick one from the data set"
+EXPLAIN_PAGE = "pages/explain.py"
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,7 @@ def _model_cache() -> ModelCache:
     return ModelCache.from_env()
 
 
-def _load_shared_model(folder: str, digest: str) -> LoadedModel:
+def load_shared_model(folder: str, digest: str) -> LoadedModel:
     """The model at `folder` with card digest `digest`, from the shared cache; load_model
     refuses a folder whose digest is no longer `digest`."""
     cache = _model_cache()
@@ -152,7 +157,7 @@ def get_active_model() -> LoadedModel | None:
     if change is ModelChange.SAME:
         st.session_state[ACTIVE_MODEL_DIGEST] = digest
         try:
-            return _load_shared_model(folder, digest)
+            return load_shared_model(folder, digest)
         except ValueError as exc:
             change = model_change(folder, digest)
             if change is ModelChange.SAME:  # the model itself is broken, not replaced
@@ -318,6 +323,17 @@ def _keep_run(key: str, run: AuditRun | ScanRun | ReviewRun) -> None:
     if previous is not None and previous is not run:
         previous.cancel()
     st.session_state[key] = run
+
+
+def open_in_explain(*, row: int | None = None, text: str = "") -> None:
+    """Switch to the Explain page on `row` of the active data set (its picker), or else with
+    `text` typed in its box. Does not return (st.switch_page ends this run)."""
+    if row is not None:
+        st.session_state[EXPLAIN_SOURCE] = EXPLAIN_PICKED
+        st.switch_page(EXPLAIN_PAGE, query_params={EXPLAIN_ROW_PARAM: str(row)})
+    st.session_state[EXPLAIN_SOURCE] = EXPLAIN_TYPED
+    st.session_state[EXPLAIN_TEXT] = text
+    st.switch_page(EXPLAIN_PAGE)
 
 
 def explain_row() -> int | None:

@@ -119,6 +119,9 @@ class Board:
     # hours_left, status (BREACHED, DUE, ON_TIME or NO_TIME), needs_review, confidence
     items: pd.DataFrame = field(repr=False, compare=False)
     closed: int = 0  # rows whose status reads closed or resolved
+    # each desk's own most urgent complaints (at most BoardConfig.top each): one desk's list is
+    # not crowded out by a desk with a shorter clock
+    at_risk_by_desk: dict[str, tuple[AtRisk, ...]] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict:
         """The `board --json` document: as_of, desks, at_risk (the DESIGN contract keys),
@@ -128,6 +131,10 @@ class Board:
             "desks": [_rounded(asdict(d)) for d in self.desks],
             "at_risk": [_at_risk_json(a) for a in self.at_risk],
             "at_risk_total": self.at_risk_total,
+            "at_risk_by_desk": {
+                desk: [_at_risk_json(a) for a in risks]
+                for desk, risks in self.at_risk_by_desk.items()
+            },
             "what_if": None if self.what_if is None else _what_if_json(self.what_if),
             "rows": self.rows, "no_time": self.no_time, "closed": self.closed,
             "warnings": list(self.warnings), "tat_path": self.tat.path,
@@ -188,12 +195,16 @@ def build_board(
     text_col = _text_column(table, desk_col)
     warnings += _default_desk_warning(items, tat) + _no_time_warning(items, received_col)
     at_risk, total = _at_risk(items, open_table, text_col, config.top)
+    by_desk = {
+        desk: _at_risk(items[items["desk"] == desk], open_table, text_col, config.top)[0]
+        for desk in sorted(set(items["desk"]))
+    }
     what_if = _what_if(items, open_table, desk_col, received_col, tat, warnings)
     return Board(
         as_of=as_of, tat=tat, desk_col=desk_col, received_col=received_col, text_col=text_col,
         desks=_desk_loads(items, tat), at_risk=at_risk, at_risk_total=total, rows=len(table),
         no_time=int((items["status"] == NO_TIME).sum()), what_if=what_if,
-        warnings=tuple(warnings), items=items, closed=closed,
+        warnings=tuple(warnings), items=items, closed=closed, at_risk_by_desk=by_desk,
     )  # fmt: skip
 
 
@@ -376,7 +387,8 @@ def _desk_load(desk: str, group: pd.DataFrame, tat: TatTable) -> DeskLoad:
 def _at_risk(
     items: pd.DataFrame, table: pd.DataFrame, text_col: str | None, top: int
 ) -> tuple[tuple[AtRisk, ...], int]:
-    """Breached or due within 24 h, smallest hours_left first (then row); the first `top`."""
+    """Breached or due within 24 h, smallest hours_left first (then row); the first `top`.
+    `items` may be a desk's rows only: its index still points into `table`."""
     risky = items[items["status"].isin([BREACHED, DUE])]
     ordered = risky.sort_values(["hours_left", "row"], kind="stable").head(top)
     texts = table[text_col] if text_col is not None else None

@@ -6,13 +6,14 @@ and day however large the file (the PNG/SVG exporter refuses charts with too man
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 import altair as alt
 import pandas as pd
 
-from core.board.board import Board
+from core.board.board import AtRisk, Board
 from core.board.tat import TatTable
 
 STATUSES = ("breached", "due in 24 h", "on time", "no time")  # Board.items["status"] values
@@ -87,9 +88,10 @@ _DESK_COLUMNS = ("desk", "open", "unsure", "unsure share", "breached", "due in 2
                  "no time", "median age (h)", "p90 age (h)", "TAT source")  # fmt: skip
 
 
-def at_risk_frame(board: Board) -> pd.DataFrame:
-    """The at-risk complaints, most urgent first: spreadsheet row, desk, received time (text, in
-    the TAT file's time zone), hours left (negative: breached), confidence, needs review, text."""
+def at_risk_frame(board: Board, at_risk: Sequence[AtRisk] | None = None) -> pd.DataFrame:
+    """The at-risk complaints (`at_risk`, default the board's list of all desks), most urgent
+    first: spreadsheet row, desk, received time (text, in the TAT file's time zone), hours left
+    (negative: breached), confidence, needs review, text."""
     rows = [
         {
             "row": a.row,
@@ -100,7 +102,7 @@ def at_risk_frame(board: Board) -> pd.DataFrame:
             "needs review": a.needs_review,
             "text": a.text,
         }
-        for a in board.at_risk
+        for a in (board.at_risk if at_risk is None else at_risk)
     ]
     return pd.DataFrame(rows, columns=list(_AT_RISK_COLUMNS))
 

@@ -99,6 +99,11 @@ class LoadedModel:
     blend: Blend = Blend()  # the routing decision (core.models.blend); older cards: transformer
 
     @property
+    def reader_name(self) -> str:
+        """What the pages call the neural model: "LSTM" for an LSTM, else "Transformer"."""
+        return "LSTM" if self.card.get("architecture") == ARCH_LSTM else "Transformer"
+
+    @property
     def key(self) -> str:
         """What identifies this model in caches and job records: its name and content digest,
         so a model saved again under the same name is another key."""

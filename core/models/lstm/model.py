@@ -25,7 +25,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from core.errors import UserError
 from core.models.seeding import reset_parameters
-from core.models.tiny.model import _check_weights_fit, _label_maps
+from core.models.tiny.model import check_weights_fit, label_maps
 from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer, read_saved_json
 from core.paths import write_json
 
@@ -65,7 +65,7 @@ class LstmConfig:
 
     def __post_init__(self) -> None:
         self._check_sizes()
-        id2label, label2id = _label_maps(self.id2label, self.label2id, self.num_labels)
+        id2label, label2id = label_maps(self.id2label, self.label2id, self.num_labels)
         object.__setattr__(self, "id2label", id2label)  # keys normalised (JSON gives strings)
         object.__setattr__(self, "label2id", label2id)
 
@@ -258,7 +258,7 @@ class LstmForSequenceClassification(nn.Module):
         weights_path = Path(directory) / WEIGHTS_NAME
         if not weights_path.is_file():
             raise UserError(f"{weights_path} is missing; save the model with save_pretrained first")
-        _check_weights_fit(cls, config, weights_path)
+        check_weights_fit(cls, config, weights_path)
         model = cls(config)
         try:
             model.load_state_dict(load_file(str(weights_path), device="cpu"))

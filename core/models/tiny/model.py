@@ -66,7 +66,7 @@ class TinyConfig:
 
     def __post_init__(self) -> None:
         self._check_sizes()
-        id2label, label2id = _label_maps(self.id2label, self.label2id, self.num_labels)
+        id2label, label2id = label_maps(self.id2label, self.label2id, self.num_labels)
         object.__setattr__(self, "id2label", id2label)  # keys normalised (JSON gives strings)
         object.__setattr__(self, "label2id", label2id)
 
@@ -111,7 +111,7 @@ class TinyConfig:
 _MODEL_CLASS_NAME = "TinyTransformerForSequenceClassification"
 
 
-def _label_maps(
+def label_maps(
     id2label: dict, label2id: dict, num_labels: int
 ) -> tuple[dict[int, str], dict[str, int]]:
     """Label maps with int ids and str labels; defaults LABEL_0.. and the inverse map."""
@@ -283,7 +283,7 @@ class TinyTransformerForSequenceClassification(nn.Module):
         weights_path = Path(directory) / WEIGHTS_NAME
         if not weights_path.is_file():
             raise UserError(f"{weights_path} is missing; save the model with save_pretrained first")
-        _check_weights_fit(cls, config, weights_path)
+        check_weights_fit(cls, config, weights_path)
         model = cls(config)
         try:
             model.load_state_dict(load_file(str(weights_path), device="cpu"))
@@ -292,7 +292,7 @@ class TinyTransformerForSequenceClassification(nn.Module):
         return model.to(device).eval()
 
 
-def _check_weights_fit(cls: type[nn.Module], config: TinyConfig, weights_path: Path) -> None:
+def check_weights_fit(cls: type[nn.Module], config: TinyConfig, weights_path: Path) -> None:
     """Refuse a config whose tensor shapes differ from the weight file's, before allocating.
 
     The model is built on the meta device (no memory) and its shapes compared with the
