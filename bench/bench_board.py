@@ -1,7 +1,7 @@
 """How long the routing board takes on a large classified file, against reading that file.
 
-    .venv/bin/python -m bench.bench_board                  # 100,000 and 500,000 rows (the intake cap)
-    .venv/bin/python -m bench.bench_board --rows 20000     # a quick look
+    .venv/bin/python -m bench.bench_board               # 100,000 and 500,000 rows (intake cap)
+    .venv/bin/python -m bench.bench_board --rows 20000  # a quick look
 
 The file: the demo data classified by hand-made columns (predicted_label, confidence,
 needs_review and one prob_<desk> per desk, a reviewed desk column and received_at), tiled to

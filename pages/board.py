@@ -276,9 +276,9 @@ def render_what_if(board: Board) -> None:
     what_if = board.what_if
     if what_if is None:
         st.write(
-            "No what-if: it needs a classified file (needs_review, and prob_<desk> columns "
-            "or a reviewed desk column) with received times; the warnings above say what "
-            "this one lacks. Route the data set with the model to get one."
+            f"Not for this file: {md_escape(board.what_if_missing)}. It needs a classified file "
+            "(needs_review, and prob_<desk> columns or a reviewed desk column) with received "
+            "times: route the data set with the model to get one."
         )
         return
     st.caption(f"Counted from {md_escape(what_if.basis)}. {md_escape(what_if.note)}")

@@ -84,9 +84,9 @@ def test_demo_board_counts_match_the_file():
     assert shown.loc["UPI Dispute", "TAT (h)"] == 24
     assert any(f"as of {AS_OF.astimezone(load_tat_zone()).strftime('%d %b %Y %H:%M')}" in c.value
                for c in at.caption)  # fmt: skip
-    assert [w.value for w in at.warning] == [
-        md_escape("what-if needs a needs_review column: classify the file first")
-    ]
+    assert [w.value for w in at.warning] == []  # a file routed by hand is not a problem
+    what_if = "the what-if needs a needs_review column: classify the file first"
+    assert any(md_escape(what_if) in m.value for m in at.markdown)
 
 
 def load_tat_zone():

@@ -179,11 +179,13 @@ def test_what_if_needs_a_needs_review_column_and_a_right_desk(tat):
     plain = six_rows().drop(columns=["needs_review"])
     board = build_board(plain, tat, BoardConfig(as_of=AS_OF))
     assert board.what_if is None and board.desks[0].unsure is None
-    assert any("needs_review" in w for w in board.warnings)
+    assert "needs_review" in board.what_if_missing
+    assert not any("what-if" in w for w in board.warnings)
     bare = six_rows().drop(columns=["desk", "prob_A", "prob_B", "prob_C"])
     board = build_board(bare, tat, BoardConfig(as_of=AS_OF))
     assert board.what_if is None
-    assert any("prob_<desk>" in w for w in board.warnings)
+    assert "prob_<desk>" in board.what_if_missing
+    assert "not available" in render_board_text(board)
 
 
 def test_without_received_times_the_board_shows_volumes_only(tat):

@@ -122,6 +122,7 @@ class Board:
     # each desk's own most urgent complaints (at most BoardConfig.top each): one desk's list is
     # not crowded out by a desk with a shorter clock
     at_risk_by_desk: dict[str, tuple[AtRisk, ...]] = field(default_factory=dict, compare=False)
+    what_if_missing: str | None = None  # why there is no what-if (what the file lacks)
 
     def to_json(self) -> dict:
         """The `board --json` document: as_of, desks, at_risk (the DESIGN contract keys),
@@ -136,6 +137,7 @@ class Board:
                 for desk, risks in self.at_risk_by_desk.items()
             },
             "what_if": None if self.what_if is None else _what_if_json(self.what_if),
+            "what_if_missing": self.what_if_missing,
             "rows": self.rows, "no_time": self.no_time, "closed": self.closed,
             "warnings": list(self.warnings), "tat_path": self.tat.path,
             "timezone": self.tat.timezone, "desk_col": self.desk_col,
@@ -199,12 +201,13 @@ def build_board(
         desk: _at_risk(items[items["desk"] == desk], open_table, text_col, config.top)[0]
         for desk in sorted(set(items["desk"]))
     }
-    what_if = _what_if(items, open_table, desk_col, received_col, tat, warnings)
+    what_if, what_if_missing = _what_if(items, open_table, desk_col, received_col, tat)
     return Board(
         as_of=as_of, tat=tat, desk_col=desk_col, received_col=received_col, text_col=text_col,
         desks=_desk_loads(items, tat), at_risk=at_risk, at_risk_total=total, rows=len(table),
         no_time=int((items["status"] == NO_TIME).sum()), what_if=what_if,
         warnings=tuple(warnings), items=items, closed=closed, at_risk_by_desk=by_desk,
+        what_if_missing=what_if_missing,
     )  # fmt: skip
 
 
@@ -415,27 +418,25 @@ def _what_if(
     desk_col: str,
     received_col: str | None,
     tat: TatTable,
-    warnings: list[str],
-) -> WhatIf | None:
-    """The what-if, or None with a warning saying what the file lacks."""
+) -> tuple[WhatIf | None, str | None]:
+    """The what-if, or None and what the file lacks for one (not a warning: a file routed by
+    hand has no unsure complaints to route otherwise)."""
     if received_col is None:
-        return None
+        return None, "the what-if needs received times"
     if items["needs_review"].isna().all():
-        warnings.append("what-if needs a needs_review column: classify the file first")
-        return None
+        return None, "the what-if needs a needs_review column: classify the file first"
     probs = _probabilities(table)
     known = set(items["desk"].unique()) | (set(probs.columns) if probs is not None else set())
     reviewed_col = _reviewed_column(table, desk_col, known)
     if probs is None and reviewed_col is None:
-        warnings.append("what-if needs prob_<desk> columns or a reviewed desk column")
-        return None
+        return None, "the what-if needs prob_<desk> columns or a reviewed desk column"
     inputs = RoutingInputs(
         routed=items["desk"].to_numpy(dtype=object), age_hours=items["age_hours"].to_numpy(),
         unsure=items["needs_review"].fillna(False).to_numpy(dtype=bool), probs=probs,
         reviewed=None if reviewed_col is None else _desk_or_none(table[reviewed_col]),
         reviewed_col=reviewed_col,
     )  # fmt: skip
-    return build_what_if(inputs, tat)
+    return build_what_if(inputs, tat), None
 
 
 def _reviewed_column(table: pd.DataFrame, desk_col: str, desks: set[str]) -> str | None:
@@ -501,7 +502,7 @@ def render_board_text(board: Board) -> str:
         f"most at risk ({len(board.at_risk)} of {board.at_risk_total}):",
         *(_risk_line(item) for item in board.at_risk),
     ]
-    lines += _what_if_lines(board.what_if) + [f"warning: {w}" for w in board.warnings]
+    lines += _what_if_lines(board) + [f"warning: {w}" for w in board.warnings]
     return "\n".join(lines)
 
 
@@ -530,9 +531,10 @@ def _risk_line(item: AtRisk) -> str:
     )
 
 
-def _what_if_lines(what_if: WhatIf | None) -> list[str]:
+def _what_if_lines(board: Board) -> list[str]:
+    what_if = board.what_if
     if what_if is None:
-        return []
+        return [f"what if: not available ({board.what_if_missing})"]
     lines = [f"what if (right desk from {what_if.basis}):"]
     for s in what_if.scenarios:
         lines.append(
