@@ -76,6 +76,7 @@ PRESENTER_TITLES = (
     "Two heads look at the same tokens",
     "Without positions, word order is invisible",
     "What attention costs, against an LSTM",
+    "An LSTM reads order too: trained beside attention",
 )
 
 
@@ -498,10 +499,10 @@ st.write(
 )
 current_actor()  # the frame's check again: a page reached without app.py stops here too
 if presenter_on("attention"):  # the same sections, told in order one below the other
-    worked_tab, heads_tab, position_tab, cost_tab = presenter_sections(PRESENTER_TITLES)
+    worked_tab, heads_tab, position_tab, cost_tab, lstm_tab = presenter_sections(PRESENTER_TITLES)
 else:
-    worked_tab, heads_tab, position_tab, cost_tab = st.tabs(
-        ["Worked example", "Two heads", "Positional encoding", "Cost"]
+    worked_tab, heads_tab, position_tab, cost_tab, lstm_tab = st.tabs(
+        ["Worked example", "Two heads", "Positional encoding", "Cost", "LSTM beside attention"]
     )
 with worked_tab:
     worked_steps = render_worked_example()
@@ -512,4 +513,5 @@ with position_tab:
     render_word_order_demo()
 with cost_tab:
     render_cost()
+with lstm_tab:
     render_trained_readers()  # the LSTM beside attention, trained (a job on the queue)

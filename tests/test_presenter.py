@@ -180,7 +180,7 @@ def test_attention_lab_in_presenter_mode_is_told_in_order():
     assert not at.exception, at.exception
     assert _styled(at) and len(at.tabs) == 0
     headers = [h.value for h in at.header]
-    assert [h[0] for h in headers[:4]] == ["1", "2", "3", "4"]
+    assert [h[0] for h in headers[:5]] == ["1", "2", "3", "4", "5"]
     assert "attention.figure.weights.prepare" in {b.key for b in at.button}
     at.toggle(key="attention.presenter").set_value(False).run()
-    assert not at.exception and len(at.tabs) == 4 and not _styled(at)
+    assert not at.exception and len(at.tabs) == 5 and not _styled(at)
