@@ -10,27 +10,23 @@ transformer) and runs in fp32 whatever the runtime asks (see `forward`).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from core.errors import UserError
+from core.models.scratch import ScratchConfig, ScratchModel, is_model_dir
 from core.models.seeding import reset_parameters
-from core.models.tiny.model import check_weights_fit, label_maps
-from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer, read_saved_json
-from core.paths import write_json
+from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer
 
 MODEL_TYPE = "bilstm-classifier"
-CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
 POOLINGS = ("mean", "last")
 # Upper bounds far above anything this model is trained with, so that a crafted config.json is
 # refused before it allocates (the embedding table is vocab_size x d_model floats; each LSTM
@@ -42,10 +38,11 @@ SIZE_LIMITS = {
 
 
 @dataclass(frozen=True)
-class LstmConfig:
+class LstmConfig(ScratchConfig):
     """Shape and behaviour of the LSTM classifier; saved as config.json."""
 
     model_type: ClassVar[str] = MODEL_TYPE
+    class_name: ClassVar[str] = "LstmForSequenceClassification"
 
     vocab_size: int
     d_model: int = 64  # embedding size: the tiny transformer's, so the two read alike
@@ -63,15 +60,11 @@ class LstmConfig:
     id2label: dict[int, str] = field(default_factory=dict)  # empty: LABEL_0, LABEL_1, ...
     label2id: dict[str, int] = field(default_factory=dict)  # empty: the inverse of id2label
 
+    __hash__ = ScratchConfig.config_hash  # the generated field hash would fail on the dicts
+
     def __post_init__(self) -> None:
         self._check_sizes()
-        id2label, label2id = label_maps(self.id2label, self.label2id, self.num_labels)
-        object.__setattr__(self, "id2label", id2label)  # keys normalised (JSON gives strings)
-        object.__setattr__(self, "label2id", label2id)
-
-    def __hash__(self) -> int:
-        # The label maps are dicts, so the generated field hash would fail; hash the JSON form.
-        return hash(json.dumps(self.to_dict(), sort_keys=True))
+        self.normalise_labels()
 
     def _check_sizes(self) -> None:
         for name, limit in SIZE_LIMITS.items():
@@ -92,35 +85,10 @@ class LstmConfig:
         """Width of the vector the head reads: hidden_size per direction."""
         return self.hidden_size * (2 if self.bidirectional else 1)
 
-    def to_dict(self) -> dict:
-        """JSON-ready dictionary (label ids become strings, as in Hugging Face configs)."""
-        data = asdict(self)
-        data["id2label"] = {str(i): label for i, label in self.id2label.items()}
-        return {"model_type": MODEL_TYPE, "architectures": [_MODEL_CLASS_NAME], **data}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> LstmConfig:
-        """Inverse of `to_dict`; extra keys (model_type, architectures) are ignored."""
-        if not isinstance(data, dict) or data.get("model_type") != MODEL_TYPE:
-            found = data.get("model_type") if isinstance(data, dict) else None
-            raise UserError(f"config is not a {MODEL_TYPE} config (model_type {found!r})")
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
-
-
-_MODEL_CLASS_NAME = "LstmForSequenceClassification"
-
 
 def is_lstm_model_dir(directory: str | Path) -> bool:
     """Whether `directory` holds a saved LSTM classifier (config.json with its model_type)."""
-    path = Path(directory) / CONFIG_NAME
-    if not path.is_file():
-        return False
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(data, dict) and data.get("model_type") == MODEL_TYPE
+    return is_model_dir(directory, MODEL_TYPE)
 
 
 @dataclass(frozen=True)
@@ -140,8 +108,10 @@ class LstmClassifierOutput:
     pooled: torch.Tensor | None = None
 
 
-class LstmForSequenceClassification(nn.Module):
+class LstmForSequenceClassification(ScratchModel):
     """Embeddings → dropout → (bi)LSTM over packed real tokens → mean or last pooling → linear."""
+
+    config_class = LstmConfig
 
     def __init__(self, config: LstmConfig):
         super().__init__()
@@ -239,32 +209,6 @@ class LstmForSequenceClassification(nn.Module):
         if attention_mask is None:
             attention_mask = (input_ids != PAD_ID).long()
         return self.embeddings(input_ids), attention_mask
-
-    def save_pretrained(self, directory: str | Path) -> None:
-        """Write config.json and model.safetensors into `directory` (created if needed)."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        write_json(directory / CONFIG_NAME, self.config.to_dict())
-        tensors = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
-        save_file(tensors, str(directory / WEIGHTS_NAME), metadata={"format": "pt"})
-
-    @classmethod
-    def from_pretrained(
-        cls, directory: str | Path, *, device: str | torch.device = "cpu"
-    ) -> LstmForSequenceClassification:
-        """Load a model written by `save_pretrained`, in eval mode, on `device`; the config is
-        checked against the weight file's header before anything is allocated."""
-        config = LstmConfig.from_dict(read_saved_json(directory, CONFIG_NAME))
-        weights_path = Path(directory) / WEIGHTS_NAME
-        if not weights_path.is_file():
-            raise UserError(f"{weights_path} is missing; save the model with save_pretrained first")
-        check_weights_fit(cls, config, weights_path)
-        model = cls(config)
-        try:
-            model.load_state_dict(load_file(str(weights_path), device="cpu"))
-        except RuntimeError as error:
-            raise UserError(f"{weights_path} does not fit {config}: {error}") from error
-        return model.to(device).eval()
 
 
 def create_lstm_classifier(

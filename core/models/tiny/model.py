@@ -8,28 +8,24 @@ treat it like any other.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from core.errors import UserError
+from core.models.scratch import ScratchConfig, ScratchModel, is_model_dir
 from core.models.seeding import reset_parameters
-from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer, read_saved_json
-from core.models.weights import read_safetensors_shapes
+from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer
 from core.numeric import positional_encoding
-from core.paths import write_json
 
 MODEL_TYPE = "tiny-transformer"
-CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
 POOLINGS = ("mean", "cls")
 # Upper bounds of a tiny model, far above anything it is trained with (vocab <= 20,000 words,
 # max_length <= 512), so that a crafted config.json is refused before it allocates: the
@@ -41,10 +37,11 @@ SIZE_LIMITS = {
 
 
 @dataclass(frozen=True)
-class TinyConfig:
+class TinyConfig(ScratchConfig):
     """Shape and behaviour of the tiny classifier; saved as config.json."""
 
     model_type: ClassVar[str] = MODEL_TYPE
+    class_name: ClassVar[str] = "TinyTransformerForSequenceClassification"
 
     vocab_size: int
     d_model: int = 64
@@ -64,15 +61,11 @@ class TinyConfig:
     # `create_tiny_classifier` writes its own choice explicitly.
     embedding_scale: float = 1.0
 
+    __hash__ = ScratchConfig.config_hash  # the generated field hash would fail on the dicts
+
     def __post_init__(self) -> None:
         self._check_sizes()
-        id2label, label2id = label_maps(self.id2label, self.label2id, self.num_labels)
-        object.__setattr__(self, "id2label", id2label)  # keys normalised (JSON gives strings)
-        object.__setattr__(self, "label2id", label2id)
-
-    def __hash__(self) -> int:
-        # The label maps are dicts, so the generated field hash would fail; hash the JSON form.
-        return hash(json.dumps(self.to_dict(), sort_keys=True))
+        self.normalise_labels()
 
     def _check_sizes(self) -> None:
         for name, limit in SIZE_LIMITS.items():
@@ -91,49 +84,10 @@ class TinyConfig:
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1e3:
             raise UserError(f"embedding_scale must be a number in (0, 1000]; got {scale!r}")
 
-    def to_dict(self) -> dict:
-        """JSON-ready dictionary (label ids become strings, as in Hugging Face configs)."""
-        data = asdict(self)
-        data["id2label"] = {str(i): label for i, label in self.id2label.items()}
-        return {"model_type": MODEL_TYPE, "architectures": [_MODEL_CLASS_NAME], **data}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> TinyConfig:
-        """Inverse of `to_dict`; extra keys (model_type, architectures) are ignored."""
-        if data.get("model_type") != MODEL_TYPE:
-            raise UserError(
-                f"config is not a {MODEL_TYPE} config (model_type {data.get('model_type')!r})"
-            )
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
-
-
-_MODEL_CLASS_NAME = "TinyTransformerForSequenceClassification"
-
-
-def label_maps(
-    id2label: dict, label2id: dict, num_labels: int
-) -> tuple[dict[int, str], dict[str, int]]:
-    """Label maps with int ids and str labels; defaults LABEL_0.. and the inverse map."""
-    id2label = {int(i): str(label) for i, label in id2label.items()} or {
-        i: f"LABEL_{i}" for i in range(num_labels)
-    }
-    inverse = {label: i for i, label in id2label.items()}
-    label2id = {str(k): int(v) for k, v in label2id.items()} or inverse
-    if sorted(id2label) != list(range(num_labels)) or label2id != inverse:
-        raise UserError(
-            f"id2label must map 0..{num_labels - 1} to distinct labels and label2id must be its "
-            "inverse; pass label maps with num_labels entries"
-        )
-    return id2label, label2id
-
 
 def is_tiny_model_dir(directory: str | Path) -> bool:
     """Whether `directory` holds a saved tiny transformer (config.json with its model_type)."""
-    path = Path(directory) / CONFIG_NAME
-    if not path.is_file():
-        return False
-    return json.loads(path.read_text(encoding="utf-8")).get("model_type") == MODEL_TYPE
+    return is_model_dir(directory, MODEL_TYPE)
 
 
 @dataclass(frozen=True)
@@ -204,8 +158,10 @@ class TinyEncoderLayer(nn.Module):
         return self.output_norm(x + self.dropout(fed)), weights
 
 
-class TinyTransformerForSequenceClassification(nn.Module):
+class TinyTransformerForSequenceClassification(ScratchModel):
     """Embeddings (+ sinusoidal positions) → encoder layers → mean or [CLS] pooling → linear."""
+
+    config_class = TinyConfig
 
     def __init__(self, config: TinyConfig):
         super().__init__()
@@ -264,48 +220,6 @@ class TinyTransformerForSequenceClassification(nn.Module):
         loss = F.cross_entropy(logits, labels) if labels is not None else None
         return TinyClassifierOutput(
             logits, loss, tuple(attentions) if output_attentions else None, x, pooled
-        )
-
-    def save_pretrained(self, directory: str | Path) -> None:
-        """Write config.json and model.safetensors into `directory` (created if needed)."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        write_json(directory / CONFIG_NAME, self.config.to_dict())
-        tensors = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
-        save_file(tensors, str(directory / WEIGHTS_NAME), metadata={"format": "pt"})
-
-    @classmethod
-    def from_pretrained(
-        cls, directory: str | Path, *, device: str | torch.device = "cpu"
-    ) -> TinyTransformerForSequenceClassification:
-        """Load a model written by `save_pretrained`, in eval mode, on `device`."""
-        config = TinyConfig.from_dict(read_saved_json(directory, CONFIG_NAME))
-        weights_path = Path(directory) / WEIGHTS_NAME
-        if not weights_path.is_file():
-            raise UserError(f"{weights_path} is missing; save the model with save_pretrained first")
-        check_weights_fit(cls, config, weights_path)
-        model = cls(config)
-        try:
-            model.load_state_dict(load_file(str(weights_path), device="cpu"))
-        except RuntimeError as error:
-            raise UserError(f"{weights_path} does not fit {config}: {error}") from error
-        return model.to(device).eval()
-
-
-def check_weights_fit(cls: type[nn.Module], config: TinyConfig, weights_path: Path) -> None:
-    """Refuse a config whose tensor shapes differ from the weight file's, before allocating.
-
-    The model is built on the meta device (no memory) and its shapes compared with the
-    safetensors header, which lists each tensor's shape without reading it.
-    """
-    held = read_safetensors_shapes(weights_path)
-    with torch.device("meta"):
-        wanted = {k: tuple(v.shape) for k, v in cls(config).state_dict().items()}
-    if held != wanted:
-        diff = sorted(set(held.items()) ^ set(wanted.items()))[0][0]
-        raise UserError(
-            f"{weights_path.name} does not fit config.json (first difference: tensor {diff!r}); "
-            "save the model again"
         )
 
 
