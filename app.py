@@ -8,7 +8,12 @@ from core.models.transformer.config import backbone_label
 from ui.auth import current_actor, render_account
 from ui.errors import shown_errors
 from ui.safe import md_escape
-from ui.state import get_active_dataset, get_active_model, get_active_model_name
+from ui.state import (
+    get_active_dataset,
+    get_active_model,
+    get_active_model_name,
+    set_presenting,
+)
 from ui.widgets import render_live_model_status, render_mask_toggle
 
 st.set_page_config(page_title="Grievance Lens", page_icon=":material/inbox:", layout="wide")
@@ -71,6 +76,7 @@ render_sidebar(sidebar.container(), load=False)
 with st.sidebar:  # before the page runs, so the page reads this run's choice
     render_account(actor)
     render_mask_toggle()
+set_presenting(False)  # a page in presenter mode turns it on for its own run only
 with shown_errors():  # a bug in a page: a reference to the server log, never a traceback
     page.run()
 render_sidebar(sidebar.container())  # again, replacing it: what this run loaded

@@ -4,9 +4,12 @@ on the Explain and Attention lab pages (ui.presenter), which hides nothing that 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import altair as alt
 import numpy as np
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -20,6 +23,7 @@ from core.analysis.story import (
     rank_heads,
     token_positions,
 )
+from core.charts.presenter import LABEL_PX, PRESENTER_SCALE, with_large_text
 from core.models.classifier import Prediction
 from core.models.registry import load_model
 from core.text import word_spans
@@ -169,8 +173,29 @@ def test_presenter_mode_tells_the_story_and_keeps_the_details(tiny_model_dir):
     assert {"explain.story.head1.prepare", "explain.story.head3.prepare"} <= {
         b.key for b in at.button
     }
+    assert _chart_label_sizes(at) == {LABEL_PX * PRESENTER_SCALE}  # every chart, larger text
     at.toggle(key="explain.presenter").set_value(False).run()
     assert not at.exception and not _styled(at) and "present" not in at.query_params
+    assert _chart_label_sizes(at) == {None}  # Vega-Lite's own sizes again
+
+
+def _chart_label_sizes(at: AppTest) -> set:
+    """The axis label size each chart of the page configures (None: Vega-Lite's default)."""
+    specs = [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+    assert specs
+    return {spec.get("config", {}).get("axis", {}).get("labelFontSize") for spec in specs}
+
+
+def test_large_text_changes_only_the_text_sizes():
+    chart = alt.Chart(pd.DataFrame({"desk": ["a", "b"], "n": [1, 2]})).mark_bar()
+    chart = chart.encode(x="desk", y="n").properties(title="Load")
+    plain, large = chart.to_dict(), with_large_text(chart, scale=2.0).to_dict()
+    assert large["config"]["axis"] == {"labelFontSize": 20, "titleFontSize": 22}
+    assert large["config"]["legend"] == {"labelFontSize": 20, "titleFontSize": 22}
+    assert large["config"]["title"] == {"fontSize": 26}
+    assert {k: v for k, v in large.items() if k != "config"} == {
+        k: v for k, v in plain.items() if k != "config"
+    }
 
 
 def test_attention_lab_in_presenter_mode_is_told_in_order():

@@ -18,11 +18,13 @@ import altair as alt
 import streamlit as st
 
 from core.charts.export import ChartImages, ChartSpec, chart_spec, spec_images
+from core.charts.presenter import with_large_text
 from core.data.export import safe_file_stem
 from core.errors import UserError
 from core.memo import MB, ByteBoundedCache
 from ui.jobs import run_short_cached
 from ui.safe import md_escape
+from ui.state import is_presenting
 
 # A PNG of the largest chart (the attention grid of MiniLM at scale 2) is about 2 MB and its SVG
 # about 14 MB; 96 MB keeps a few of those and dozens of ordinary charts.
@@ -38,6 +40,8 @@ def show_chart(
     stem: the files' name without extension (made safe here); key: unique on the page, the
     prefix of the image controls' widget keys; container: `st` or any container (a column, a
     tab)."""
+    if is_presenting():  # presenter mode: text readable from the back of the room, also in files
+        chart = with_large_text(chart)
     container.altair_chart(chart, **kwargs)
     render_chart_images(chart, stem=stem, key=key, container=container)
 

@@ -25,6 +25,7 @@ from ui.caches import PROBES
 from ui.figures import show_chart
 from ui.jobs import run_short_cached
 from ui.safe import md_escape
+from ui.state import set_presenting
 
 PRESENT_PARAM = "present"  # `?present=1` turns presenter mode on when a page opens
 # Streamlit sizes its text in rem, so a larger root font enlarges every text element; charts
@@ -55,6 +56,7 @@ def presenter_on(page_key: str) -> bool:
         "?present=1 in its address to open it this way.",
     )  # fmt: skip
     _keep_in_address(on)
+    set_presenting(on)  # charts drawn after this, in this run, get larger text
     if on:
         apply_presenter_style()
     return on

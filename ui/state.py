@@ -56,6 +56,9 @@ REVIEWER = "reviewer"
 # bool, the sidebar toggle: pages mask personal data in the complaint text they show (default on,
 # so a demo in front of stakeholders never shows a card number). Read it with `shown_text`.
 MASK_DISPLAY = "sidebar.mask_personal_data"
+# bool, this run only: the page is in presenter mode (ui.presenter.presenter_on sets it; app.py
+# clears it before each page runs, so it never outlives the page that set it). Charts read it.
+PRESENTING = "presenter.presenting"
 # Query parameter that opens the Explain page on one row: `?row=N`, N the 1-based spreadsheet row
 # (core.data.Dataset.rows, header = row 1) of the active data set. Read it with `explain_row()`.
 EXPLAIN_ROW_PARAM = "row"
@@ -323,6 +326,16 @@ def _keep_run(key: str, run: AuditRun | ScanRun | ReviewRun) -> None:
     if previous is not None and previous is not run:
         previous.cancel()
     st.session_state[key] = run
+
+
+def set_presenting(on: bool) -> None:
+    """Whether this run's page is in presenter mode (see PRESENTING)."""
+    st.session_state[PRESENTING] = on
+
+
+def is_presenting() -> bool:
+    """Whether this run's page is in presenter mode."""
+    return bool(st.session_state.get(PRESENTING))
 
 
 def open_in_explain(*, row: int | None = None, text: str = "") -> None:
