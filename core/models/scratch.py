@@ -54,6 +54,14 @@ class ScratchConfig:
         object.__setattr__(self, "id2label", id2label)
         object.__setattr__(self, "label2id", label2id)
 
+    def check_size_limits(self, limits: dict[str, int]) -> None:
+        """Each field named in `limits` is a whole number from 1 to its limit: a crafted
+        config.json is refused before it allocates anything."""
+        for name, limit in limits.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+                raise UserError(f"{name} must be an integer in 1..{limit}; got {value!r}")
+
     def config_hash(self) -> int:
         return hash(json.dumps(self.to_dict(), sort_keys=True))
 

@@ -67,10 +67,7 @@ class LstmConfig(ScratchConfig):
         self.normalise_labels()
 
     def _check_sizes(self) -> None:
-        for name, limit in SIZE_LIMITS.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
-                raise UserError(f"{name} must be an integer in 1..{limit}; got {value!r}")
+        self.check_size_limits(SIZE_LIMITS)
         if not isinstance(self.bidirectional, bool):
             raise UserError(f"bidirectional must be true or false; got {self.bidirectional!r}")
         if self.pooling not in POOLINGS:

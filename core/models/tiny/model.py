@@ -68,10 +68,7 @@ class TinyConfig(ScratchConfig):
         self.normalise_labels()
 
     def _check_sizes(self) -> None:
-        for name, limit in SIZE_LIMITS.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
-                raise UserError(f"{name} must be an integer in 1..{limit}; got {value!r}")
+        self.check_size_limits(SIZE_LIMITS)
         if self.d_model % self.n_heads:
             raise UserError(
                 f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"
