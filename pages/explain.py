@@ -200,8 +200,10 @@ def render_words(expl: Explanation, extra: WordRow | None = None) -> None:
     # Raw HTML is justified here only: a two-row, word-aligned colour highlight that no Streamlit
     # element draws. Every word, label and tooltip in it is html.escape'd by the builder.
     st.html(escaped_highlight_html(expl, extra=extra))  # every string inside is html.escape'd
-    strip = word_strip_chart(expl, extra=extra)  # the same strip drawn as a picture for a deck
-    render_chart_images(strip, stem="word-strip", key="explain.figure.strip", label="Word strip")
+    render_chart_images(  # the same strip drawn as a picture for a deck, built on a click
+        lambda: word_strip_chart(expl, extra=extra), stem="word-strip",
+        key="explain.figure.strip", label="Word strip",
+    )  # fmt: skip
     relative = expl.relative_delta
     share = "n/a" if relative is None else f"{relative:.1%}"
     st.caption(
@@ -228,8 +230,8 @@ def render_words(expl: Explanation, extra: WordRow | None = None) -> None:
         key="explain.download",
     )
     render_chart_images(
-        explanation_chart(expl, extra=extra), stem="explanation", key="explain.figure.all",
-        label="The whole explanation",
+        lambda: explanation_chart(expl, extra=extra), stem="explanation",
+        key="explain.figure.all", label="The whole explanation",
     )  # fmt: skip
 
 

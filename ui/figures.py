@@ -12,6 +12,7 @@ Session state: "<key>.prepared" holds the digest of the chart whose files were a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import altair as alt
@@ -30,6 +31,7 @@ from ui.state import is_presenting
 # about 14 MB; 96 MB keeps a few of those and dozens of ordinary charts.
 CHART_IMAGES = ByteBoundedCache(96 * MB, name="the chart image cache")
 PNG_MIME, SVG_MIME = "image/png", "image/svg+xml"
+ChartSource = alt.TopLevelMixin | Callable[[], alt.TopLevelMixin]  # a chart, or its builder
 
 
 def show_chart(
@@ -47,10 +49,13 @@ def show_chart(
 
 
 def render_chart_images(
-    chart: alt.TopLevelMixin, *, stem: str, key: str, container: Any = st, label: str = ""
+    chart: ChartSource, *, stem: str, key: str, container: Any = st, label: str = ""
 ) -> None:
     """The "PNG and SVG" button of `chart`, or its two downloads once asked for (see the module
-    docstring). `label` names the picture on the button (e.g. "The whole explanation")."""
+    docstring). `label` names the picture on the button (e.g. "The whole explanation").
+
+    `chart` may be a function that builds it: a picture that is not on the page (the whole
+    explanation) is then built only after a click, not on every run of the page."""
     row = container.container(horizontal=True, gap="small")
     prepared = f"{key}.prepared"
     try:
@@ -67,19 +72,23 @@ def render_chart_images(
 
 
 def _asked_for(
-    chart: alt.TopLevelMixin, row: Any, prepared: str, *, key: str, label: str
+    chart: ChartSource, row: Any, prepared: str, *, key: str, label: str
 ) -> ChartSpec | None:
     """The chart's spec when its files were asked for (now, or earlier for this very chart);
     None after drawing the button that asks."""
     if prepared in st.session_state:
-        spec = chart_spec(chart)
+        spec = chart_spec(_built(chart))
         if st.session_state[prepared] == spec.digest:
             return spec
         del st.session_state[prepared]  # the chart changed: its old files are not offered
     text = f"{label} as PNG and SVG".strip() if label else "PNG and SVG"
     if not row.button(text, key=f"{key}.prepare", type="tertiary", icon=":material/image:"):
         return None
-    return chart_spec(chart)
+    return chart_spec(_built(chart))
+
+
+def _built(chart: ChartSource) -> alt.TopLevelMixin:
+    return chart() if callable(chart) else chart
 
 
 def _images(spec: ChartSpec) -> ChartImages:

@@ -187,7 +187,7 @@ def render_lstm_explanation(expl: Explanation, blend: Blend) -> None:
     # Raw HTML only for the word-aligned highlight; every string in it is html.escape'd.
     st.html(escaped_highlight_html(expl, top_name=LSTM_ROW))
     render_chart_images(
-        word_strip_chart(expl, top_name=LSTM_ROW), stem="word-strip",
+        lambda: word_strip_chart(expl, top_name=LSTM_ROW), stem="word-strip",
         key="explain.figure.strip", label="Word strip",
     )  # fmt: skip
     st.caption(
