@@ -157,7 +157,7 @@ def _unreadable(name: str, row: int, value: str) -> str:
 def _future(name: str, row: int, value: str) -> str:
     return (
         f"{name} in row {row} is {value}, which lies in the future; fix that time (or the "
-        "clock), or give --as-of"
+        "clock), or measure ages at a later time (--as-of, or the page's 'Measure ages at')"
     )
 
 
