@@ -801,18 +801,13 @@ def _cmd_promote(args: argparse.Namespace) -> None:
 def _read_report(path: Path) -> dict:
     """The comparison report of `--report` (`compare --json` output), size checked before it
     is read."""
+    from core.paths import read_json_object
     from core.review.live import MAX_REPORT_BYTES
 
-    if path.stat().st_size > MAX_REPORT_BYTES:
-        raise CommandError(f"{path} is over {MAX_REPORT_BYTES >> 20} MiB; give the report of "
-                           "`python -m core compare --json`")  # fmt: skip
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CommandError(f"{path} is not a JSON report ({err})") from err
-    if not isinstance(report, dict):
-        raise CommandError(f"{path} is not a JSON object; give `compare --json` output")
-    return report
+    return read_json_object(
+        path, max_bytes=MAX_REPORT_BYTES, what=str(path), missing=f"no report file {path}",
+        fix="give the output of `python -m core compare --json`",
+    )  # fmt: skip
 
 
 def _add_promote(sub: argparse._SubParsersAction) -> None:

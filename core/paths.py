@@ -62,6 +62,24 @@ def read_json(path: Path, *, missing: str) -> Any:
     return data
 
 
+def read_json_object(path: Path, *, max_bytes: int, what: str, fix: str, missing: str) -> dict:
+    """The JSON object in the regular file `path`, its size checked before it is read.
+
+    One-line UserErrors: `missing` when it is not a regular file (a link is not followed);
+    otherwise "`what` is too large / not valid JSON / not a JSON object; `fix`"."""
+    if path.is_symlink() or not path.is_file():
+        raise UserError(missing)
+    if path.stat().st_size > max_bytes:
+        raise UserError(f"{what} is over {max_bytes:,} bytes; {fix}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UserError(f"{what} is not valid JSON ({err}); {fix}") from err
+    if not isinstance(data, dict):
+        raise UserError(f"{what} is not a JSON object; {fix}")
+    return data
+
+
 def write_json(path: Path, data: dict) -> None:
     """`data` as indented UTF-8 JSON (non-ASCII kept readable)."""
     path.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")

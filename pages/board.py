@@ -46,7 +46,7 @@ from ui.board import (
 from ui.datasets import require_dataset
 from ui.downloads import render_table_downloads
 from ui.figures import show_chart
-from ui.jobs import JobProgress, counted, describe_job, render_job_progress
+from ui.jobs import JobProgress, counted, describe_job, render_unfinished
 from ui.safe import md_escape
 from ui.state import ActiveDataset, open_in_explain
 from ui.uploads import read_upload
@@ -147,15 +147,14 @@ def routed_input(actor: Actor, active: ActiveDataset) -> BoardInput | None:
 
 def routed_result(run: RoutedRun, active: ActiveDataset) -> BoardInput | None:
     snapshot = run.job.snapshot()
-    if snapshot.status.active:
-        render_job_progress(run.job, describe=describe_routing, key="board.cancel", every=0.5)
-        return None
-    if snapshot.status is JobStatus.FAILED:
-        st.error(md_escape(snapshot.error))
+    if render_unfinished(run.job, snapshot, describe=describe_routing, key="board.cancel",
+                         cancelled="The routing was cancelled; route again."):  # fmt: skip
+        if snapshot.status is JobStatus.CANCELLED:
+            st.session_state.pop(ROUTED_RUN, None)  # the next run offers the button again
         return None
     classified = finished_file(run)
     if classified is None or not classified.path.is_file():
-        st.info("The routing was cancelled or is no longer kept on the server; route again.")
+        st.info("The routing is no longer kept on the server; route again.")
         st.session_state.pop(ROUTED_RUN, None)
         return None
     st.caption(f"Routed with a review threshold of {DEFAULT_REVIEW_THRESHOLD:.0%}.")

@@ -13,7 +13,7 @@ from core.checks import MAX_COMPLAINT_CHARS
 from core.data.columns import detect_text_column
 from core.data.limits import DataError
 from core.errors import UserError
-from core.jobs import Job, JobStatus
+from core.jobs import Job
 from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 from core.models.classify import classify_one, routed_predictions
 from core.models.registry import LoadedModel
@@ -28,7 +28,7 @@ from ui.jobs import (
     describe_job,
     get_job_queue,
     job_requester,
-    render_job_progress,
+    render_unfinished,
     run_short,
 )
 from ui.lstm import choose_lstm, render_lstm_prediction
@@ -154,14 +154,8 @@ def describe_progress(job: ClassifyJob) -> JobProgress | None:
 
 def render_run(run: ClassifyRun) -> None:
     snapshot = run.job.snapshot()
-    if snapshot.status.active:
-        render_job_progress(run.job, describe=describe_progress, key="classify.cancel", every=0.5)
-        return
-    if snapshot.status is JobStatus.FAILED:
-        st.error(md_escape(snapshot.error))
-        return
-    if snapshot.status is JobStatus.CANCELLED:
-        st.info("Classification was cancelled.")
+    if render_unfinished(run.job, snapshot, describe=describe_progress, key="classify.cancel",
+                         cancelled="Classification was cancelled."):  # fmt: skip
         return
     classified: ClassifiedFile | None = run.classified or snapshot.result
     if classified is not None and run.classified is None:

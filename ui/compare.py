@@ -18,7 +18,6 @@ from core.data.dataset import Dataset
 from core.data.saved import SavedDataset, datasets_root, find_by_fingerprint, list_datasets
 from core.data.saved import load_dataset as load_saved_dataset
 from core.errors import UserError
-from core.jobs import JobStatus
 from core.models.card import card_digest, model_folder
 from core.models.registry import ModelSummary, list_models
 from core.paths import models_dir
@@ -34,7 +33,7 @@ from ui.jobs import (
     describe_job,
     get_job_queue,
     job_requester,
-    render_job_progress,
+    render_unfinished,
 )
 from ui.safe import md_escape
 from ui.state import ACTIVE_MODEL, get_active_dataset, get_store
@@ -205,14 +204,8 @@ def describe_comparison(run: ComparisonRun) -> JobProgress | None:
 
 def render_run(store: Store, actor: Actor, run: ComparisonRun) -> None:
     snapshot = run.snapshot()
-    if snapshot.status.active:
-        render_job_progress(run, describe=describe_comparison, key="compare.cancel", every=0.5)
-        return
-    if snapshot.status is JobStatus.FAILED:
-        st.error(md_escape(snapshot.error))
-        return
-    if snapshot.status is JobStatus.CANCELLED:
-        st.info("The comparison was cancelled.")
+    if render_unfinished(run, snapshot, describe=describe_comparison, key="compare.cancel",
+                         cancelled="The comparison was cancelled."):  # fmt: skip
         return
     comparison = run.comparison or snapshot.result
     if comparison is None:

@@ -18,6 +18,7 @@ from core.jobs import JobQueue, JobSnapshot, JobStatus, QueueConfig, Requester
 from core.memo import ByteBoundedCache
 from core.progress import Progress
 from ui.auth import current_actor
+from ui.safe import md_escape
 
 
 @st.cache_resource(show_spinner=False)
@@ -133,6 +134,29 @@ def render_job_progress(
     the outcome. The Cancel button (widget key `key`) calls `job.cancel()`, then `on_cancel()`.
     """
     st.fragment(_render_progress, run_every=every)(job, describe, key, cancel_label, on_cancel)
+
+
+def render_unfinished(
+    job: J,
+    snapshot: JobSnapshot,
+    *,
+    describe: Callable[[J], JobProgress | None],
+    key: str,
+    cancelled: str,
+    every: float = 0.5,
+) -> bool:
+    """Where `job` stands when it has no result to show: its progress while it runs, its error
+    once it failed, `cancelled` once it was cancelled; True when one of those was said. False:
+    it is done, and the caller shows its result."""
+    if snapshot.status.active:
+        render_job_progress(job, describe=describe, key=key, every=every)
+    elif snapshot.status is JobStatus.FAILED:
+        st.error(md_escape(snapshot.error))
+    elif snapshot.status is JobStatus.CANCELLED:
+        st.info(cancelled)
+    else:
+        return False
+    return True
 
 
 def _render_progress(

@@ -42,7 +42,7 @@ from core.data.limits import MB, IntakeLimits, parse_megabytes
 from core.data.readers import cell_to_str
 from core.data.validation import DroppedRow, LengthStats, ValidationReport, validate
 from core.errors import UserError
-from core.paths import data_dir, write_atomically
+from core.paths import data_dir, read_json_object, write_atomically
 
 SAVED_DATA_MB_ENV = "GRIEVANCE_LENS_MAX_SAVED_DATA_MB"
 DEFAULT_SAVED_DATA_MB = 2048
@@ -372,17 +372,10 @@ def read_summary(root: str | Path, name: str) -> SavedDataset:
 
 def _read_json(path: Path, name: str, *, missing: str) -> dict:
     """The JSON object in `path`, read only when it is a regular file within MAX_SUMMARY_BYTES."""
-    if path.is_symlink() or not path.is_file():
-        raise UserError(missing)
-    if path.stat().st_size > MAX_SUMMARY_BYTES:
-        raise UserError(f"{path.name} of data set {name!r} is too large to be ours; retire it")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(f"{path.name} of data set {name!r} is not valid JSON ({err})") from err
-    if not isinstance(data, dict):
-        raise UserError(f"{path.name} of data set {name!r} is not a JSON object")
-    return data
+    return read_json_object(
+        path, max_bytes=MAX_SUMMARY_BYTES, what=f"{path.name} of data set {name!r}",
+        fix="retire it", missing=missing,
+    )  # fmt: skip
 
 
 def _saved(folder: Path, summary: dict, retired: dict | None) -> SavedDataset:
