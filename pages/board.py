@@ -32,7 +32,6 @@ from ui.board import (
     ROUTED_RUN,
     BoardInput,
     RoutedRun,
-    active_table,
     as_of_param,
     boarded,
     classify_page_file,
@@ -158,9 +157,8 @@ def routed_result(run: RoutedRun, active: ActiveDataset) -> BoardInput | None:
         st.session_state.pop(ROUTED_RUN, None)
         return None
     st.caption(f"Routed with a review threshold of {DEFAULT_REVIEW_THRESHOLD:.0%}.")
-    _, rows = active_table(active)
-    return BoardInput(f"{active.name} routed by the model", classified.read(),
-                      f"routed:{classified.path}", rows, from_dataset=True)  # fmt: skip
+    name, key = f"{active.name} routed by the model", f"routed:{classified.path}"
+    return BoardInput(name, classified.read(), key, active.dataset.rows, from_dataset=True)
 
 
 def render_as_of(tat: TatTable) -> datetime:

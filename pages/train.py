@@ -18,7 +18,7 @@ from core.errors import UserError
 from core.jobs import JobStatus
 from core.models.blend import BLEND
 from core.models.card import model_folder, read_card
-from core.models.registry import delete_model, list_models, models_of_dataset, rename_model
+from core.models.registry import delete_model, models_of_dataset, rename_model
 from core.models.training_job import SavedTraining
 from core.models.transformer.backbone import check_positions, find_backbone
 from core.models.transformer.config import (
@@ -51,6 +51,7 @@ from ui.state import (
     get_active_model,
     get_live_status,
     get_store,
+    saved_models,
     set_active_model,
 )
 from ui.training import (
@@ -68,7 +69,7 @@ RECIPE_KEY = "train.recipe"
 
 
 def render_saved_models(actor: Actor) -> None:
-    summaries = list_models(models_dir())
+    summaries = saved_models()
     if not summaries:
         st.caption("No saved models yet.")  # a name, never the server's models path
         return

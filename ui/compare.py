@@ -19,7 +19,7 @@ from core.data.saved import SavedDataset, datasets_root, find_by_fingerprint, li
 from core.data.saved import load_dataset as load_saved_dataset
 from core.errors import UserError
 from core.models.card import card_digest, model_folder
-from core.models.registry import ModelSummary, list_models
+from core.models.registry import ModelSummary
 from core.paths import models_dir
 from core.review.gold import gold_rows
 from core.review.live import LiveModel, format_since, live_model, promote_model
@@ -36,7 +36,7 @@ from ui.jobs import (
     render_unfinished,
 )
 from ui.safe import md_escape
-from ui.state import ACTIVE_MODEL, get_active_dataset, get_store
+from ui.state import ACTIVE_MODEL, get_active_dataset, get_store, saved_models
 from ui.widgets import SaveOutcome, remember_save, render_last_save, shown_frame
 
 COMPARE_RUN = "compare.run"  # ComparisonRun: this session's comparison (running or finished)
@@ -64,7 +64,7 @@ def render_challenger_section() -> None:
         st.error(f"The review store cannot be used: {md_escape(exc)}")
         return
     actor = current_actor()
-    summaries = list_models(models_dir())
+    summaries = saved_models()
     if len(summaries) < 2:
         st.caption("Comparing needs two saved models: the one in use and a challenger.")
         return

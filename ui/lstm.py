@@ -29,7 +29,7 @@ from ui.jobs import (
     run_short_cached,
 )
 from ui.safe import md_escape
-from ui.state import get_active_dataset, load_shared_model
+from ui.state import get_active_dataset, load_shared_model, saved_models
 
 if TYPE_CHECKING:  # types only: a page without an LSTM imports no torch through this module
     from core.analysis.explain import Explanation
@@ -56,11 +56,10 @@ READERS_RESULTS = "attention.readers_results"  # dict: data set fingerprint -> O
 
 def saved_lstms(exclude: LoadedModel | None = None) -> list[ModelSummary]:
     """The saved models whose backbone is the LSTM, newest first, without `exclude`."""
-    from core.models.registry import list_models
     from core.models.transformer.config import LSTM
 
     skip = None if exclude is None else exclude.path.name
-    return [s for s in list_models(models_dir()) if s.backbone == LSTM and s.name != skip]
+    return [s for s in saved_models() if s.backbone == LSTM and s.name != skip]
 
 
 def choose_lstm(page_key: str, active: LoadedModel) -> LoadedModel | None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from core.data.dataset import Dataset
     from core.data.validation import ValidationReport
     from core.models.cache import ModelCache
-    from core.models.registry import LoadedModel
+    from core.models.registry import LoadedModel, ModelSummary
     from core.review.live import LiveModel
     from core.review.store import Store
     from core.tasks.audit import AuditRun
@@ -116,6 +116,22 @@ def _model_cache() -> ModelCache:
     from core.models.cache import ModelCache
 
     return ModelCache.from_env()
+
+
+def saved_models() -> list[ModelSummary]:
+    """The saved models, newest first (core.models.registry.list_models), parsed again only when
+    a card changed: keyed by every model folder's card digest, so a rerun of a page that lists
+    them hashes each card.json instead of parsing it (a card holds its split's text keys)."""
+    root = models_dir()
+    folders = sorted(f for f in root.iterdir() if f.is_dir()) if root.is_dir() else []
+    return _listed_models(str(root), tuple((f.name, card_digest(f)) for f in folders))
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _listed_models(root: str, cards: tuple[tuple[str, str | None], ...]) -> list[ModelSummary]:
+    from core.models.registry import list_models
+
+    return list_models(root)  # `cards` is the key: the content of every card under `root`
 
 
 def load_shared_model(folder: str, digest: str) -> LoadedModel:

@@ -20,6 +20,7 @@ from ui.state import (
     get_reviewer,
     get_store,
     is_live_model,
+    saved_models,
     set_reviewer,
     use_live_model,
 )
@@ -111,11 +112,10 @@ def render_live_model_history(actor: Actor, *, limit: int = 20) -> None:
 
 
 def _render_rollback_form(store: Store, actor: Actor, previous: str | None) -> None:
-    from core.models.registry import list_models
     from core.paths import models_dir
     from core.review.live import promote_model
 
-    names = [s.name for s in list_models(models_dir())]
+    names = [s.name for s in saved_models()]
     if not names:
         return
     with st.form("live_model.rollback"):
