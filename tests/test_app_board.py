@@ -240,3 +240,14 @@ def test_a_desk_has_its_own_at_risk_list():
     assert set(risk["desk"]) == {"Card Fraud"}
     assert len(risk) == min(100, int(card["breached"]) + int(card["due in 24 h"]))
     assert list(risk["hours left"]) == sorted(risk["hours left"])
+
+
+def test_the_data_sets_table_is_built_once_per_data_set(monkeypatch):
+    import ui.board
+
+    built = []
+    real = ui.board.dataset_table
+    monkeypatch.setattr(ui.board, "dataset_table", lambda *a, **k: built.append(1) or real(*a, **k))
+    at = use_demo(board_page())
+    at.selectbox(key="board.risk_desk").set_value("Card Fraud").run()  # a rerun of the page
+    assert not at.exception and len(built) == 1

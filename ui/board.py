@@ -1,7 +1,8 @@
 """The routing board as the page reaches it: the table a board is built from (the active data set,
 the data set routed by a model on the queue, the file classified on Classify, or an upload),
 boards built on the short lane and kept per content and settings, and the time ages are measured
-at. Session key "board.routed" holds this session's RoutedRun (one at a time)."""
+at. Session keys: "board.routed" holds this session's RoutedRun (one at a time),
+"board.dataset_input" the active data set's table for the board."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from core.tasks.classify import ClassifiedFile
 
 ROUTED_RUN = "board.routed"  # RoutedRun: the active data set classified for the board
+DATASET_INPUT = "board.dataset_input"  # (ActiveDataset, BoardInput): its table, built once
 AS_OF_PARAM = "as_of"  # `?as_of=2025-06-02T14:05+05:30`: a board measured at a fixed time
 # A board holds one short row per complaint (items) and the at-risk texts: a 100,000-row file's
 # board is about 30 MB, so a few boards of large files, or many of small ones, stay cached.
@@ -57,10 +59,17 @@ class RoutedRun:
 
 
 def dataset_input(active: ActiveDataset) -> BoardInput:
-    """The active data set as the board reads it: routed in its own desk (label) column."""
+    """The active data set as the board reads it: routed in its own desk (label) column. Built
+    once per active data set of the session (the table and its digest cost a pass over every
+    row), then kept beside that very object (DATASET_INPUT)."""
+    kept = st.session_state.get(DATASET_INPUT)
+    if kept is not None and kept[0] is active:
+        return kept[1]
     table, rows = active_table(active)
-    key = f"dataset:{table_digest(table)}"
-    return BoardInput(active.name, table, key, rows, active.report.label_col, from_dataset=True)
+    key = f"dataset:{table_digest(table)}"  # received times are not in the data set's fingerprint
+    made = BoardInput(active.name, table, key, rows, active.report.label_col, from_dataset=True)
+    st.session_state[DATASET_INPUT] = (active, made)
+    return made
 
 
 def active_table(active: ActiveDataset) -> tuple[pd.DataFrame, tuple[int, ...]]:
