@@ -34,6 +34,7 @@ from ui.board import (
     RoutedRun,
     as_of_param,
     boarded,
+    classified_table,
     classify_page_file,
     dataset_input,
     finished_file,
@@ -118,7 +119,7 @@ def classified_input() -> BoardInput | None:
         st.page_link("pages/classify.py", label="Open Classify", icon=":material/alt_route:")
         return None
     name, classified = found
-    return BoardInput(name, classified.read(), f"classified:{classified.path}")
+    return BoardInput(name, classified_table(classified), f"classified:{classified.path}")
 
 
 def describe_routing(job: Job) -> JobProgress | None:
@@ -158,7 +159,8 @@ def routed_result(run: RoutedRun, active: ActiveDataset) -> BoardInput | None:
         return None
     st.caption(f"Routed with a review threshold of {DEFAULT_REVIEW_THRESHOLD:.0%}.")
     name, key = f"{active.name} routed by the model", f"routed:{classified.path}"
-    return BoardInput(name, classified.read(), key, active.dataset.rows, from_dataset=True)
+    table = classified_table(classified)
+    return BoardInput(name, table, key, active.dataset.rows, from_dataset=True)
 
 
 def render_as_of(tat: TatTable) -> datetime:

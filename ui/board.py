@@ -2,7 +2,8 @@
 the data set routed by a model on the queue, the file classified on Classify, or an upload),
 boards built on the short lane and kept per content and settings, and the time ages are measured
 at. Session keys: "board.routed" holds this session's RoutedRun (one at a time),
-"board.dataset_input" the active data set's table for the board."""
+"board.dataset_input" the active data set's table for the board, "board.classified_table" the
+last classified file's table."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 ROUTED_RUN = "board.routed"  # RoutedRun: the active data set classified for the board
 DATASET_INPUT = "board.dataset_input"  # (ActiveDataset, BoardInput): its table, built once
+CLASSIFIED_TABLE = "board.classified_table"  # (path, DataFrame): the last classified file read
 AS_OF_PARAM = "as_of"  # `?as_of=2025-06-02T14:05+05:30`: a board measured at a fixed time
 # A board holds one short row per complaint (items) and the at-risk texts: a 100,000-row file's
 # board is about 30 MB, so a few boards of large files, or many of small ones, stay cached.
@@ -113,6 +115,17 @@ def finished_file(run: RoutedRun) -> ClassifiedFile | None:
         return None
     st.session_state[ROUTED_RUN] = replace(run, classified=snapshot.result)
     return snapshot.result
+
+
+def classified_table(classified: ClassifiedFile) -> pd.DataFrame:
+    """The table of a classified file (the session's scratch file, written once), read once
+    and kept for the reruns that follow."""
+    kept = st.session_state.get(CLASSIFIED_TABLE)
+    if kept is not None and kept[0] == classified.path:
+        return kept[1]
+    table = classified.read()
+    st.session_state[CLASSIFIED_TABLE] = (classified.path, table)
+    return table
 
 
 def classify_page_file() -> tuple[str, ClassifiedFile] | None:
