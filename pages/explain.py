@@ -7,9 +7,10 @@ import pandas as pd
 import streamlit as st
 
 from core.access import Actor, Permission
-from core.analysis.explain import ExplainConfig, Explanation
+from core.analysis.explain import AttentionMaps, ExplainConfig, Explanation
 from core.analysis.lstm_explain import explain_any
 from core.analysis.probe_compare import DEMO_TEXT
+from core.analysis.story import TOP_HEADS
 from core.charts.explain import (
     WordRow,
     attention_grid_chart,
@@ -57,6 +58,17 @@ from ui.state import (
 from ui.widgets import require_model, shown_frame, shown_text
 
 PREDICTED = "the transformer's prediction"
+ATTENTION_TABS = ["Every head", "One head", "[CLS] row", "Rollout"]
+ATTENTION_WIDGETS = ("explain.layer", "explain.head")
+# The explanation whose pictures were asked for ("<key>.prepared", ui.figures), and those keys.
+PICTURES_FOR = "explain.pictures_for"
+PICTURE_KEYS = (
+    *(
+        f"explain.figure.{name}"
+        for name in ("strip", "bars", "all", "grid", "head", "cls", "rollout")
+    ),
+    *(f"explain.story.head{rank}" for rank in range(1, TOP_HEADS + 1)),  # ui.presenter
+)
 REVIEW_SIZES = (30, 60, 120, 240)  # rows both models classify for the picker (a background job)
 CONVERGED = ExplainConfig.max_relative_delta  # the integration adds steps until |delta| fits
 
@@ -219,9 +231,11 @@ def render_words(expl: Explanation, extra: WordRow | None = None) -> None:
             f"The attributions did not converge within {expl.tokens.n_steps} steps "
             f"(delta {relative:.1%} of the logit gap); raise the step limit."
         )
-    with st.expander("Scores as bars"):
-        show_chart(word_scores_chart(expl), stem="word-scores", key="explain.figure.bars",
-                   width="stretch")  # fmt: skip
+    # Built only while open: a closed expander's chart would be sent and drawn all the same.
+    with st.expander("Scores as bars", key="explain.bars", on_change="rerun") as bars:
+        if bars.open:
+            show_chart(word_scores_chart(expl), stem="word-scores", key="explain.figure.bars",
+                       width="stretch")  # fmt: skip
     st.download_button(
         "Download the explanation (HTML)",
         escaped_explanation_document(expl, extra=extra),
@@ -242,30 +256,78 @@ def render_attention(expl: Explanation) -> None:
         f"{maps.n_layers} layers × {maps.n_heads} heads over {len(maps.tokens)} tokens. Attention "
         "shows where each token looks, not why the model decided: read it beside the attributions."
     )
-    grid, zoom, cls, rollout = st.tabs(["Every head", "One head", "[CLS] row", "Rollout"])
-    chart = attention_grid_chart(maps)
+    # Lazy tabs: only the open tab's chart is built and sent to the browser (MiniLM's grid alone
+    # is 41,472 cells); opening another tab reruns the page, which finds the explanation cached.
+    keep_widget_state(ATTENTION_WIDGETS + (f"explain.grid_layers.{maps.n_layers}",))
+    tabs = st.tabs(ATTENTION_TABS, key="explain.attention", on_change="rerun")
+    views = (render_grid, render_one_head, render_cls_row, render_rollout)
+    for tab, view in zip(tabs, views, strict=True):
+        if tab.open:
+            with tab:
+                view(maps)
+
+
+def keep_widget_state(keys: tuple[str, ...]) -> None:
+    """Keep these widgets' values while their tab is closed (Streamlit forgets the value of a
+    widget that a run does not draw)."""
+    for key in keys:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+
+
+def render_grid(maps: AttentionMaps) -> None:
+    """The heads of the layers picked (the last by default): a browser draws one layer of MiniLM
+    (6,912 cells) in a blink and all six (41,472) in about a second: more layers are a choice."""
+    key = f"explain.grid_layers.{maps.n_layers}"  # a model with other layers starts afresh
+    picked = st.pills(
+        "Layers", range(1, maps.n_layers + 1), selection_mode="multi", key=key,
+        default=None if key in st.session_state else [maps.n_layers],
+    )  # fmt: skip
+    if not picked:
+        st.info("Pick one or more layers to draw their heads.")
+        return
+    chart = attention_grid_chart(maps, layers=[layer - 1 for layer in picked])
+    every = len(picked) == maps.n_layers
+    stem = "attention-grid" if every else "attention-grid-layers-" + "-".join(map(str, picked))
     # its natural width, or the column's if narrower
-    show_chart(chart, stem="attention-grid", key="explain.figure.grid", container=grid,
-               width=chart.width)  # fmt: skip
-    with zoom:
-        left, right = st.columns(2)
-        layer = left.selectbox("Layer", range(1, maps.n_layers + 1), key="explain.layer")
-        head = right.selectbox("Head", range(1, maps.n_heads + 1), key="explain.head")
-        one = attention_head_chart(maps, layer - 1, head - 1)
-        show_chart(one, stem=f"attention-layer-{layer}-head-{head}", key="explain.figure.head")
+    show_chart(chart, stem=stem, key="explain.figure.grid", width=chart.width)
+
+
+def render_one_head(maps: AttentionMaps) -> None:
+    left, right = st.columns(2)
+    layer = left.selectbox("Layer", range(1, maps.n_layers + 1), key="explain.layer")
+    head = right.selectbox("Head", range(1, maps.n_heads + 1), key="explain.head")
+    one = attention_head_chart(maps, layer - 1, head - 1)
+    show_chart(one, stem=f"attention-layer-{layer}-head-{head}", key="explain.figure.head")
+
+
+def render_cls_row(maps: AttentionMaps) -> None:
     if maps.has_cls:
-        show_chart(cls_attention_chart(maps), stem="attention-cls-row", key="explain.figure.cls",
-                   container=cls)  # fmt: skip
+        show_chart(cls_attention_chart(maps), stem="attention-cls-row", key="explain.figure.cls")
     else:
-        cls.info("This model has no [CLS] token: it averages all tokens instead.")
-    show_chart(rollout_chart(maps), stem="attention-rollout", key="explain.figure.rollout",
-               container=rollout)  # fmt: skip
+        st.info("This model has no [CLS] token: it averages all tokens instead.")
+
+
+def render_rollout(maps: AttentionMaps) -> None:
+    show_chart(rollout_chart(maps), stem="attention-rollout", key="explain.figure.rollout")
+
+
+def forget_old_pictures(explained_for: tuple) -> None:
+    """Pictures asked for (PNG and SVG) belong to one explanation: when another is shown, drop
+    them here, so that no run pays for building the old pictures again (the whole explanation
+    as one picture: tenths of a second) only to find that they changed (ui.figures)."""
+    if st.session_state.get(PICTURES_FOR) == explained_for:
+        return
+    for key in PICTURE_KEYS:
+        st.session_state.pop(f"{key}.prepared", None)
+    st.session_state[PICTURES_FOR] = explained_for
 
 
 def render_explanation(
     model: LoadedModel, text: str, target: str | None, max_steps: int, *, presenting: bool = False
 ) -> None:
     st.text(shown_text(text))  # as given (or masked), never interpreted
+    forget_old_pictures((model.key, text, target, max_steps))
     try:
         expl = explained(model, text, target, max_steps)
     except UserError as exc:

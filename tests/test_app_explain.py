@@ -65,9 +65,53 @@ def test_target_selector_changes_the_explained_desk(tiny_bert_cls_model_dir):
     at.selectbox(key="explain.target").set_value("Loan Query").run()
     assert not at.exception
     assert "Scores for the desk <b>Loan Query</b>" in at.get("html")[0].value
+    at.session_state["explain.attention"] = "One head"  # the tab a click opens
+    at.run()
     at.selectbox(key="explain.layer").set_value(2).run()
     at.selectbox(key="explain.head").set_value(2).run()
     assert not at.exception
+
+
+def _charts(at: AppTest) -> list[str]:
+    """The titles of the Vega-Lite charts the run sent to the browser."""
+    import json
+
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    titles = [spec.get("title", "") for spec in specs]
+    return [t["text"] if isinstance(t, dict) else t for t in titles]
+
+
+def test_only_the_open_tab_and_the_layers_picked_are_sent(tiny_bert_cls_model_dir):
+    at = _open(tiny_bert_cls_model_dir)
+    assert [t.label for t in at.tabs] == ["Every head", "One head", "[CLS] row", "Rollout"]
+    assert len(at.get("vega_lite_chart")) == 1  # the grid: closed tabs and bars unsent
+    [title] = _charts(at)
+    assert title.startswith("Every head")  # a 2-layer model: its last layer by default
+    assert "layer 2" in title
+    at.session_state["explain.attention"] = "One head"
+    at.run()
+    at.selectbox(key="explain.head").set_value(2).run()
+    assert _charts(at) == ["Layer 1, head 2"]
+    at.session_state["explain.attention"] = "Rollout"
+    at.run()
+    assert _charts(at) == ["Attention rollout"]
+    at.session_state["explain.attention"] = "One head"  # its choices were kept meanwhile
+    at.run()
+    assert _charts(at) == ["Layer 1, head 2"]
+    at.session_state["explain.bars"] = True  # the bars, once their expander is opened
+    at.run()
+    assert len(at.get("vega_lite_chart")) == 2
+
+
+def test_pictures_asked_for_belong_to_one_complaint(tiny_bert_cls_model_dir):
+    at = _open(tiny_bert_cls_model_dir)
+    at.button(key="explain.figure.grid.prepare").click().run()
+    assert not at.exception and "explain.figure.grid.prepared" in at.session_state
+    at.text_area(key="explain.text").set_value("kyc documents rejected twice")
+    at.button(key="FormSubmitter:explain.typed-Explain").click().run()
+    assert not at.exception
+    assert "explain.figure.grid.prepared" not in at.session_state  # not rebuilt to compare
+    assert at.button(key="explain.figure.grid.prepare")  # asked for again, for this one
 
 
 def _finish_review(at: AppTest) -> None:
@@ -115,6 +159,8 @@ def test_row_query_parameter_opens_that_row(tiny_bert_cls_model_dir):
 
 def test_model_without_cls_says_so(tiny_model_dir):
     at = _open(tiny_model_dir)
+    at.session_state["explain.attention"] = "[CLS] row"
+    at.run()
     assert any("no [CLS] token" in i.value for i in at.info)
     assert at.get("html")
 

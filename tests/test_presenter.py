@@ -150,10 +150,17 @@ def _styled(at: AppTest) -> bool:
 def test_explain_offers_every_picture_and_no_presenter_by_default(tiny_model_dir):
     at = _open("explain.py", tiny_model_dir)
     keys = {button.key for button in at.button}
-    for name in ("strip", "bars", "all", "grid", "head", "rollout"):
+    for name in ("strip", "all", "grid"):
         assert f"explain.figure.{name}.prepare" in keys
     assert not at.toggle(key="explain.presenter").value and not _styled(at)
     assert "The story of one complaint" not in [h.value for h in at.header]
+    # the other charts are built when their expander or tab is opened, each with its pictures
+    opened = (("explain.bars", True), ("explain.attention", "One head"),
+              ("explain.attention", "Rollout"), ("explain.attention", "Every head"))  # fmt: skip
+    for (state, value), name in zip(opened, ("bars", "head", "rollout", "grid"), strict=True):
+        at.session_state[state] = value
+        at.run()
+        assert f"explain.figure.{name}.prepare" in {button.key for button in at.button}
     at.button(key="explain.figure.grid.prepare").click().run()
     assert not at.exception
     labels = [b.proto.label for b in at.get("download_button")]
