@@ -41,7 +41,6 @@ from core.data.export import write_table
 from core.data.intake import check_file, load_table
 from core.data.limits import DEFAULT_LIMITS, DataError, IntakeLimits
 from core.errors import UserError
-from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 
 ENGINES = ("local", "ray")
 LOCAL_WINDOW = 8192  # rows the local engine sorts by length and scores at once (a few MB)
@@ -69,7 +68,7 @@ class ScaleConfig:
     input: Path  # a .csv/.parquet file or a folder of them (all of one kind)
     out: Path  # .csv or .xlsx, or a folder (created) for Parquet parts
     text_col: str | None = None  # None: detected on the first part
-    review_threshold: float = DEFAULT_REVIEW_THRESHOLD
+    review_threshold: float | None = None  # None: each model's own review policy
     engine: str = "local"
     address: str | None = None  # Ray: a cluster's address; None starts a local instance
     workers: int = 1  # Ray: actors, each holding one copy of the model
@@ -87,7 +86,7 @@ class ScaleConfig:
 
     def __post_init__(self) -> None:
         check_choice("engine", self.engine, ENGINES)
-        if not 0.0 <= self.review_threshold <= 1.0:
+        if self.review_threshold is not None and not 0.0 <= self.review_threshold <= 1.0:
             raise UserError(f"review_threshold must lie in 0..1, got {self.review_threshold}")
         check_int("workers", self.workers, minimum=1)
         check_int("batch_size", self.batch_size, minimum=1)
@@ -196,7 +195,9 @@ def numbered(table: pd.DataFrame, name: str, part: int, columns: list[str]) -> p
     return table.assign(**{PART_COL: part, ROW_COL: range(len(table))})
 
 
-def score_frame(loaded: Any, frame: pd.DataFrame, text_col: str, threshold: float) -> pd.DataFrame:
+def score_frame(
+    loaded: Any, frame: pd.DataFrame, text_col: str, threshold: float | None
+) -> pd.DataFrame:
     """`frame` with the contract columns appended (`core.models.classify.classify_table`)."""
     from core.models.classify import classify_table
 
@@ -264,7 +265,7 @@ class _Scorer:
         self,
         files: dict[str, bytes],
         text_col: str,
-        threshold: float,
+        threshold: float | None,
         device: str,
         precision: str,
         threads: int,

@@ -26,7 +26,6 @@ from core.charts.board import (
 from core.data.limits import DataError
 from core.errors import UserError
 from core.jobs import Job, JobStatus
-from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 from ui.auth import allowed, current_actor
 from ui.board import (
     ROUTED_RUN,
@@ -138,7 +137,7 @@ def routed_input(actor: Actor, active: ActiveDataset) -> BoardInput | None:
         if not st.button(start, key="board.route", type="primary"):
             return None
         try:
-            run = start_routing(model, active, DEFAULT_REVIEW_THRESHOLD)
+            run = start_routing(model, active)
         except UserError as exc:
             st.error(md_escape(exc))
             return None
@@ -157,7 +156,7 @@ def routed_result(run: RoutedRun, active: ActiveDataset) -> BoardInput | None:
         st.info("The routing is no longer kept on the server; route again.")
         st.session_state.pop(ROUTED_RUN, None)
         return None
-    st.caption(f"Routed with a review threshold of {DEFAULT_REVIEW_THRESHOLD:.0%}.")
+    st.caption("Routed with the model's own review policy (unsure, or like none of its desks).")
     name, key = f"{active.name} routed by the model", f"routed:{classified.path}"
     table = classified_table(classified)
     return BoardInput(name, table, key, active.dataset.rows, from_dataset=True)

@@ -14,8 +14,9 @@ from core.data.columns import detect_text_column
 from core.data.limits import DataError
 from core.errors import UserError
 from core.jobs import Job
-from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
+from core.models.blend import BAG_OF_WORDS
 from core.models.classify import classify_one, routed_predictions
+from core.models.flagging import REASON_TEXT, UNKNOWN, UNSURE
 from core.models.registry import LoadedModel
 from core.review.triage import enqueue_uncertain, triage_batch_id
 from core.tasks.classify import ClassifiedFile, classify_in_background
@@ -86,11 +87,35 @@ def render_single(model: LoadedModel, threshold: float) -> None:
     st.caption(f"The decision is made by {model.blend.describe()}, as this model's validation "
                "rows chose (Train page, card).")  # fmt: skip
     if row["needs_review"]:
-        st.warning(f"Needs review: confidence below {threshold:.0%}.")
+        why = review_explanation(model, row, routed.probabilities, threshold)
+        st.warning(f"Needs review: {why}.")
     else:
         st.success("Confident enough to route.")
     show_chart(probability_chart(routed.probabilities), stem="desk-probabilities",
                key="classify.figure.probabilities", width="stretch")  # fmt: skip
+
+
+def review_explanation(
+    model: LoadedModel, row: pd.Series, probabilities: dict[str, dict[str, float]], threshold: float
+) -> str:
+    """Why one routed complaint goes to a person, in words (labels escaped)."""
+    reason = str(row["review_reason"])
+    if reason == UNKNOWN:
+        return (f"{REASON_TEXT[UNKNOWN]} (unknown-desk score {row['unknown_desk_score']:.2f}: "
+                f"less like any desk than {row['unknown_desk_score']:.0%} of the complaints this "
+                "model was checked on)")  # fmt: skip
+    if reason == UNSURE:
+        decision = (
+            probabilities.get("decision")
+            or probabilities[
+                "bag of words" if model.blend.decided_by == BAG_OF_WORDS else "transformer"
+            ]
+        )
+        first, second = sorted(decision, key=decision.get, reverse=True)[:2]
+        return (f"{REASON_TEXT[UNSURE]}: {md_escape(first)} {decision[first]:.0%} or "
+                f"{md_escape(second)} {decision[second]:.0%}, below {threshold:.0%} "
+                "confidence")  # fmt: skip
+    return REASON_TEXT.get(reason, reason)
 
 
 def render_file(model: LoadedModel, threshold: float) -> None:
@@ -169,10 +194,15 @@ def render_run(run: ClassifyRun) -> None:
 
 
 def render_result(result: pd.DataFrame, classified: ClassifiedFile, file_name: str) -> None:
-    cols = st.columns(3)
+    reasons = result["review_reason"].value_counts()
+    cols = st.columns(4)
     cols[0].metric("Classified", f"{classified.rows:,}")
-    cols[1].metric("Need review", f"{classified.needs_review:,}")
-    cols[2].metric("Models disagree", f"{classified.models_disagree:,}")
+    cols[1].metric("Unsure", f"{int(reasons.get(UNSURE, 0)):,}",
+                   help=f"{REASON_TEXT[UNSURE].capitalize()}: below the threshold")  # fmt: skip
+    cols[2].metric("Unknown desk", f"{int(reasons.get(UNKNOWN, 0)):,}",
+                   help=f"{REASON_TEXT[UNKNOWN].capitalize()}: unknown-desk score above the "
+                   "model's threshold")  # fmt: skip
+    cols[3].metric("Models disagree", f"{classified.models_disagree:,}")
     st.dataframe(shown_frame(result), hide_index=True, width="stretch")
     stem = file_name.rsplit(".", 1)[0] + "_classified"
     render_table_downloads(
@@ -184,11 +214,12 @@ def render_send_to_triage(result: pd.DataFrame, run: ClassifyRun) -> None:
     unsure = int(result["needs_review"].sum())
     if unsure == 0:
         return
-    if st.button(f"Send {unsure:,} unsure predictions to the triage queue", key="classify.triage"):
+    if st.button(f"Send {unsure:,} flagged predictions to the triage queue", key="classify.triage"):
         texts = result[run.text_col].fillna("").astype(str).tolist()
         try:
             added = enqueue_uncertain(
                 get_store(), texts, routed_predictions(result), threshold=run.threshold,
+                flagged=result["needs_review"].tolist(),
                 batch=triage_batch_id(run.file_name, texts), rows=range(2, len(texts) + 2),
                 decided_by=str(result["decided_by"].iloc[0]), actor=current_actor(),
             )  # fmt: skip
@@ -203,10 +234,16 @@ def render_send_to_triage(result: pd.DataFrame, run: ClassifyRun) -> None:
 st.title("Classify")
 actor = current_actor()
 model = require_model()
+if st.session_state.get("classify.threshold_of") != model.key:  # a model starts at its own
+    st.session_state["classify.threshold_of"] = model.key
+    st.session_state["classify.threshold"] = round(model.review.confidence_threshold, 2)
 threshold = st.slider(
-    "Human-review threshold", 0.0, 1.0, DEFAULT_REVIEW_THRESHOLD, 0.05, key="classify.threshold",
-    help="A prediction whose top probability is below this is flagged for a person to check.",
+    "Human-review threshold", 0.0, 1.0, step=0.01, key="classify.threshold",
+    help="A prediction whose top probability is below this is flagged for a person to check "
+    "(unsure). The starting value is this model's own, chosen on its validation rows.",
 )  # fmt: skip
+st.caption(f"This model flags a complaint when it is {md_escape(model.review.describe())}. "
+           f"How it was chosen: {md_escape(model.review.rule)}.")  # fmt: skip
 one, many = st.tabs(["One complaint", "A file"])
 with one:
     render_single(model, threshold)

@@ -18,10 +18,11 @@ from core.errors import UserError
 from core.jobs import JobStatus
 from core.models.blend import BLEND
 from core.models.card import model_folder, read_card
-from core.models.registry import delete_model, models_of_dataset, rename_model
+from core.models.registry import delete_model, rename_model
 from core.models.training_job import SavedTraining
 from core.models.transformer.backbone import check_positions, find_backbone
 from core.models.transformer.config import (
+    AUTO,
     FROM_SCRATCH,
     FULL,
     LSTM,
@@ -32,6 +33,7 @@ from core.models.transformer.config import (
     backbone_defaults,
     backbone_label,
 )
+from core.models.transformer.recipe import FULL_MIN_ROWS_PER_DESK
 from core.models.transformer.training import TrainResult
 from core.paths import models_dir
 from core.review.corrections import CorrectionPlan, next_version_name, plan_corrections
@@ -159,16 +161,19 @@ def model_name_for(backbone: str, recipe: str) -> str:
     return default_model_name(f"{prefix}-quick" if recipe == QUICK else prefix)
 
 
-def render_recipe(active: ActiveDataset) -> str:
-    """Quick or full; quick comes first for a data set no saved model was trained on."""
-    has_model = bool(models_of_dataset(models_dir(), active.dataset.fingerprint))
-    st.session_state.setdefault(RECIPE_KEY, FULL if has_model else QUICK)
+def render_recipe() -> str:
+    """Let the data choose (the default), quick or full."""
+    st.session_state.setdefault(RECIPE_KEY, AUTO)
     return st.radio(
-        "Recipe", [QUICK, FULL], key=RECIPE_KEY, on_change=_follow_recipe, horizontal=True,
-        format_func={QUICK: "Quick model (about a minute)", FULL: "Full fine-tuning"}.get,
-        help="Quick: the pretrained encoder stays frozen, reads every complaint once, and a "
-        "linear head learns the desks; good routing by topic, little word order. Full: every "
-        "weight is fine-tuned; best accuracy, learns word order, takes minutes on a CPU.",
+        "Recipe", [AUTO, QUICK, FULL], key=RECIPE_KEY, on_change=_follow_recipe, horizontal=True,
+        format_func={AUTO: "Let the data choose (recommended)", QUICK: "Quick model (about a "
+                     "minute)", FULL: "Full fine-tuning"}.get,
+        help="Let the data choose: the quick model first, then full fine-tuning as well when "
+        f"the desks have at least {FULL_MIN_ROWS_PER_DESK} training rows each (median), and "
+        "whichever routes more validation rows right is kept; the result says which and why. "
+        "Quick: the pretrained encoder stays frozen, reads every complaint once, and a linear "
+        "head learns the desks; good routing by topic, little word order. Full: every weight is "
+        "fine-tuned; learns word order, takes minutes on a CPU.",
     )  # fmt: skip
 
 
@@ -186,7 +191,7 @@ def render_pooling(container, backbone: str, *, disabled: bool) -> str:
 def render_train_form(active: ActiveDataset) -> TrainRequest | None:
     """The TrainConfig settings, the estimated duration and the model's name; returns them when
     Start is clicked. No st.form: the estimate follows every change."""
-    recipe = render_recipe(active)
+    recipe = render_recipe()
     quick = recipe == QUICK
     left, right = st.columns([1, 2])
     backbones = [MINILM, "other"] if quick else [MINILM, TINY, LSTM, "other"]
@@ -298,8 +303,16 @@ def render_result(run: TrainingRun, saved: SavedTraining) -> None:
     )
     if saved.rename_note:
         st.info(md_escape(saved.rename_note))
+    if result.recipe_choice is not None:
+        st.info(f"Recipe chosen by the data: {md_escape(result.recipe_choice['reason'])}.",
+                icon=":material/tune:")  # fmt: skip
     if result.config.recipe == QUICK:
         st.info(QUICK_MODEL_NOTE, icon=":material/bolt:")
+    if result.review is not None:
+        flagged = result.review.validation.get("flagged", float("nan"))
+        st.caption(f"Review policy: a complaint goes to a person when it is "
+                   f"{md_escape(result.review.describe())} ({flagged:.0%} of the validation rows). "
+                   f"Chosen so: {md_escape(result.review.rule)}.")  # fmt: skip
     st.caption(f"Routing decision: {result.blend.describe()}, chosen on these validation rows "
                "(the mix that got most of them right, kept only when it gets at least one row in "
                "a hundred more right than the transformer alone), so the decision's figures "

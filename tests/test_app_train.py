@@ -163,13 +163,14 @@ def test_cancel_saves_nothing(app: AppTest, tmp_path: Path):
     assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())
 
 
-def test_a_new_data_set_is_offered_the_quick_recipe_first_with_its_estimate(
+def test_the_quick_recipe_trains_with_its_estimate(
     app: AppTest, tmp_path: Path, tiny_bert_cls_model_dir: Path, real_estimate: None
 ):
     # A saved transformers model as the backbone: the tiny random BERT, so this runs in seconds.
     shutil.copytree(tiny_bert_cls_model_dir, tmp_path / "models" / "tiny-bert")
     app.button(key="train.use_demo").click().run()
-    assert app.radio(key="train.recipe").value == "quick"  # no model of this data set yet
+    assert app.radio(key="train.recipe").value == "auto"  # the data choose unless told
+    app.radio(key="train.recipe").set_value("quick").run()
     assert app.number_input(key="train.epochs").disabled  # nothing to tune but the data
     assert "tiny" not in app.selectbox(key="train.backbone").options  # nothing pretrained
     app.selectbox(key="train.backbone").set_value("other").run()
@@ -194,8 +195,21 @@ def test_a_new_data_set_is_offered_the_quick_recipe_first_with_its_estimate(
     assert dict(zip(table["name"], table["recipe"], strict=True))["first-quick"] == "quick"
 
 
-def test_a_data_set_with_a_model_is_offered_full_fine_tuning(app: AppTest):
-    train_tiny(app, max_steps=2, name="tiny-on-demo")  # trained on the demo data
-    fresh = AppTest.from_file(PAGE, default_timeout=120).run()
-    fresh.button(key="train.use_demo").click().run()
-    assert fresh.radio(key="train.recipe").value == "full"
+def test_letting_the_data_choose_says_which_recipe_and_the_review_policy(
+    app: AppTest, tmp_path: Path
+):
+    app.button(key="train.use_demo").click().run()
+    assert app.radio(key="train.recipe").value == "auto"
+    app.selectbox(key="train.backbone").set_value("tiny").run()  # from scratch: full only
+    app.number_input(key="train.max_steps").set_value(2)
+    app.text_input(key="train.model_name").set_value("tiny-auto")
+    app.button(key="train.start").click().run()
+    assert app.session_state["train.job"].job.wait(120).status == "done"
+    app.run()
+    assert any("Recipe chosen by the data: full\\: the backbone starts from random weights" in
+               i.value for i in app.info), shown_text(app)  # fmt: skip (escaped Markdown)
+    assert any("Review policy: a complaint goes to a person when it is unsure below" in c.value
+               for c in app.caption), shown_text(app)  # fmt: skip
+    card = json.loads((tmp_path / "models" / "tiny-auto" / "card.json").read_text())
+    assert card["recipe"] == "full" and card["recipe_choice"]["chosen"] == "full"
+    assert card["review"]["unknown_threshold"] == 0.95

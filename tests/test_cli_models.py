@@ -20,8 +20,8 @@ from tests.test_cli import assert_one_line_error
 
 DESKS = ["Card Fraud", "Loan Query", "UPI Dispute"]
 CONTRACT_COLUMNS = [
-    "predicted_label", "confidence", "needs_review", "decided_by", "transformer_label",
-    "transformer_confidence", "bow_label", "bow_confidence",
+    "predicted_label", "confidence", "needs_review", "review_reason", "unknown_desk_score",
+    "decided_by", "transformer_label", "transformer_confidence", "bow_label", "bow_confidence",
 ]  # fmt: skip
 
 

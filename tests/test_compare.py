@@ -28,6 +28,8 @@ from core.analysis.compare import (
 from core.data.dataset import Dataset, text_key
 from core.errors import UserError
 from core.models.blend import Blend
+from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
+from core.models.flagging import ReviewPolicy
 from core.progress import Cancelled
 from core.review.gold import gold_rows
 from core.review.records import TriageItem
@@ -64,6 +66,8 @@ def fake_model(name, answers, *, bow_answers=None, blend=Blend(), card=None, cla
         card={"labels": list(classes), **(card or {})},
         path=Path("models") / name,
         digest=f"digest-of-{name}",
+        review=ReviewPolicy(DEFAULT_REVIEW_THRESHOLD),  # a model saved before review policies
+        detector=None,
     )
 
 

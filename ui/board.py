@@ -88,14 +88,14 @@ def routed_run(model: LoadedModel, active: ActiveDataset) -> RoutedRun | None:
     return run
 
 
-def start_routing(model: LoadedModel, active: ActiveDataset, threshold: float) -> RoutedRun:
+def start_routing(model: LoadedModel, active: ActiveDataset) -> RoutedRun:
     """Queue the classification of the active data set by `model` (reviewers and admins; a
     UserError says why when the queue refuses it); a previous run still going is cancelled."""
     from core.tasks.classify import classify_in_background
 
     table, _ = active_table(active)
     job = classify_in_background(
-        model, table, text_col=active.report.text_col, review_threshold=threshold,
+        model, table, text_col=active.report.text_col, review_threshold=None,
         queue=get_job_queue(), requester=job_requester(),
     )  # fmt: skip
     previous: RoutedRun | None = st.session_state.get(ROUTED_RUN)

@@ -90,16 +90,58 @@ def predict_in_batches(
     holds texts of about one length and pads little: chunks of the input order would mix short
     and long texts in every batch.
     """
+    found = _in_batches(model.predict_proba, texts, chunk=chunk, on_rows=on_rows, cancel=cancel)
+    if found is None:
+        return None
+    return np.zeros((0, len(model.classes_))) if not found else found[0]
+
+
+def predict_with_features_in_batches(
+    model: Any,
+    texts: Sequence[str],
+    *,
+    chunk: int = CHUNK,
+    on_rows: Callable[[int], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """`predict_in_batches` for `model.predict_proba_and_features` (a TransformerClassifier):
+    probabilities (n, k) and embeddings (n, d) in input order; None when cancelled."""
+    found = _in_batches(
+        model.predict_proba_and_features, texts, chunk=chunk, on_rows=on_rows, cancel=cancel
+    )
+    if found is None:
+        return None
+    if not found:
+        return np.zeros((0, len(model.classes_))), np.zeros((0, 0), dtype=np.float32)
+    return found[0], found[1]
+
+
+def _in_batches(
+    predict: Callable[[list[str]], Any],
+    texts: Sequence[str],
+    *,
+    chunk: int,
+    on_rows: Callable[[int], None] | None,
+    cancel: threading.Event | None,
+) -> list[np.ndarray] | None:
+    """The arrays `predict` returns (one, or a tuple of several, n rows each) for all of
+    `texts`, gathered in input order; [] for no texts, None when cancelled."""
     order = np.argsort([len(t) for t in texts], kind="stable")
-    pred_probs: np.ndarray | None = None
+    gathered: list[np.ndarray] = []
     for start in range(0, len(texts), chunk):
         if cancel is not None and cancel.is_set():
             return None
         rows = order[start : start + chunk]
-        part = np.asarray(model.predict_proba([texts[i] for i in rows]), dtype=np.float64)
-        if pred_probs is None:
-            pred_probs = np.empty((len(texts), part.shape[1]), dtype=np.float64)
-        pred_probs[rows] = part
+        parts = predict([texts[i] for i in rows])
+        parts = parts if isinstance(parts, tuple) else (parts,)
+        if not gathered:  # probabilities first, always float64 (as every caller had them)
+            kinds = [np.float64] + [p.dtype for p in parts[1:]]
+            gathered = [
+                np.empty((len(texts), p.shape[1]), dtype=k)
+                for p, k in zip(parts, kinds, strict=True)
+            ]
+        for into, part in zip(gathered, parts, strict=True):
+            into[rows] = part
         if on_rows is not None:
             on_rows(start + len(rows))
-    return np.zeros((0, len(model.classes_))) if pred_probs is None else pred_probs
+    return gathered

@@ -4,7 +4,8 @@ The output keeps every input column and the row order and adds `predicted_label`
 `needs_review`, `bow_label`, `bow_confidence` and one `prob_<label>` column per class: the
 decision of the model's blend (core.models.blend), with `decided_by` naming who made it and
 `transformer_label`, `transformer_confidence` the transformer's own answer beside the bag of
-words'.
+words'. `review_reason` says why a row needs review ("unsure", "unknown desk", "blank") and
+`unknown_desk_score` how unlike every desk the model knows it is (core.models.flagging).
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ import pandas as pd
 from core.checks import check_complaint
 from core.errors import UserError
 from core.models.blend import BLEND
-from core.models.classifier import Prediction, predict_in_batches
+from core.models.classifier import (
+    Prediction,
+    predict_in_batches,
+    predict_with_features_in_batches,
+)
+from core.models.flagging import ReviewPolicy
 from core.models.registry import LoadedModel
 from core.progress import Progress, ProgressCallback
 
@@ -30,7 +36,7 @@ def classification_columns(
     loaded: LoadedModel,
     texts: Sequence[str],
     *,
-    review_threshold: float,
+    review_threshold: float | None = None,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> pd.DataFrame | None:
@@ -38,28 +44,44 @@ def classification_columns(
     as `Progress` (phase "classify"); None when cancelled.
 
     The decision is the model's blend of both models (`loaded.blend`; the transformer alone for
-    models saved before blends). `needs_review` is set when the decision's top probability is
-    below `review_threshold`, and always for an empty text, which is never routed blind.
+    models saved before blends). `needs_review` follows the model's review policy
+    (`loaded.review`, chosen on its validation rows), with `review_threshold` in place of its
+    confidence threshold when given; an empty text is always flagged, never routed blind.
     """
-    _check_threshold(review_threshold)
+    policy = loaded.review.with_confidence(_checked(review_threshold))
     texts = ["" if t is None else str(t) for t in texts]
 
     def on_rows(done: int) -> None:
         if on_progress is not None:
             on_progress(Progress(done, len(texts), CLASSIFY_PHASE))
 
-    transformer_probs = predict_in_batches(
-        loaded.transformer, texts, on_rows=on_rows, cancel=cancel
-    )
-    if transformer_probs is None:
+    options = {"on_rows": on_rows, "cancel": cancel}
+    if loaded.detector is None:  # a model saved before the unknown-desk score
+        transformer_probs = predict_in_batches(loaded.transformer, texts, **options)
+        scored = None if transformer_probs is None else (transformer_probs, None)
+    else:
+        scored = predict_with_features_in_batches(loaded.transformer, texts, **options)
+    if scored is None:
         return None
-    return _columns(loaded, texts, transformer_probs, loaded.baseline.predict_proba(texts),
-                    review_threshold)  # fmt: skip
+    bow_probs = loaded.baseline.predict_proba(texts)
+    unknown = _unknown(loaded, scored[1], scored[0])
+    return _columns(loaded, texts, scored[0], bow_probs, policy, unknown)
 
 
-def _check_threshold(review_threshold: float) -> None:
-    if not 0.0 <= review_threshold <= 1.0:
+def _checked(review_threshold: float | None) -> float | None:
+    if review_threshold is not None and not 0.0 <= review_threshold <= 1.0:
         raise UserError(f"the review threshold must lie in 0..1, got {review_threshold}")
+    return review_threshold
+
+
+def _unknown(
+    loaded: LoadedModel, features: np.ndarray | None, transformer_probs: np.ndarray
+) -> np.ndarray | None:
+    """The unknown-desk scores of the rows (their embeddings and the transformer's own
+    probabilities); None without a detector."""
+    if loaded.detector is None or features is None:
+        return None
+    return loaded.detector.scores(features, transformer_probs)
 
 
 def _columns(
@@ -67,16 +89,22 @@ def _columns(
     texts: list[str],
     transformer_probs: np.ndarray,
     bow_probs: np.ndarray,
-    review_threshold: float,
+    policy: ReviewPolicy,
+    unknown_scores: np.ndarray | None,
 ) -> pd.DataFrame:
     pred_probs = loaded.blend.combine(transformer_probs, bow_probs)
     classes = [str(c) for c in loaded.transformer.classes_]
     confidence = pred_probs.max(axis=1)
     blank = np.array([not t.strip() for t in texts], dtype=bool)
+    if unknown_scores is None:
+        unknown_scores = np.full(len(texts), np.nan)
+    reasons = policy.reasons(confidence, unknown_scores, blank)
     columns = {
         "predicted_label": _top_labels(classes, pred_probs),
         "confidence": confidence,
-        "needs_review": (confidence < review_threshold) | blank,
+        "needs_review": reasons != "",
+        "review_reason": reasons.astype(str),
+        "unknown_desk_score": unknown_scores,
         "decided_by": loaded.blend.decided_by,
         "transformer_label": _top_labels(classes, transformer_probs),
         "transformer_confidence": transformer_probs.max(axis=1),
@@ -97,14 +125,27 @@ class OneComplaint:
     probabilities: dict[str, dict[str, float]]
 
 
-def classify_one(loaded: LoadedModel, text: str, *, review_threshold: float) -> OneComplaint:
+def classify_one(
+    loaded: LoadedModel, text: str, *, review_threshold: float | None = None
+) -> OneComplaint:
     """Route one complaint, each model predicting once (the Classify page's single text); it
-    may have at most MAX_COMPLAINT_CHARS characters (core.checks)."""
+    may have at most MAX_COMPLAINT_CHARS characters (core.checks). `review_threshold` replaces
+    the model's own confidence threshold when given."""
     check_complaint(text, purpose="classify")
-    _check_threshold(review_threshold)
-    transformer_probs = loaded.transformer.predict_proba([text])
+    policy = loaded.review.with_confidence(_checked(review_threshold))
+    if loaded.detector is None:
+        transformer_probs, features = loaded.transformer.predict_proba([text]), None
+    else:
+        transformer_probs, features = loaded.transformer.predict_proba_and_features([text])
     bow_probs = loaded.baseline.predict_proba([text])
-    row = _columns(loaded, [text], transformer_probs, bow_probs, review_threshold).iloc[0]
+    row = _columns(
+        loaded,
+        [text],
+        transformer_probs,
+        bow_probs,
+        policy,
+        _unknown(loaded, features, transformer_probs),
+    ).iloc[0]
     classes = [str(c) for c in loaded.transformer.classes_]
     shown = {
         "transformer": dict(zip(classes, map(float, transformer_probs[0]), strict=True)),
@@ -124,7 +165,7 @@ def classify_table(
     table: pd.DataFrame,
     *,
     text_col: str,
-    review_threshold: float,
+    review_threshold: float | None = None,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> pd.DataFrame | None:

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sklearn
 import torch
 import transformers
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
@@ -49,7 +48,9 @@ from core.models.card import (
     read_card,
     read_card_and_digest,
 )
+from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 from core.models.device import Runtime
+from core.models.flagging import UNKNOWN_FILE, ReviewPolicy, UnknownDeskDetector
 from core.models.lstm.model import LstmForSequenceClassification
 from core.models.tiny.model import TinyTransformerForSequenceClassification
 from core.models.tiny.tokenizer import TinyTokenizer
@@ -97,6 +98,10 @@ class LoadedModel:
     path: Path
     digest: str  # SHA-256 of card.json, which pins every file (see core.models.card.card_digest)
     blend: Blend = Blend()  # the routing decision (core.models.blend); older cards: transformer
+    # When a complaint goes to a person (core.models.flagging); models saved before the
+    # unknown-desk score have no detector and flag by the fixed default confidence.
+    review: ReviewPolicy = ReviewPolicy(DEFAULT_REVIEW_THRESHOLD)
+    detector: UnknownDeskDetector | None = None
 
     @property
     def reader_name(self) -> str:
@@ -128,6 +133,10 @@ def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> d
         "text_masking": MASKING_VERSION,
         # Who routes: the two models mixed as the validation rows chose (core.models.blend).
         "blend": result.blend.to_json(),
+        # When a routed complaint goes to a person, chosen on the validation rows
+        # (core.models.flagging); the unknown-desk score itself is unknown.npz.
+        "review": None if result.review is None else result.review.to_json(),
+        "recipe_choice": result.recipe_choice,  # recipe "auto": what the data chose and why
         "metrics": {
             "transformer": _report_json(result.transformer_report),
             "bow": _report_json(result.baseline_report),
@@ -177,6 +186,8 @@ def _combined(result: TrainResult) -> str:
 
 
 def _versions() -> dict[str, str]:
+    import sklearn  # fitting the baseline imported it already; loading a model never does
+
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -296,6 +307,8 @@ def _write_model(result: TrainResult, folder: Path, data_fingerprint: str | None
     result.transformer.model.save_pretrained(folder)
     result.transformer.tokenizer.save_pretrained(folder)
     result.baseline.save(folder)
+    if result.detector is not None:
+        result.detector.save(folder)
     card = build_card(result, data_fingerprint=data_fingerprint)
     card[FILES_KEY] = folder_digests(folder)  # pins the content; load_model verifies it
     (folder / CARD_NAME).write_text(json.dumps(card, indent=2), encoding="utf-8")  # last
@@ -357,11 +370,17 @@ def load_model(
     baseline = BagOfWordsClassifier.load(folder)
     if [str(c) for c in baseline.classes_] != labels:
         raise UserError(f"{folder.name}: the baseline's labels differ from the card's; save again")
+    detector = (
+        UnknownDeskDetector.load(folder, n_classes=len(labels))
+        if (folder / UNKNOWN_FILE).is_file()
+        else None
+    )
     if card_digest(folder) != found:  # a save swapped the folder while its files were read
         raise UserError(f"model {folder.name!r} changed on disk while loading; load it again")
     return LoadedModel(
         transformer=transformer, baseline=baseline, card=card, path=folder, digest=found,
-        blend=Blend.from_card(card),
+        blend=Blend.from_card(card), detector=detector,
+        review=ReviewPolicy.from_card(card, fallback=DEFAULT_REVIEW_THRESHOLD),
     )  # fmt: skip
 
 

@@ -65,8 +65,10 @@ def enqueue_uncertain(
     rows: Sequence[int] | None = None,
     decided_by: str = "transformer",
     limits: TriageLimits | None = None,
+    flagged: Sequence[bool] | None = None,
 ) -> list[int]:
-    """Queue for review the predictions whose confidence is below `threshold`; return new ids.
+    """Queue for review the predictions whose confidence is below `threshold`, or those
+    `flagged` when given (the model's review policy: unsure or unknown desk); return new ids.
 
     Parameters
     ----------
@@ -80,6 +82,8 @@ def enqueue_uncertain(
     batch : where the predictions came from, e.g. `triage_batch_id(file name, texts)`.
     rows : (n,) 1-based spreadsheet rows of the texts in their file, when known.
     decided_by : which model made these calls (core.models.blend.Blend.decided_by).
+    flagged : (n,) whether each prediction needs review (classify's `needs_review`), in place
+        of the threshold.
 
     Everything is written in one transaction; a (batch, row, text) already queued is skipped.
     """
@@ -94,10 +98,14 @@ def enqueue_uncertain(
     ok = isinstance(threshold, int | float) and not isinstance(threshold, bool)
     if not ok or not math.isfinite(threshold) or not 0 <= threshold <= 1:
         raise UserError(f"threshold must be a number in [0, 1], got {threshold!r}")
+    if flagged is None:
+        flagged = [prediction.confidence < threshold for prediction in predictions]
+    elif len(flagged) != len(texts):
+        raise UserError(f"flagged ({len(flagged)}) must have one entry per text ({len(texts)})")
     items = [
         _triage_item(batch, text, prediction, row, decided_by)
-        for text, prediction, row in zip(texts, predictions, rows, strict=True)
-        if prediction.confidence < threshold
+        for text, prediction, row, chosen in zip(texts, predictions, rows, flagged, strict=True)
+        if chosen
     ]
     return store.enqueue_triage(items, actor=actor, skip_queued=True, limits=limits)
 

@@ -41,7 +41,7 @@ def classify_in_background(
     table: pd.DataFrame,
     *,
     text_col: str,
-    review_threshold: float,
+    review_threshold: float | None,
     queue: JobQueue,
     requester: Requester,
 ) -> Job[ClassifiedFile | None]:
@@ -64,7 +64,7 @@ def classify_to_file(
     table: pd.DataFrame,
     *,
     text_col: str,
-    review_threshold: float,
+    review_threshold: float | None,
     folder: Path,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,

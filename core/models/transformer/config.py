@@ -19,8 +19,8 @@ LSTM = "lstm"  # core.models.lstm: a bidirectional LSTM from scratch
 FROM_SCRATCH = (TINY, LSTM)
 POOLINGS = ("mean", "cls")
 LSTM_POOLINGS = ("mean", "last")  # the LSTM has no [CLS]; "last": its final states
-FULL, QUICK = "full", "quick"
-RECIPES = (FULL, QUICK)
+FULL, QUICK, AUTO = "full", "quick", "auto"
+RECIPES = (FULL, QUICK, AUTO)  # "auto": the data choose (core.models.transformer.recipe)
 # A training's Progress phases: optimiser steps (full), then for the quick recipe texts embedded
 # and the linear head fitted.
 TRAIN_PHASE, EMBED_PHASE, HEAD_PHASE = "train", "embed", "head"
@@ -81,8 +81,11 @@ class TrainConfig:
     # The LSTM backbone takes "mean" (its outputs over real tokens) or "last" (its final states).
     pooling: Literal["mean", "cls", "last"] = "mean"
     # "full" fine-tunes every weight; "quick" keeps the pretrained encoder frozen, embeds the
-    # data once and fits a linear head on the embeddings (core.models.transformer.quick).
-    recipe: Literal["full", "quick"] = FULL
+    # data once and fits a linear head on the embeddings (core.models.transformer.quick);
+    # "auto" lets the data choose between them (core.models.transformer.recipe), which is what
+    # `train` and the Train page do unless told otherwise. A trained model's config holds the
+    # recipe it got, never "auto".
+    recipe: Literal["full", "quick", "auto"] = FULL
     # None: the backbone's own (BACKBONE_DEFAULTS), resolved on creation, so `config.epochs` and
     # `config.lr` always hold numbers. Early stopping (patience) ends runs that stop improving.
     # dataclasses.replace() keeps resolved numbers: build a new TrainConfig to change backbone.

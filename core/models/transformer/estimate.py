@@ -28,15 +28,17 @@ from core.models.baseline import BagOfWordsClassifier
 from core.models.device import Runtime, resolve_device
 from core.models.seeding import job_generator, seeded_dropout
 from core.models.transformer.backbone import load_backbone
-from core.models.transformer.config import QUICK, TrainConfig
+from core.models.transformer.config import AUTO, FULL, QUICK, TrainConfig
 from core.models.transformer.inference import DEFAULT_BATCH_SIZE, TransformerClassifier
 from core.models.transformer.loop import (
     class_weight_tensor,
     length_grouped_batches,
     make_optimizer,
     train_step,
+    training_precision,
 )
 from core.models.transformer.quick import EMBED_BATCH, HEAD_STRENGTHS, embed_texts, fit_linear_head
+from core.models.transformer.recipe import median_rows_per_desk, only_full, try_full
 from core.progress import check_cancel
 from core.text import cut_for_tokens
 
@@ -134,6 +136,8 @@ def estimate_duration(
     """
     from core.models.transformer.training import check_split
 
+    if config.recipe == AUTO:
+        return _estimate_auto(train, val, config, cancel)
     classes = check_split(train, val)
     device = resolve_device(config.device)
     train_texts, val_texts = mask_texts(list(train.texts)), mask_texts(list(val.texts))
@@ -151,6 +155,20 @@ def estimate_duration(
                             pieces, device)  # fmt: skip
     estimate = replace(parts, load_s=load_s, rest_s=parts.rest_s + _baseline_seconds(train))
     return estimate.for_budget(config.epochs, config.max_steps)
+
+
+def _estimate_auto(
+    train: Dataset, val: Dataset, config: TrainConfig, cancel: threading.Event | None
+) -> DurationEstimate:
+    """The recipe "auto" runs the quick recipe, then the full one where the data call for it
+    (core.models.transformer.recipe): the sum of both estimates."""
+    if only_full(config) is not None:
+        return estimate_duration(train, val, replace(config, recipe=FULL), cancel=cancel)
+    quick = estimate_duration(train, val, replace(config, recipe=QUICK), cancel=cancel)
+    if not try_full(median_rows_per_desk(train.labels)):
+        return quick
+    full = estimate_duration(train, val, replace(config, recipe=FULL), cancel=cancel)
+    return replace(full, rest_s=full.rest_s + quick.seconds)
 
 
 def _piece_counter(tokenizer, max_length: int) -> Callable[[Sequence[str]], list[int]]:
@@ -209,13 +227,14 @@ def _full_costs(model, tokenizer, train, train_texts, val_texts, config, classes
     targets_all = np.asarray([label_ids[y] for y in train.labels])
     weights = class_weight_tensor(targets_all, len(classes)).to(device)
     optimizer = make_optimizer(model, lr=config.lr, weight_decay=config.weight_decay)
+    precision = training_precision(config, Runtime.resolve(device).precision)  # as the loop
     model.train()
 
     def step(pick: int) -> None:
         rows = batches[pick]
         targets = torch.as_tensor(targets_all[rows], device=device)
         train_step(model, tokenizer, [train_texts[r] for r in rows], targets, weights,
-                   optimizer, config, device)  # fmt: skip
+                   optimizer, config, device, precision=precision)  # fmt: skip
 
     with seeded_dropout(model, job_generator(config.seed, device)):  # as the real run does
         timed = _timed_passes(step, padded)

@@ -13,6 +13,7 @@ mode, a prediction made while the model trains (validation) never sees dropout.
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -175,6 +176,14 @@ class TransformerClassifier:
         length and batched so each batch pads to a similar length; the original order is
         restored at the end.
         """
+        return self.predict_proba_and_features(texts, batch_size=batch_size)[0]
+
+    def predict_proba_and_features(
+        self, texts: Sequence[str], *, batch_size: int = DEFAULT_BATCH_SIZE
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`predict_proba`, and from the same forward passes each text's embedding: what the
+        model's classification layer reads, (n_texts, hidden) float32 (the unknown-desk score's
+        input, core.models.flagging)."""
         # Cut first: masking a 10 MB complaint would scan text the model never reads.
         texts = mask_texts([
             cut_text(t, self.max_length, self.truncation)
@@ -183,11 +192,26 @@ class TransformerClassifier:
         check_int("batch_size", batch_size, minimum=1)
         order = np.argsort([len(t) for t in texts], kind="stable")
         pred_probs = np.empty((len(texts), len(self.classes_)), dtype=np.float64)
-        with torch.inference_mode():
-            for start in range(0, len(texts), batch_size):
-                rows = order[start : start + batch_size]
-                pred_probs[rows] = self._batch_proba([texts[i] for i in rows])
-        return pred_probs
+        head: nn.Linear = self._predictor.classifier
+        features = np.empty((len(texts), head.in_features), dtype=np.float32)
+        seen: list[torch.Tensor] = []
+        # The view is shared by every session's thread: keep only this thread's own passes.
+        owner = threading.get_ident()
+
+        def keep(_module: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+            if threading.get_ident() == owner:
+                seen.append(args[0])
+
+        hook = head.register_forward_pre_hook(keep)
+        try:
+            with torch.inference_mode():
+                for start in range(0, len(texts), batch_size):
+                    rows = order[start : start + batch_size]
+                    pred_probs[rows] = self._batch_proba([texts[i] for i in rows])
+                    features[rows] = seen.pop().float().cpu().numpy()
+        finally:
+            hook.remove()
+        return pred_probs, features
 
     def _batch_proba(self, texts: list[str]) -> np.ndarray:
         batch = encode_batch(self.tokenizer, texts, self.max_length, self.device, self.truncation)

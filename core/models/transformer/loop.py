@@ -19,7 +19,7 @@ from transformers import get_linear_schedule_with_warmup
 from core.data.dataset import Dataset
 from core.metrics import evaluate_predictions
 from core.models.device import autocast
-from core.models.transformer.config import TRAIN_PHASE, TrainConfig
+from core.models.transformer.config import FROM_SCRATCH, TRAIN_PHASE, TrainConfig
 from core.models.transformer.inference import TransformerClassifier, encode_batch
 from core.progress import Progress, ProgressCallback
 
@@ -57,6 +57,9 @@ class FitOutcome:
     steps: int
     cancelled: bool
     head_strength: float | None = None  # quick recipe: the logistic regression's chosen C
+    # quick recipe: the training rows' embeddings it fitted the head on (the unknown-desk
+    # score reuses them instead of embedding the rows again)
+    train_features: np.ndarray | None = None
 
 
 def length_grouped_batches(
@@ -160,6 +163,11 @@ def fit_classifier(
         model, tokenizer, classes, max_length=config.max_length, device=device,
         truncation=config.truncation,
     )  # fmt: skip
+    # The training steps run in the precision the runtime rule picks for this device (bf16
+    # autocast on CUDA and on CPUs with bf16 matrix units, else fp32; GRIEVANCE_LENS_PRECISION
+    # overrides): on AMX Xeons a bf16 step is about twice as fast (BENCHMARKS.md, "Engine v3").
+    # Models learned from scratch keep fp32: their defaults were measured so.
+    precision = training_precision(config, predictor.runtime.precision)
     history: list[EpochRecord] = []
     model.train()
     lengths = [len(t) for t in train.texts]  # characters: a free, close proxy of word pieces
@@ -174,7 +182,17 @@ def fit_classifier(
             texts = [train.texts[r] for r in rows]
             targets = torch.as_tensor(y[rows], device=device)
             losses.append(
-                train_step(model, tokenizer, texts, targets, weights, optimizer, config, device)
+                train_step(
+                    model,
+                    tokenizer,
+                    texts,
+                    targets,
+                    weights,
+                    optimizer,
+                    config,
+                    device,
+                    precision=precision,
+                )  # fmt: skip
             )
             scheduler.step()
             state.step += 1
@@ -189,6 +207,12 @@ def fit_classifier(
     return FitOutcome(tuple(history), state.best_epoch, state.step, False)
 
 
+def training_precision(config: TrainConfig, runtime_precision: str) -> str:
+    """The precision of the training steps: the runtime's for a pretrained backbone, fp32 for
+    the models learned from scratch (tiny transformer, LSTM)."""
+    return "fp32" if config.backbone in FROM_SCRATCH else runtime_precision
+
+
 def train_step(
     model: nn.Module,
     tokenizer: Any,
@@ -198,11 +222,13 @@ def train_step(
     optimizer: torch.optim.Optimizer,
     config: TrainConfig,
     device: torch.device,
+    *,
+    precision: str = "fp32",
 ) -> float:
-    """One optimiser step on one batch; returns the batch loss."""
+    """One optimiser step on one batch, under bf16 autocast when `precision` is "bf16" (master
+    weights, gradients and the optimiser stay fp32); returns the batch loss."""
     batch = encode_batch(tokenizer, texts, config.max_length, device, config.truncation)
-    # bf16 autocast on CUDA only: on CPU without bf16 units it is slower than fp32.
-    with autocast(device, "bf16" if device.type == "cuda" else "fp32"):
+    with autocast(device, precision):
         logits = model(**batch).logits
     loss = nn.functional.cross_entropy(
         logits.float(), targets, weight=weights, label_smoothing=config.label_smoothing

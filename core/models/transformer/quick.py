@@ -219,4 +219,6 @@ def quick_fit(
     if on_progress is not None:
         fitted = StepMetrics(1, head.train_loss, head.val_accuracy, head.val_macro_f1)
         on_progress(Progress(total, total, HEAD_PHASE, fitted))
-    return FitOutcome((record,), 1, total, False, head_strength=head.strength)
+    return FitOutcome(
+        (record,), 1, total, False, head_strength=head.strength, train_features=embedded[0]
+    )

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
+import numpy as np
 from transformers import PreTrainedTokenizerBase
 
 from core.data.dataset import TWIN_SLICE, Dataset, split_record
@@ -19,9 +21,16 @@ from core.models.baseline import BagOfWordsClassifier, BaselineConfig
 from core.models.blend import TRANSFORMER_ONLY, Blend, choose_blend
 from core.models.device import resolve_device
 from core.models.evaluation import reports_with_slices
+from core.models.flagging import (
+    MAX_REFERENCE_ROWS,
+    ReviewPolicy,
+    UnknownDeskDetector,
+    choose_policy,
+    fit_detector,
+)
 from core.models.seeding import job_generator, seeded_dropout
 from core.models.transformer.backbone import load_backbone
-from core.models.transformer.config import QUICK, TrainConfig
+from core.models.transformer.config import AUTO, FULL, QUICK, TrainConfig
 from core.models.transformer.inference import TransformerClassifier
 from core.models.transformer.loop import (
     EpochRecord,
@@ -30,6 +39,13 @@ from core.models.transformer.loop import (
     fit_classifier,
 )
 from core.models.transformer.quick import quick_fit
+from core.models.transformer.recipe import (
+    RecipeChoice,
+    choose_recipe,
+    median_rows_per_desk,
+    only_full,
+    try_full,
+)
 from core.progress import ProgressCallback
 
 
@@ -59,6 +75,12 @@ class TrainResult:
     blend: Blend = TRANSFORMER_ONLY
     decision_report: EvalReport | None = None
     decision_twin_report: EvalReport | None = None
+    # When the saved model sends a complaint to a person (core.models.flagging): its
+    # unknown-desk score and the thresholds, both chosen on the validation rows.
+    detector: UnknownDeskDetector | None = None
+    review: ReviewPolicy | None = None
+    # recipe "auto": which recipe the data chose and why (core.models.transformer.recipe)
+    recipe_choice: dict | None = None
 
 
 def check_split(train: Dataset, val: Dataset) -> tuple[str, ...]:
@@ -135,8 +157,11 @@ def train_models(
 
     Both are evaluated on `val` (and on its twin slice when `val.extra` has a "slice" column).
     A set `cancel` event stops training at the next step and returns `cancelled=True` with no
-    models.
+    models. Recipe "auto" lets the data choose (`train_auto`).
     """
+    if config.recipe == AUTO:
+        return train_auto(train, val, config, baseline_config=baseline_config,
+                          on_progress=on_progress, cancel=cancel)  # fmt: skip
     started = time.perf_counter()
     transformer, outcome = fine_tune(train, val, config, on_progress=on_progress, cancel=cancel)
     common = {
@@ -153,28 +178,114 @@ def train_models(
     if outcome.cancelled:
         return TrainResult(**common, cancelled=True, train_seconds=time.perf_counter() - started)
     baseline = BagOfWordsClassifier(baseline_config).fit(list(train.texts), list(train.labels))
+    reports = _validation_reports(transformer, baseline, val)
+    val_features, val_probs = reports.pop("val_features"), reports.pop("val_probs")
+    detector = fit_unknown_desk(transformer, train, val_features, val_probs, config.seed,
+                                outcome.train_features)  # fmt: skip
+    unknown_scores = detector.scores(val_features, val_probs)
+    review = _review_policy(reports.pop("decision_probs"), val, transformer, unknown_scores)
     return TrainResult(
         **common,
         cancelled=False,
         train_seconds=time.perf_counter() - started,
         transformer=transformer,
         baseline=baseline,
-        **_validation_reports(transformer, baseline, val),
+        detector=detector,
+        review=review,
+        **reports,
     )
+
+
+def train_auto(
+    train: Dataset,
+    val: Dataset,
+    config: TrainConfig,
+    *,
+    baseline_config: BaselineConfig = BaselineConfig(),
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> TrainResult:
+    """`train_models` with the recipe the data choose (core.models.transformer.recipe): quick,
+    then full as well where the desks have rows enough, and the better on the validation rows.
+    The result's config holds the recipe chosen, its `recipe_choice` the reason; its
+    train_seconds count both trainings."""
+    started = time.perf_counter()
+    options = {"baseline_config": baseline_config, "on_progress": on_progress, "cancel": cancel}
+    rows_per_desk = median_rows_per_desk(train.labels)
+    fixed = only_full(config)
+    if fixed is not None:
+        result = train_models(train, val, replace(config, recipe=FULL), **options)
+        choice = RecipeChoice(FULL, f"full: {fixed}", rows_per_desk, {})
+        return replace(result, recipe_choice=choice.to_json())
+    tried = {QUICK: train_models(train, val, replace(config, recipe=QUICK), **options)}
+    if try_full(rows_per_desk) and not tried[QUICK].cancelled:
+        tried[FULL] = train_models(train, val, replace(config, recipe=FULL), **options)
+    if any(result.cancelled for result in tried.values()):
+        return tried[FULL if FULL in tried else QUICK]
+    accuracy = {name: result.decision_report.accuracy for name, result in tried.items()}
+    choice = choose_recipe(rows_per_desk, accuracy)
+    return replace(tried[choice.chosen], train_seconds=time.perf_counter() - started,
+                   recipe_choice=choice.to_json())  # fmt: skip
+
+
+def fit_unknown_desk(
+    transformer: TransformerClassifier,
+    train: Dataset,
+    val_features: np.ndarray,
+    val_probs: np.ndarray,
+    seed: int,
+    train_features: np.ndarray | None = None,
+) -> UnknownDeskDetector:
+    """The unknown-desk score of a trained model: fitted on its embeddings of (at most
+    MAX_REFERENCE_ROWS of) the training rows, ranked on the validation rows' embeddings and
+    probabilities (the transformer's own). The quick recipe
+    hands over the embeddings it fitted its head on (of the same masked texts); otherwise they
+    are computed here."""
+    label_ids = {str(c): i for i, c in enumerate(transformer.classes_)}
+    labels = np.array([label_ids[str(y)] for y in train.labels])
+    rows = np.arange(len(train))
+    if len(rows) > MAX_REFERENCE_ROWS:  # seeded, and every desk keeps its rows' share
+        rows = np.sort(np.random.default_rng(seed).permutation(rows)[:MAX_REFERENCE_ROWS])
+        present = set(labels[rows].tolist())
+        missing = [
+            np.flatnonzero(labels == c)[0] for c in range(len(label_ids)) if c not in present
+        ]
+        rows = np.sort(np.concatenate([rows, np.asarray(missing, dtype=int)]))
+    if train_features is None or len(train_features) != len(train):
+        features = transformer.predict_proba_and_features([train.texts[i] for i in rows])[1]
+    else:
+        features = train_features[rows]
+    return fit_detector(features, labels[rows], val_features, n_classes=len(label_ids),
+                        val_probs=val_probs)  # fmt: skip
+
+
+def _review_policy(
+    decision_probs: np.ndarray,
+    val: Dataset,
+    transformer: TransformerClassifier,
+    unknown_scores: np.ndarray,
+) -> ReviewPolicy:
+    classes = [str(c) for c in transformer.classes_]
+    right = np.array([classes[i] for i in decision_probs.argmax(1)]) == np.array(val.labels)
+    return choose_policy(decision_probs.max(1), right, unknown_scores)
 
 
 def _validation_reports(
     transformer: TransformerClassifier, baseline: BagOfWordsClassifier, val: Dataset
-) -> dict[str, EvalReport | Blend | None]:
+) -> dict[str, Any]:
     """Both models on `val`, the blend chosen on it and the decision it makes there, each also
-    on the twin slice when the data marks one; every model predicts once."""
+    on the twin slice when the data marks one; every model predicts once. Also the decision's
+    probabilities ("decision_probs"), the transformer's ("val_probs") and its embeddings
+    ("val_features") there."""
     classes = [str(c) for c in transformer.classes_]
     texts, labels = list(val.texts), list(val.labels)
-    pred_probs = {"transformer": transformer.predict_proba(texts),
-                  "baseline": baseline.predict_proba(texts)}  # fmt: skip
+    transformer_probs, val_features = transformer.predict_proba_and_features(texts)
+    pred_probs = {"transformer": transformer_probs, "baseline": baseline.predict_proba(texts)}
     blend = choose_blend(pred_probs["transformer"], pred_probs["baseline"], labels, classes)
     pred_probs["decision"] = blend.combine(pred_probs["transformer"], pred_probs["baseline"])
-    reports: dict[str, EvalReport | Blend | None] = {"blend": blend}
+    reports: dict[str, Any] = {"blend": blend, "val_features": val_features,
+                               "val_probs": transformer_probs,
+                               "decision_probs": pred_probs["decision"]}  # fmt: skip
     for name, probs in pred_probs.items():
         reports[f"{name}_report"], slices = reports_with_slices(probs, classes, val)
         reports[f"{name}_twin_report"] = slices.get(TWIN_SLICE)

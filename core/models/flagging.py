@@ -1,0 +1,337 @@
+"""Which predictions go to a person, and why: the "unknown desk" score (how unlike every desk the
+model knows a complaint is) and the review policy (the thresholds, chosen on validation rows
+and saved with the model).
+
+The score is a distance in the model's own embedding space: the input of its classification
+layer, which the fine-tuning shaped to separate the desks (the quick recipe's frozen sentence
+embedding). Two measures are fitted on the training rows' embeddings:
+- "mahalanobis": the smallest Mahalanobis distance to a desk's mean, one covariance shared by
+  all desks (Lee et al. 2018; Podolskiy et al. 2021 found it the strongest unknown-intent
+  detector for fine-tuned encoders);
+- "knn": the cosine distance to the k-th nearest training complaint (Sun et al. 2022);
+- "knn+msp": that distance's rank among the validation complaints plus the rank of the model's
+  own doubt (1 - its top softmax probability): two signals that fail on different complaints.
+`bench/bench_unknown.py` measures them against the softmax's own confidence (maximum softmax
+probability after temperature scaling, and energy) on desks held out of training; DETECTOR is
+the winner on validation rows (BENCHMARKS.md, "Complaints that fit no desk").
+
+The raw distance means nothing to a reader, so the score shown is its rank among the validation
+complaints (desks the model knows, never trained on): 0.97 = less like any desk than 97% of
+them. A complaint farther than every validation complaint scores 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.errors import UserError
+
+MAHALANOBIS, KNN, KNN_MSP = "mahalanobis", "knn", "knn+msp"
+DETECTORS = (MAHALANOBIS, KNN, KNN_MSP)
+DETECTOR = MAHALANOBIS  # measured in bench/bench_unknown.py; see the module docstring
+KNN_K = 3  # "knn": the best k of 1, 3, 5, 10, 20, 50 on validation rows (bench_unknown)
+# Training rows the detector is fitted on at most (drawn seeded): covariance and neighbours are
+# stable long before this, and the extra embedding pass of a full fine-tune stays short.
+MAX_REFERENCE_ROWS = 20_000
+UNKNOWN_FILE = "unknown.npz"
+# Review policy. A known-desk complaint is flagged as an unknown desk this often (the score's
+# threshold is its 1 - UNKNOWN_SHARE rank among validation complaints)...
+UNKNOWN_SHARE = 0.05
+# ...and all flags together (unsure or unknown) reach at most this share of validation rows.
+MAX_FLAGGED_SHARE = 0.10
+# "Unsure": the confidence below which the validation complaints were right no more often than
+# this (a coin's odds between two desks): those gain most from a person's look.
+FLAGGED_RIGHT_RATE = 0.5
+# Reasons in `review_reason` (the classify contract): empty when routed without a person.
+BLANK, UNKNOWN, UNSURE = "blank", "unknown desk", "unsure"
+REASON_TEXT = {
+    BLANK: "the complaint is empty",
+    UNKNOWN: "looks like none of the desks",
+    UNSURE: "unsure between two desks",
+}
+
+
+@dataclass(frozen=True)
+class UnknownDeskDetector:
+    """A fitted unknown-desk score over embeddings (n, d), and for "knn+msp" the model's own
+    probabilities (n, k); see the module docstring."""
+
+    method: str
+    means: np.ndarray  # (k, d) each desk's mean training embedding ("mahalanobis")
+    precision: np.ndarray  # (d, d) inverse of the shared, shrunk covariance ("mahalanobis")
+    neighbours: np.ndarray  # (n, d) unit-length training embeddings ("knn"), float16
+    reference: np.ndarray  # (m,) sorted raw distances of the validation rows
+    # "knn+msp": the validation rows' sorted kNN distances and doubts, which rank each part
+    knn_reference: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    doubt_reference: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def distances(self, features: np.ndarray, probs: np.ndarray | None = None) -> np.ndarray:
+        """The raw distance of each row of `features` (n, d): larger is less like any desk.
+        "knn+msp" also needs the model's probabilities of the rows (n, k)."""
+        features = np.asarray(features, dtype=np.float64)
+        if self.method == MAHALANOBIS:
+            return mahalanobis_distances(features, self.means, self.precision)
+        near = knn_distances(features, self.neighbours.astype(np.float32), KNN_K)
+        if self.method == KNN:
+            return near
+        if probs is None:
+            raise ValueError("the knn+msp score needs the model's probabilities")
+        return rank_in(near, self.knn_reference) + rank_in(doubt(probs), self.doubt_reference)
+
+    def scores(self, features: np.ndarray, probs: np.ndarray | None = None) -> np.ndarray:
+        """The unknown-desk score in 0..1 of each row: its distance's rank among the validation
+        rows' distances."""
+        return rank_in(self.distances(features, probs), self.reference)
+
+    def save(self, folder: Path) -> None:
+        np.savez(
+            folder / UNKNOWN_FILE, means=self.means, precision=self.precision,
+            neighbours=self.neighbours, reference=self.reference,
+            knn_reference=self.knn_reference, doubt_reference=self.doubt_reference,
+            method=np.array(self.method),
+        )  # fmt: skip
+
+    @classmethod
+    def load(cls, folder: Path, *, n_classes: int) -> UnknownDeskDetector:
+        """The detector saved in `folder`; UserError when its arrays do not fit together."""
+        with np.load(folder / UNKNOWN_FILE, allow_pickle=False) as saved:
+            arrays = {key: saved[key] for key in saved.files}
+        method = str(arrays.pop("method", ""))
+        try:
+            detector = cls(method=method, **arrays)
+        except TypeError as err:  # a missing or unknown array
+            raise UserError(
+                f"{folder.name}: {UNKNOWN_FILE} is damaged; save the model again"
+            ) from err
+        if method not in DETECTORS or not _shapes_fit(detector, n_classes):
+            raise UserError(f"{folder.name}: {UNKNOWN_FILE} is damaged; save the model again")
+        return detector
+
+
+def doubt(probs: np.ndarray) -> np.ndarray:
+    """1 - the top probability of each row: the model's own doubt."""
+    return 1.0 - np.asarray(probs, dtype=np.float64).max(axis=1)
+
+
+def _shapes_fit(detector: UnknownDeskDetector, n_classes: int) -> bool:
+    means, precision = detector.means, detector.precision
+    width = means.shape[-1] if means.ndim == 2 else -1
+    return (
+        means.shape == (n_classes, width)
+        and precision.shape == ((width, width) if detector.method == MAHALANOBIS else (0, 0))
+        and detector.neighbours.ndim == 2
+        and detector.neighbours.shape[1] in (0, width)
+        and all(_sorted_vector(r) for r in (detector.reference, detector.knn_reference,
+                                             detector.doubt_reference))
+        and len(detector.reference) > 0
+        and (detector.method != KNN_MSP or min(len(detector.knn_reference),
+                                               len(detector.doubt_reference)) > 0)
+    )  # fmt: skip
+
+
+def _sorted_vector(values: np.ndarray) -> bool:
+    return values.ndim == 1 and bool(np.all(np.diff(values) >= 0))
+
+
+def mahalanobis_distances(
+    features: np.ndarray, means: np.ndarray, precision: np.ndarray
+) -> np.ndarray:
+    """min over desks c of (x - mu_c)' P (x - mu_c), for each row x of `features` (n, d)."""
+    projected = features @ precision  # (n, d)
+    own = np.einsum("nd,nd->n", projected, features)  # x' P x
+    cross = projected @ means.T  # x' P mu_c, (n, k)
+    centre = np.einsum("kd,kd->k", means @ precision, means)  # mu_c' P mu_c
+    return np.maximum(own[:, None] - 2 * cross + centre[None, :], 0.0).min(axis=1)
+
+
+def knn_distances(features: np.ndarray, neighbours: np.ndarray, k: int) -> np.ndarray:
+    """1 - cosine similarity to the k-th nearest row of `neighbours` (unit rows), per row."""
+    unit = (features / np.maximum(np.linalg.norm(features, axis=1, keepdims=True), 1e-12)).astype(
+        np.float32
+    )
+    k = min(k, len(neighbours))
+    out = np.empty(len(unit))
+    for start in range(0, len(unit), 1024):  # (1024, n) similarities at a time
+        similar = unit[start : start + 1024] @ neighbours.T
+        out[start : start + 1024] = 1.0 - np.partition(similar, -k, axis=1)[:, -k]
+    return out
+
+
+def rank_in(values: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """The share of `reference` (sorted) below each value, ties counted half: 0..1."""
+    below = np.searchsorted(reference, values, side="left")
+    upto = np.searchsorted(reference, values, side="right")
+    return (below + upto) / (2.0 * len(reference))
+
+
+def fit_detector(
+    features: np.ndarray,
+    labels: Sequence[int],
+    val_features: np.ndarray,
+    *,
+    n_classes: int,
+    method: str = DETECTOR,
+    val_probs: np.ndarray | None = None,
+) -> UnknownDeskDetector:
+    """Fit the unknown-desk score on training embeddings (n, d) with their class ids, and rank it
+    on the validation embeddings (known desks the fit never saw); "knn+msp" also ranks the
+    model's validation probabilities `val_probs` (m, k)."""
+    if method not in DETECTORS:
+        raise UserError(f"the unknown-desk detector must be one of {DETECTORS}, got {method!r}")
+    features = np.asarray(features, dtype=np.float64)
+    labels = np.asarray(labels)
+    width = features.shape[1]
+    means = np.stack([features[labels == c].mean(axis=0) for c in range(n_classes)])
+    if method == MAHALANOBIS:
+        precision = np.linalg.pinv(shrunk_covariance(features - means[labels]), hermitian=True)
+        neighbours = np.zeros((0, width), dtype=np.float16)
+    else:
+        precision = np.zeros((0, 0))
+        norms = np.maximum(np.linalg.norm(features, axis=1, keepdims=True), 1e-12)
+        neighbours = (features / norms).astype(np.float16)
+    # Stored as saved (float32), so a loaded detector ranks exactly as this one did.
+    means, precision = means.astype(np.float32), precision.astype(np.float32)
+    parts = {}
+    if method == KNN_MSP:
+        if val_probs is None:
+            raise ValueError("the knn+msp score needs the validation rows' probabilities")
+        near = knn_distances(np.asarray(val_features, np.float64), neighbours.astype(np.float32),
+                             KNN_K)  # fmt: skip
+        parts = {"knn_reference": np.sort(near), "doubt_reference": np.sort(doubt(val_probs))}
+    detector = UnknownDeskDetector(method, means, precision, neighbours, np.zeros(1), **parts)
+    reference = np.sort(detector.distances(val_features, val_probs))
+    return replace(detector, reference=reference)
+
+
+def shrunk_covariance(centred: np.ndarray) -> np.ndarray:
+    """The Ledoit-Wolf shrunk covariance of rows already centred (each on its desk's mean):
+    with a few hundred rows in 384 dimensions the sample covariance is singular, and the
+    shrinkage towards a scaled identity is chosen from the data (Ledoit & Wolf 2004)."""
+    n, d = centred.shape
+    sample = centred.T @ centred / n
+    scale = np.trace(sample) / d
+    squared = centred**2
+    # The estimate of how far the sample covariance strays from the truth, over its distance
+    # to the target (sklearn.covariance.ledoit_wolf, without its block loop).
+    spread = float(np.sum(squared.T @ squared) / n - np.sum(sample**2)) / n
+    distance = float(np.sum(sample**2) - d * scale**2)
+    shrinkage = 1.0 if distance <= 0 else min(spread / distance, 1.0)
+    return (1 - shrinkage) * sample + shrinkage * scale * np.eye(d)
+
+
+@dataclass(frozen=True)
+class ReviewPolicy:
+    """When a routed complaint goes to a person: its decision's confidence below
+    `confidence_threshold` ("unsure"), its unknown-desk score above `unknown_threshold` ("unknown
+    desk"), or no text at all ("blank"). Saved in the model card as "review"."""
+
+    confidence_threshold: float
+    unknown_threshold: float | None = None  # None: the model has no unknown-desk score
+    rule: str = ""  # how the thresholds were chosen, for the card and the pages
+    validation: dict[str, float] = field(default_factory=dict)  # shares flagged there
+
+    def reasons(
+        self, confidence: np.ndarray, unknown_scores: np.ndarray, blank: np.ndarray
+    ) -> np.ndarray:
+        """Each row's `review_reason`: "blank", "unknown desk", "unsure" or "" (in that order
+        of precedence: a complaint like no desk is not helped by its second-best desk)."""
+        reasons = np.full(len(confidence), "", dtype=object)
+        reasons[np.asarray(confidence) < self.confidence_threshold] = UNSURE
+        if self.unknown_threshold is not None:
+            reasons[np.asarray(unknown_scores) > self.unknown_threshold] = UNKNOWN
+        reasons[np.asarray(blank, dtype=bool)] = BLANK
+        return reasons
+
+    def with_confidence(self, threshold: float | None) -> ReviewPolicy:
+        """This policy with the user's own confidence threshold (None keeps the model's)."""
+        if threshold is None or threshold == self.confidence_threshold:
+            return self
+        return ReviewPolicy(threshold, self.unknown_threshold, "set by hand", {})
+
+    def describe(self) -> str:
+        """One line for the pages."""
+        text = f"unsure below {self.confidence_threshold:.0%} confidence"
+        if self.unknown_threshold is not None:
+            text += f"; unknown desk above a score of {self.unknown_threshold:.2f}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_card(cls, card: dict[str, Any], *, fallback: float) -> ReviewPolicy:
+        """The policy a card was saved with; a card from before policies flags by `fallback`
+        confidence alone."""
+        saved = card.get("review")
+        if saved is None:
+            return cls(fallback, None, "the fixed default of models saved before review policies")
+        try:
+            unknown = saved.get("unknown_threshold")
+            return cls(
+                float(saved["confidence_threshold"]),
+                None if unknown is None else float(unknown),
+                str(saved.get("rule", "")),
+                {str(k): float(v) for k, v in dict(saved.get("validation", {})).items()},
+            )
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            raise UserError("the card's review policy is damaged; save the model again") from err
+
+
+def choose_policy(
+    confidence: np.ndarray,
+    right: np.ndarray,
+    unknown_scores: np.ndarray | None,
+) -> ReviewPolicy:
+    """The review policy chosen on the validation rows' decision confidence, whether the decision
+    was right, and their unknown-desk scores (None: no detector).
+
+    The unknown threshold flags UNKNOWN_SHARE of them; the confidence threshold is the highest
+    one below which they were right at most FLAGGED_RIGHT_RATE of the time, lowered until all
+    flags together stay within MAX_FLAGGED_SHARE of the rows.
+    """
+    confidence, right = np.asarray(confidence, dtype=float), np.asarray(right, dtype=bool)
+    if len(confidence) == 0:
+        raise UserError("choosing a review policy needs validation rows; add data")
+    unknown_threshold = None if unknown_scores is None else 1.0 - UNKNOWN_SHARE
+    unknown = (
+        np.zeros(len(confidence), dtype=bool)
+        if unknown_scores is None
+        else np.asarray(unknown_scores) > unknown_threshold
+    )
+    order = np.argsort(confidence, kind="stable")
+    right_below = np.cumsum(right[order]) / np.arange(1, len(order) + 1)  # of the j lowest
+    flagged_total = np.cumsum(~unknown[order]) + unknown.sum()  # flags when the j lowest are
+    within = flagged_total <= MAX_FLAGGED_SHARE * len(order)
+    allowed = (right_below <= FLAGGED_RIGHT_RATE) & within
+    count = int(np.flatnonzero(allowed)[-1]) + 1 if allowed.any() else 0
+    threshold = _between(confidence[order], count)
+    unsure = confidence < threshold
+    rule = (
+        f"unsure: below the confidence under which validation complaints were right at most "
+        f"{FLAGGED_RIGHT_RATE:.0%} of the time, with at most {MAX_FLAGGED_SHARE:.0%} of them "
+        "flagged in all"
+    )
+    if unknown_threshold is not None:
+        rule += f"; unknown desk: less like any desk than {1 - UNKNOWN_SHARE:.0%} of them"
+    validation = {
+        "unsure": float(unsure.mean()),
+        "unknown": float(unknown.mean()),
+        "flagged": float((unsure | unknown).mean()),
+        "right_when_unsure": float(right[unsure].mean()) if unsure.any() else float("nan"),
+        "right_when_routed": float(right[~(unsure | unknown)].mean()),
+    }
+    return ReviewPolicy(round(threshold, 4), unknown_threshold, rule, validation)
+
+
+def _between(sorted_confidence: np.ndarray, count: int) -> float:
+    """A threshold that flags exactly the `count` lowest (midway to the next one)."""
+    if count == 0:  # none of these rows: only what is less sure than any of them
+        return float(sorted_confidence[0])
+    if count == len(sorted_confidence):
+        return float(sorted_confidence[-1]) + 1e-9
+    return float(sorted_confidence[count - 1] + sorted_confidence[count]) / 2

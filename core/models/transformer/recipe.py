@@ -1,0 +1,78 @@
+"""The recipe "auto": which of the two recipes a data set gets, and why, so that a user need not
+know that a full fine-tune of a small encoder falls apart with ten or so examples per desk while
+a frozen encoder with a fitted head holds up (Casanueva et al. 2020; BENCHMARKS.md, "The right
+recipe for the data at hand").
+
+The rule: the quick recipe first (a minute); the full fine-tune as well when the median desk has
+at least FULL_MIN_ROWS_PER_DESK training rows; then the recipe whose routing decision (each with
+its own blend with the bag of words, core.models.blend) gets more validation rows right, ties
+to the full fine-tune, which reads word order. A backbone without a pretrained encoder (tiny,
+LSTM) or a [CLS]-pooled one can only be fine-tuned.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from core.models.transformer.config import FROM_SCRATCH, FULL, QUICK, TrainConfig
+
+# Below this many training rows for the median desk the full fine-tune is not tried: with 4 to
+# 8 rows a desk it fell below the quick recipe on every data set measured, on validation rows
+# (bench/bench_recipes.py), and it would cost minutes for nothing.
+FULL_MIN_ROWS_PER_DESK = 16
+
+
+@dataclass(frozen=True)
+class RecipeChoice:
+    """Which recipe "auto" chose, and why; saved in the model card as "recipe_choice"."""
+
+    chosen: str  # "quick" or "full"
+    reason: str  # one sentence for the Train page, the card and `train --json`
+    rows_per_desk: float  # the median desk's training rows
+    validation_accuracy: dict[str, float]  # recipe -> its decision's accuracy, those tried
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def median_rows_per_desk(labels: Sequence[str]) -> float:
+    """The median number of training rows over the desks."""
+    return float(np.median(list(Counter(map(str, labels)).values())))
+
+
+def only_full(config: TrainConfig) -> str | None:
+    """Why `config` can only be fine-tuned (no pretrained mean-pooled encoder); None when both
+    recipes can train it."""
+    if config.backbone in FROM_SCRATCH:
+        return "the backbone starts from random weights, so only the full recipe can train it"
+    if config.pooling != "mean" or config.head_init == "probe":
+        return "its pooling or head settings belong to the full recipe"
+    return None
+
+
+def try_full(rows_per_desk: float) -> bool:
+    """Whether the full fine-tune is worth trying beside the quick recipe."""
+    return rows_per_desk >= FULL_MIN_ROWS_PER_DESK
+
+
+def choose_recipe(rows_per_desk: float, accuracy: dict[str, float]) -> RecipeChoice:
+    """The recipe of the higher validation accuracy of those tried (`accuracy`: recipe ->
+    decision accuracy; ties to full), with the sentence that says why."""
+    if FULL not in accuracy:
+        reason = (
+            f"quick: {rows_per_desk:g} training rows for the median desk, fewer than the "
+            f"{FULL_MIN_ROWS_PER_DESK} a full fine-tune needs to beat a frozen encoder"
+        )
+        return RecipeChoice(QUICK, reason, rows_per_desk, accuracy)
+    chosen = FULL if accuracy[FULL] >= accuracy[QUICK] else QUICK
+    other = QUICK if chosen == FULL else FULL
+    reason = (
+        f"{chosen}: its decision was right on {accuracy[chosen]:.1%} of the validation rows, "
+        f"the {other} recipe's on {accuracy[other]:.1%}"
+    )
+    return RecipeChoice(chosen, reason, rows_per_desk, accuracy)
