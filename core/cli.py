@@ -73,7 +73,8 @@ def _cmd_validate(args: argparse.Namespace) -> None:
 def _cmd_demo_data(args: argparse.Namespace) -> None:
     from core.data.demo import DemoConfig, write_demo_data
 
-    config = DemoConfig(rows=args.rows, seed=args.seed)
+    given = {"rows": args.rows, "seed": args.seed}
+    config = DemoConfig(**{k: v for k, v in given.items() if v is not None})
     path = write_demo_data(Path(args.out), config)
     print(f"wrote {config.rows} demo complaints to {path}", file=sys.stderr)
 
@@ -163,12 +164,12 @@ def _add_validate(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_demo_data(sub: argparse._SubParsersAction) -> None:
-    from core.data.demo import DemoConfig
-
     p = sub.add_parser("demo-data", help="write the built-in demo grievance data set")
     p.add_argument("out", help="output file, .csv or .xlsx")
-    p.add_argument("--rows", type=int, default=DemoConfig.rows, help="number of complaints")
-    p.add_argument("--seed", type=int, default=DemoConfig.seed, help="random seed")
+    # Defaults live in core.data.demo.DemoConfig, not imported here: it brings pandas and
+    # openpyxl into every command's start (tests/test_classify_imports.py checks the figures).
+    p.add_argument("--rows", type=int, help="number of complaints (default 3000)")
+    p.add_argument("--seed", type=int, help="random seed (default 7)")
     p.set_defaults(handler=_cmd_demo_data)
 
 
@@ -227,6 +228,9 @@ def _cmd_train(args: argparse.Namespace) -> None:
         "bow": result.baseline_report.to_json(),
         "decision": result.decision_report.to_json(),
         "blend": result.blend.to_json(),
+        "recipe": result.config.recipe,
+        "recipe_choice": result.recipe_choice,  # --recipe auto: what the data chose and why
+        "review": None if result.review is None else result.review.to_json(),
         "model_dir": str(folder),
         "train_seconds": round(result.train_seconds, 3),
         "device": result.device,
@@ -236,6 +240,8 @@ def _cmd_train(args: argparse.Namespace) -> None:
     }
     if saved.rename_note:
         print(f"note: {saved.rename_note}", file=sys.stderr)
+    if result.recipe_choice is not None:
+        print(f"recipe: {result.recipe_choice['reason']}", file=sys.stderr)
     if result.transformer_twin_report is not None:
         document["twin"] = {
             "transformer": result.transformer_twin_report.to_json(),
@@ -345,7 +351,8 @@ def _review_threshold(args: argparse.Namespace) -> float:
 
 
 def _cmd_classify(args: argparse.Namespace) -> None:
-    threshold = _review_threshold(args)
+    # Without --review-threshold each model flags by its own policy (saved in its card).
+    threshold = None if args.review_threshold is None else _review_threshold(args)
     for option in ("workers", "batch_size", "cpus_per_worker"):
         if (getattr(args, option) or 1) < 1:
             raise CommandError(f"--{option.replace('_', '-')} must be 1 or more")
@@ -399,9 +406,10 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         "scratch), or a local folder / HF model id",
     )  # fmt: skip
     p.add_argument(
-        "--recipe", choices=("full", "quick"),
-        help="full (default): fine-tune every weight; quick: frozen pretrained encoder, "
-        "embeddings once, a fitted linear head (about a minute on a CPU)",
+        "--recipe", choices=("auto", "full", "quick"), default="auto",
+        help="auto (default): the data choose, and the card says why; full: fine-tune every "
+        "weight; quick: frozen pretrained encoder, embeddings once, a fitted linear head "
+        "(about a minute on a CPU)",
     )  # fmt: skip
     p.add_argument("--epochs", type=int, help="default: the backbone's own (TrainConfig)")
     p.add_argument("--batch-size", type=int)
@@ -473,7 +481,8 @@ def _add_classify(sub: argparse._SubParsersAction) -> None:
     _add_column_options(p, label=False)
     p.add_argument(
         "--review-threshold", type=float,
-        help="flag needs_review below this top probability (default: the app's, 0.6)",
+        help="flag needs_review below this top probability (default: the model's own, chosen "
+        "on its validation rows and saved in its card)",
     )  # fmt: skip
     _add_json_option(p, "print rows and out path as JSON")
     p.set_defaults(handler=_cmd_classify)

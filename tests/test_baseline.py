@@ -1,12 +1,15 @@
 """The bag-of-words baseline: probabilities, bag-of-words invariance, contributions, persistence."""
 
 import json
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.exceptions import InconsistentVersionWarning, NotFittedError
+from sklearn.exceptions import NotFittedError
 
 from core.models.baseline import (
     JSON_NAME,
@@ -16,6 +19,8 @@ from core.models.baseline import (
     fit_baseline,
 )
 from core.text import word_spans
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TRAIN = [
     ("UPI payment failed but money was debited", "UPI Dispute"),
@@ -210,13 +215,17 @@ def test_binary_model_round_trip(tmp_path):
     assert np.array_equal(loaded.predict_proba([CARD_FIRST]), model.predict_proba([CARD_FIRST]))
 
 
-def test_load_warns_when_another_sklearn_release_saved_the_model(tmp_path, logreg):
+def test_a_model_another_sklearn_release_saved_loads_silently_and_predicts_alike(tmp_path, logreg):
+    # The arrays are the whole model and numpy predicts from them: the release that fitted them
+    # no longer matters once they are saved.
     logreg.save(tmp_path)
     meta = json.loads((tmp_path / JSON_NAME).read_text(encoding="utf-8"))
     (tmp_path / JSON_NAME).write_text(json.dumps(meta | {"sklearn_version": "0.24.2"}))
-    with pytest.warns(InconsistentVersionWarning, match="0.24.2"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         loaded = BagOfWordsClassifier.load(tmp_path)
-    assert loaded.predict([CARD_FIRST]) == logreg.predict([CARD_FIRST])
+    texts = [CARD_FIRST, "home loan EMI"]
+    assert np.array_equal(loaded.predict_proba(texts), logreg.predict_proba(texts))
 
 
 def test_load_is_silent_for_the_same_sklearn_release(tmp_path, logreg):
@@ -355,3 +364,86 @@ def test_unfitted_model_refuses_to_predict_or_save(tmp_path):
     with pytest.raises(NotFittedError, match="fit"):
         model.save(tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------- the numpy predictor against scikit-learn's own
+
+EDGE_TEXTS = [
+    "",
+    "zzqx qqvv",  # no word in the vocabulary: the intercepts alone
+    "card card card card UPI",  # repeats: sublinear term frequency
+    "my card 4111 1111 1111 1111 was charged, call 9876543210",  # masked before counting
+    "Loan LOAN loan emi EMI",
+]
+SKLEARN_CONFIGS = [*CONFIGS, BaselineConfig(min_df=2, sublinear_tf=False), BaselineConfig(C=0.5)]
+
+
+@pytest.fixture(scope="module")
+def demo_split():
+    from core.data.demo import DemoConfig, generate_demo_data
+
+    table = generate_demo_data(DemoConfig(rows=360, seed=3))
+    texts, labels = table["text"].tolist(), table["desk"].astype(str).tolist()
+    return texts[:260], labels[:260], texts[260:] + EDGE_TEXTS
+
+
+@pytest.mark.parametrize("config", SKLEARN_CONFIGS, ids=lambda c: f"{c.kind}-{c.ngram_max}")
+def test_numpy_predictor_matches_the_sklearn_pipeline(demo_split, config):
+    train_texts, train_labels, texts = demo_split
+    model = fit_baseline(train_texts, train_labels, config=config)
+    rows = model.transform(texts)
+    dense = np.zeros((len(texts), len(model.vocabulary_)))
+    dense[rows.row_ids(), rows.indices] = rows.data
+    expected = model.pipeline_["tfidf"].transform(texts).toarray()
+    np.testing.assert_allclose(dense, expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        model.predict_proba(texts), model.pipeline_.predict_proba(texts), rtol=0, atol=1e-12
+    )
+
+
+@pytest.mark.parametrize("kind", ["logreg", "nb"])
+def test_numpy_predictor_matches_sklearn_for_two_desks(demo_split, kind):
+    train_texts, train_labels, texts = demo_split
+    pairs = [
+        (t, y)
+        for t, y in zip(train_texts, train_labels, strict=True)
+        if y in {"Card Fraud", "Other"}
+    ]
+    model = fit_baseline(*zip(*pairs, strict=True), config=BaselineConfig(kind=kind))
+    assert len(model.classes_) == 2
+    np.testing.assert_allclose(
+        model.predict_proba(texts), model.pipeline_.predict_proba(texts), rtol=0, atol=1e-12
+    )
+
+
+def test_loaded_model_matches_the_sklearn_pipeline_it_was_fitted_as(tmp_path, demo_split):
+    train_texts, train_labels, texts = demo_split
+    fitted = fit_baseline(train_texts, train_labels, config=BaselineConfig(ngram_max=2))
+    fitted.save(tmp_path)
+    loaded = BagOfWordsClassifier.load(tmp_path)
+    np.testing.assert_allclose(
+        loaded.predict_proba(texts), fitted.pipeline_.predict_proba(texts), rtol=0, atol=1e-12
+    )
+
+
+def test_loading_and_predicting_never_import_sklearn_or_scipy(tmp_path, logreg):
+    logreg.save(tmp_path)
+    script = (
+        "import sys\n"
+        "from core.models.baseline import BagOfWordsClassifier\n"
+        f"model = BagOfWordsClassifier.load({str(tmp_path)!r})\n"
+        f"model.predict_proba({[CARD_FIRST, '']!r})\n"
+        f"model.word_contributions({UPI_FIRST!r})\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'scipy'}))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
+
+
+def test_nbytes_counts_the_arrays_and_the_vocabulary(logreg):
+    n = len(logreg.vocabulary_)
+    arrays = logreg.idf_.nbytes + logreg.coef_.nbytes + logreg.intercept_.nbytes
+    assert logreg.nbytes(bytes_per_term=10) == arrays + 10 * n

@@ -17,14 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 from xml.etree.ElementTree import ParseError
 
-import openpyxl
-import openpyxl.xml
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from openpyxl.utils.exceptions import InvalidFileException
-from openpyxl.worksheet._reader import WorkSheetParser
 
 from core.data.limits import MAX_ROWS_ENV, MB, DataError, IntakeLimits
 
@@ -287,8 +283,9 @@ def _describe_parser_error(name: str, delimiter: str, message: str) -> str:
 _ENCRYPTED_MARKER = "EncryptedPackage".encode("utf-16-le")
 _RATIO_MIN_BYTES = MB  # members smaller than this cannot hurt, whatever their ratio
 
+# Besides openpyxl's own InvalidFileException (added by `_xlsx_errors`: openpyxl is imported only
+# when a workbook is read, so that CSV and Parquet never pay for it).
 _XLSX_ERRORS = (
-    InvalidFileException,
     KeyError,  # a part the workbook refers to is missing from the zip
     zipfile.BadZipFile,
     zlib.error,
@@ -297,6 +294,12 @@ _XLSX_ERRORS = (
     ValueError,  # includes defusedxml's refusals (entities, external references)
     TypeError,
 )
+
+
+def _xlsx_errors() -> tuple[type[BaseException], ...]:
+    from openpyxl.utils.exceptions import InvalidFileException
+
+    return (InvalidFileException, *_XLSX_ERRORS)
 
 
 def read_xlsx(data: bytes, *, name: str, suffix: str, limits: IntakeLimits) -> RawTable:
@@ -421,6 +424,8 @@ def _inflates_within(packed: memoryview, limit: int) -> bool:
 
 
 def _require_defusedxml() -> None:
+    import openpyxl.xml
+
     if not openpyxl.xml.DEFUSEDXML:
         raise DataError(
             "refusing to read .xlsx: openpyxl is not using defusedxml (install defusedxml and "
@@ -429,11 +434,14 @@ def _require_defusedxml() -> None:
 
 
 def _parse_xlsx(data: bytes, name: str, limits: IntakeLimits) -> RawTable:
+    import openpyxl
+
+    errors = _xlsx_errors()
     try:
         workbook = openpyxl.load_workbook(
             io.BytesIO(data), read_only=True, data_only=True, keep_links=False
         )
-    except _XLSX_ERRORS as exc:
+    except errors as exc:
         raise DataError(_xlsx_error_message(name, exc)) from exc
     try:
         if not workbook.worksheets:
@@ -442,7 +450,7 @@ def _parse_xlsx(data: bytes, name: str, limits: IntakeLimits) -> RawTable:
         cells = _sheet_cells(workbook, sheet, name=name, file_bytes=len(data), limits=limits)
     except DataError:
         raise
-    except _XLSX_ERRORS as exc:  # read-only sheets parse lazily, while rows are read
+    except errors as exc:  # read-only sheets parse lazily, while rows are read
         raise DataError(_xlsx_error_message(name, exc)) from exc
     finally:
         workbook.close()
@@ -508,6 +516,8 @@ def _sheet_cells(
 def _sheet_rows(workbook: Any, sheet: Any) -> Iterator[tuple[int, list[dict[str, Any]]]]:
     """(spreadsheet row, cells present) for each <row> element, as openpyxl 3.1's
     ReadOnlyWorksheet._cells_by_row parses them, without its padding."""
+    from openpyxl.worksheet._reader import WorkSheetParser
+
     with sheet._get_source() as source:
         parser = WorkSheetParser(
             source,

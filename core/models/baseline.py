@@ -3,33 +3,37 @@
 It sees each text as a multiset of words (plus, optionally, n-grams) after personal data is
 masked (core.data.privacy), so two texts with the same masked bag of words get the same
 prediction and no card or phone number becomes a feature. Saved as plain arrays (npz + json).
+
+Fitting uses scikit-learn (TfidfVectorizer, then LogisticRegression or MultinomialNB). The fitted
+model keeps only their arrays and predicts with numpy, the arithmetic of scikit-learn's
+`transform` and `predict_proba` step for step (tests/test_baseline.py holds the two equal to
+1e-12): loading and predicting never import scikit-learn (and SciPy with it), which is most of
+a second of every `python -m core classify`.
 """
 
 from __future__ import annotations
 
 import json
-import warnings
 import zipfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import sklearn
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import InconsistentVersionWarning, NotFittedError
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.naive_bayes import MultinomialNB
-from sklearn.pipeline import Pipeline
 
 from core.checks import check_int, check_positive, check_texts
 from core.data.privacy import MASKING_VERSION, mask_personal_data
 from core.errors import UserError
 from core.paths import read_json
 from core.text import WordSpan, word_spans, words
+
+if TYPE_CHECKING:  # scikit-learn is imported by fitting only
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.naive_bayes import MultinomialNB
+    from sklearn.pipeline import Pipeline
 
 NPZ_NAME = "baseline.npz"
 JSON_NAME = "baseline.json"
@@ -89,8 +93,29 @@ class WordContributions:
     intercept: float
 
 
-class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
+@dataclass(frozen=True)
+class TfidfRows:
+    """TF-IDF rows in scipy's CSR layout, without scipy: row i holds the features
+    `indices[indptr[i]:indptr[i + 1]]` (ascending) with the values `data[...]` of the same span."""
+
+    indptr: np.ndarray  # (n_rows + 1,) int64
+    indices: np.ndarray  # (nnz,) int64, feature columns
+    data: np.ndarray  # (nnz,) float64
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.indptr) - 1
+
+    def row_ids(self) -> np.ndarray:
+        """The row of every stored value, (nnz,)."""
+        return np.repeat(np.arange(self.n_rows), np.diff(self.indptr))
+
+
+class BagOfWordsClassifier:
     """TF-IDF over `core.text.words` n-grams, then LogisticRegression or MultinomialNB.
+
+    Follows scikit-learn's estimator conventions (`fit` returns self, `get_params`, so
+    `sklearn.base.clone` works) without importing it outside `fit`.
 
     Parameters
     ----------
@@ -101,12 +126,33 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
     ----------
     classes_ : np.ndarray of str, shape (n_classes,)
         Sorted class labels; the column order of `predict_proba`.
-    pipeline_ : sklearn.pipeline.Pipeline
-        Steps "tfidf" (TfidfVectorizer) and "clf" (LogisticRegression or MultinomialNB).
+    vocabulary_ : dict of str to int
+        Each term (a word, or n words joined by a space) and its feature column.
+    idf_ : np.ndarray, shape (n_features,)
+        Inverse document frequency of each feature.
+    coef_, intercept_ : np.ndarray, shapes (n_rows, n_features) and (n_rows,)
+        Logistic regression weights (kind "logreg"); one row for two classes, as scikit-learn.
+    feature_log_prob_, class_log_prior_ : np.ndarray, shapes (n_classes, n_features), (n_classes,)
+        Naive Bayes log-probabilities (kind "nb").
     """
 
     def __init__(self, config: BaselineConfig = DEFAULT_CONFIG) -> None:
         self.config = config
+
+    def __repr__(self) -> str:
+        return f"BagOfWordsClassifier(config={self.config!r})"
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments (scikit-learn's estimator interface)."""
+        return {"config": self.config}
+
+    def set_params(self, **params: Any) -> BagOfWordsClassifier:
+        """Set constructor arguments (scikit-learn's estimator interface); returns self."""
+        unknown = set(params) - {"config"}
+        if unknown:
+            raise ValueError(f"unknown parameters {sorted(unknown)}; the only one is 'config'")
+        self.config = params.get("config", self.config)
+        return self
 
     def fit(self, texts: Sequence[str], labels: Sequence[str]) -> BagOfWordsClassifier:
         """Learn the vocabulary, IDF weights and classifier from `texts` and their `labels`."""
@@ -115,12 +161,9 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
         labels = _check_labels(labels, n=len(texts))
         if not any(words(t) for t in texts):
             raise UserError("the training texts contain no words; give texts with some words")
-        pipeline = Pipeline(
-            [("tfidf", _make_vectorizer(self.config)), ("clf", _make_clf(self.config))]
-        )
-        pipeline.fit(texts, labels)
-        self.pipeline_ = pipeline
-        self.classes_ = np.asarray(pipeline.classes_, dtype=str)
+        pipeline = _fit_pipeline(self.config, texts, labels)
+        arrays = _pipeline_arrays(pipeline, kind=self.config.kind)
+        self._set_fitted(np.asarray(pipeline.classes_, dtype=str), arrays)
         return self
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
@@ -129,12 +172,28 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
         texts = check_texts(texts, allow_empty=True)
         if not texts:
             return np.empty((0, len(self.classes_)), dtype=np.float64)
-        return np.asarray(self.pipeline_.predict_proba(texts), dtype=np.float64)
+        scores = self._raw_scores(self.transform(texts))
+        return _probabilities(scores, kind=self.config.kind)
 
     def predict(self, texts: Sequence[str]) -> list[str]:
         """The most probable class of each text."""
         pred_probs = self.predict_proba(texts)
         return [str(self.classes_[i]) for i in pred_probs.argmax(axis=1)]
+
+    def transform(self, texts: Sequence[str]) -> TfidfRows:
+        """The TF-IDF rows of `texts`, as TfidfVectorizer.transform computes them: in-vocabulary
+        term counts, 1 + log(count) when sublinear, times IDF, each row scaled to unit L2 norm
+        (an all-zero row stays zero)."""
+        self._check_fitted()
+        rows = self._count_rows(check_texts(texts, allow_empty=True))
+        data = rows.data
+        if self.config.sublinear_tf:
+            data = np.log(data) + 1.0
+        data = data * self.idf_[rows.indices]
+        row_ids = rows.row_ids()
+        norms = np.sqrt(np.bincount(row_ids, weights=data * data, minlength=rows.n_rows))
+        norms[norms == 0.0] = 1.0
+        return TfidfRows(rows.indptr, rows.indices, data / norms[row_ids])
 
     def word_contributions(self, text: str, *, target: str | None = None) -> WordContributions:
         """Score every word occurrence of masked `text` for class `target` (default: the
@@ -162,8 +221,26 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
             intercept=float(intercepts[target_index]),
         )
 
+    def nbytes(self, *, bytes_per_term: int = 100) -> int:
+        """An estimate of the memory the fitted model holds: its arrays plus `bytes_per_term` for
+        each vocabulary entry (a str key and an int in a dict), without building the pipeline."""
+        self._check_fitted()
+        arrays = [self.idf_, *(getattr(self, n) for n in _model_array_names(self.config.kind))]
+        return sum(a.nbytes for a in arrays) + bytes_per_term * len(self.vocabulary_)
+
+    @property
+    def pipeline_(self) -> Pipeline:
+        """The same model as a fitted scikit-learn Pipeline ("tfidf", "clf"), built on first use
+        (it imports scikit-learn): for code that wants scikit-learn's own objects."""
+        self._check_fitted()
+        if self._pipeline is None:
+            self._pipeline = _rebuild_pipeline(self.config, self.classes_, self._arrays())
+        return self._pipeline
+
     def save(self, directory: str | Path) -> None:
         """Write `baseline.npz` (arrays) and `baseline.json` (config, classes) into `directory`."""
+        import sklearn  # the release that fitted the arrays, recorded with them
+
         self._check_fitted()
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -174,7 +251,7 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
             "kind": self.config.kind,
             "config": asdict(self.config),
             "classes": [str(c) for c in self.classes_],
-            "n_features": int(len(self.pipeline_["tfidf"].vocabulary_)),
+            "n_features": len(self.vocabulary_),
             "text_masking": MASKING_VERSION,
             "sklearn_version": sklearn.__version__,
         }
@@ -182,22 +259,65 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
 
     @classmethod
     def load(cls, directory: str | Path) -> BagOfWordsClassifier:
-        """Rebuild a fitted model from a folder written by `save` (no pickle involved)."""
+        """Rebuild a fitted model from a folder written by `save` (no pickle, no scikit-learn:
+        the arrays are all the numpy predictor needs, whichever release fitted them)."""
         directory = Path(directory)
         meta = _read_meta(directory / JSON_NAME)
-        _check_sklearn_version(meta)
         config = _config_from_meta(meta, directory / JSON_NAME)
         classes = np.asarray(meta["classes"], dtype=str)
         arrays = _read_arrays(directory / NPZ_NAME, kind=config.kind)
         _check_arrays(arrays, kind=config.kind, n_classes=len(classes), path=directory / NPZ_NAME)
         model = cls(config)
-        model.pipeline_ = _rebuild_pipeline(config, classes, arrays)
-        model.classes_ = classes
+        model._set_fitted(classes, arrays)
         return model
 
+    def _set_fitted(self, classes: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
+        """Take the fitted state from the arrays `save` writes."""
+        terms, indices = arrays["vocabulary_terms"].tolist(), arrays["vocabulary_indices"].tolist()
+        self.vocabulary_ = dict(zip(terms, indices, strict=True))
+        self.idf_ = arrays["idf_"]
+        for name in _model_array_names(self.config.kind):
+            setattr(self, name, arrays[name])
+        self.classes_ = classes
+        self._pipeline: Pipeline | None = None
+
     def _check_fitted(self) -> None:
-        if not hasattr(self, "pipeline_"):
+        if not hasattr(self, "classes_"):
+            from sklearn.exceptions import NotFittedError  # what scikit-learn users catch
+
             raise NotFittedError("this BagOfWordsClassifier is not fitted; call fit() or load()")
+
+    def _count_rows(self, texts: list[str]) -> TfidfRows:
+        """In-vocabulary term counts of each masked text, features ascending within a row."""
+        indptr, indices, counts = [0], [], []
+        for text in texts:
+            found = _ngram_occurrences(masked_words(text), self.vocabulary_, self.config)
+            bag = Counter(feature for feature, _, _ in found)
+            indices.extend(sorted(bag))
+            counts.extend(bag[feature] for feature in sorted(bag))
+            indptr.append(len(indices))
+        return TfidfRows(
+            np.asarray(indptr, dtype=np.int64),
+            np.asarray(indices, dtype=np.int64),
+            np.asarray(counts, dtype=np.float64),
+        )
+
+    def _raw_scores(self, rows: TfidfRows) -> np.ndarray:
+        """X @ weights.T + intercepts, (n_rows, n_weight_rows): logreg's decision function or
+        naive Bayes' joint log-likelihood. One weighted bincount per weight row keeps the memory
+        at the size of the rows, whatever the number of desks."""
+        weights, intercepts = self._raw_weights()
+        row_ids = rows.row_ids()
+        scores = np.empty((rows.n_rows, len(weights)), dtype=np.float64)
+        for k, w in enumerate(weights):
+            products = rows.data * w[rows.indices]
+            scores[:, k] = np.bincount(row_ids, weights=products, minlength=rows.n_rows)
+        return scores + intercepts
+
+    def _raw_weights(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.config.kind == "nb":
+            return self.feature_log_prob_, self.class_log_prior_
+        return self.coef_, self.intercept_
 
     def _target_index(self, target: str | None, pred_probs: np.ndarray) -> int:
         if target is None:
@@ -216,22 +336,18 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
         shift, so a score means "pushes this class above the average class". (L2-penalised
         multinomial logreg already has class-centred weights; binary logreg and NB do not.)
         """
-        clf = self.pipeline_["clf"]
-        if self.config.kind == "nb":
-            weights, intercepts = clf.feature_log_prob_, clf.class_log_prior_
-        elif len(self.classes_) == 2:  # logits (0, z): sklearn keeps only the row for class 1
-            weights = np.vstack([np.zeros_like(clf.coef_), clf.coef_])
-            intercepts = np.array([0.0, clf.intercept_[0]])
-        else:
-            weights, intercepts = clf.coef_, clf.intercept_
+        weights, intercepts = self._raw_weights()
+        if self.config.kind == "logreg" and len(self.classes_) == 2:  # logits (0, z)
+            weights = np.vstack([np.zeros_like(weights), weights])
+            intercepts = np.array([0.0, intercepts[0]])
         return weights - weights.mean(axis=0), intercepts - intercepts.mean()
 
     def _word_scores(self, text: str, class_weights: np.ndarray) -> np.ndarray:
         """Share each n-gram feature's contribution among its occurrences and their words."""
         tokens = words(text)
-        x = self.pipeline_["tfidf"].transform([text]).tocsr()
-        contribution = dict(zip(x.indices, x.data * class_weights[x.indices], strict=True))
-        occurrences = _ngram_occurrences(tokens, self.pipeline_["tfidf"].vocabulary_, self.config)
+        x = self.transform([text])
+        contribution = dict(zip(x.indices.tolist(), x.data * class_weights[x.indices], strict=True))
+        occurrences = _ngram_occurrences(tokens, self.vocabulary_, self.config)
         counts = Counter(feature for feature, _, _ in occurrences)
         scores = np.zeros(len(tokens), dtype=np.float64)
         for feature, start, n in occurrences:
@@ -239,16 +355,24 @@ class BagOfWordsClassifier(ClassifierMixin, BaseEstimator):
         return scores
 
     def _arrays(self) -> dict[str, np.ndarray]:
-        vectorizer, clf = self.pipeline_["tfidf"], self.pipeline_["clf"]
-        terms = sorted(vectorizer.vocabulary_, key=vectorizer.vocabulary_.__getitem__)
-        arrays = {
-            "idf_": np.asarray(vectorizer.idf_, dtype=np.float64),
-            "vocabulary_terms": np.asarray(terms, dtype=str),
-            "vocabulary_indices": np.asarray([vectorizer.vocabulary_[t] for t in terms], np.int64),
-        }
-        for name in _model_array_names(self.config.kind):
-            arrays[name] = np.asarray(getattr(clf, name), dtype=np.float64)
-        return arrays
+        return _saved_arrays(self.vocabulary_, self.idf_, self, kind=self.config.kind)
+
+
+def _probabilities(scores: np.ndarray, *, kind: str) -> np.ndarray:
+    """predict_proba from raw scores, as scikit-learn computes it: naive Bayes normalises the
+    joint log-likelihood (log-sum-exp); binary logreg is the logistic of its one decision
+    column, [1 - p, p]; multinomial logreg is the softmax of the decision function."""
+    if kind == "nb":
+        top = scores.max(axis=1, keepdims=True)
+        log_norm = np.log(np.exp(scores - top).sum(axis=1, keepdims=True)) + top
+        return np.exp(scores - log_norm)
+    if scores.shape[1] == 1:
+        z = scores[:, 0]
+        e = np.exp(-np.abs(z))  # never overflows, whatever the sign of z
+        p = np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+        return np.stack([1.0 - p, p], axis=1)
+    shifted = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
 
 
 def fit_baseline(
@@ -280,7 +404,38 @@ def masked_words(text: str) -> list[str]:
     return words(mask_personal_data(text))
 
 
+def _fit_pipeline(config: BaselineConfig, texts: list[str], labels: np.ndarray) -> Pipeline:
+    from sklearn.pipeline import Pipeline
+
+    pipeline = Pipeline([("tfidf", _make_vectorizer(config)), ("clf", _make_clf(config))])
+    return pipeline.fit(texts, labels)
+
+
+def _pipeline_arrays(pipeline: Pipeline, *, kind: str) -> dict[str, np.ndarray]:
+    """The arrays of a fitted pipeline, as `save` writes them."""
+    vectorizer = pipeline["tfidf"]
+    return _saved_arrays(vectorizer.vocabulary_, vectorizer.idf_, pipeline["clf"], kind=kind)
+
+
+def _saved_arrays(
+    vocabulary: dict[str, int], idf: np.ndarray, weights: object, *, kind: str
+) -> dict[str, np.ndarray]:
+    """The npz arrays: IDF, the vocabulary as terms in column order with their columns, and the
+    classifier arrays of `kind` read from `weights` (a fitted estimator or this model)."""
+    terms = sorted(vocabulary, key=vocabulary.__getitem__)
+    arrays = {
+        "idf_": np.asarray(idf, dtype=np.float64),
+        "vocabulary_terms": np.asarray(terms, dtype=str),
+        "vocabulary_indices": np.asarray([vocabulary[t] for t in terms], np.int64),
+    }
+    for name in _model_array_names(kind):
+        arrays[name] = np.asarray(getattr(weights, name), dtype=np.float64)
+    return arrays
+
+
 def _make_vectorizer(config: BaselineConfig) -> TfidfVectorizer:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     # words() is the project's one definition of a word (it lower-cases); n-grams are built by
     # sklearn from that token list, joined with a space. Masking inside the tokenizer covers
     # fit, predict and every loaded model alike, so no number ever enters the vocabulary.
@@ -295,6 +450,9 @@ def _make_vectorizer(config: BaselineConfig) -> TfidfVectorizer:
 
 
 def _make_clf(config: BaselineConfig) -> LogisticRegression | MultinomialNB:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.naive_bayes import MultinomialNB
+
     if config.kind == "nb":
         return MultinomialNB(alpha=config.alpha)
     return LogisticRegression(C=config.C, max_iter=config.max_iter, random_state=config.seed)
@@ -328,21 +486,6 @@ def _read_meta(path: Path) -> dict:
             f"{FORMAT_VERSION}, so retrain or save the model again"
         )
     return meta
-
-
-def _check_sklearn_version(meta: dict) -> None:
-    """Warn, as scikit-learn does for its own files, when the model was saved by another
-    major.minor release: the arrays load, but the estimators they are put into may differ."""
-    saved = str(meta.get("sklearn_version", "unknown"))
-    if saved.split(".")[:2] != sklearn.__version__.split(".")[:2]:
-        warnings.warn(
-            InconsistentVersionWarning(
-                estimator_name=FORMAT_NAME,
-                current_sklearn_version=sklearn.__version__,
-                original_sklearn_version=saved,
-            ),
-            stacklevel=3,
-        )
 
 
 def _config_from_meta(meta: dict, path: Path) -> BaselineConfig:
@@ -409,6 +552,9 @@ def _array_problem(arrays: dict[str, np.ndarray], *, kind: str, n_classes: int) 
 def _rebuild_pipeline(
     config: BaselineConfig, classes: np.ndarray, arrays: dict[str, np.ndarray]
 ) -> Pipeline:
+    """A fitted scikit-learn Pipeline holding `arrays` (imports scikit-learn)."""
+    from sklearn.pipeline import Pipeline
+
     vectorizer = _make_vectorizer(config)
     vocabulary = arrays["vocabulary_terms"].tolist()
     vectorizer.vocabulary_ = dict(

@@ -9,8 +9,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-import numpy as np
-
 from core.data.limits import parse_megabytes
 from core.errors import UserError
 from core.models.registry import LoadedModel, load_model
@@ -33,15 +31,8 @@ def model_bytes(loaded: LoadedModel) -> int:
     """An estimate of the memory `loaded` holds: the transformer's parameters and buffers plus
     the baseline's arrays and vocabulary."""
     tensors = (*loaded.transformer.model.parameters(), *loaded.transformer.model.buffers())
-    return sum(t.numel() * t.element_size() for t in tensors) + _baseline_bytes(loaded.baseline)
-
-
-def _baseline_bytes(baseline) -> int:
-    total = 0
-    for _, step in baseline.pipeline_.steps:
-        total += sum(v.nbytes for v in vars(step).values() if isinstance(v, np.ndarray))
-        total += _BYTES_PER_TERM * len(getattr(step, "vocabulary_", {}))
-    return total
+    baseline = loaded.baseline.nbytes(bytes_per_term=_BYTES_PER_TERM)
+    return sum(t.numel() * t.element_size() for t in tensors) + baseline
 
 
 class ModelCache:
