@@ -13,8 +13,8 @@ from tests.helpers import with_blend
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages" / "classify.py")
 CONTRACT = [
-    "predicted_label", "confidence", "needs_review", "decided_by", "transformer_label",
-    "transformer_confidence", "bow_label", "bow_confidence",
+    "predicted_label", "confidence", "needs_review", "review_reason", "unknown_desk_score",
+    "decided_by", "transformer_label", "transformer_confidence", "bow_label", "bow_confidence",
 ]  # fmt: skip
 
 
@@ -69,11 +69,28 @@ def test_empty_complaint_is_refused(app: AppTest):
     assert [e.value for e in app.error] == ["Type a complaint first."]
 
 
-def test_threshold_one_flags_everything_for_review(app: AppTest):
+def test_the_slider_starts_at_the_models_own_threshold_and_the_page_says_its_policy(
+    app: AppTest, tiny_model_dir: Path
+):
+    policy = load_model(tiny_model_dir).review
+    assert app.slider(key="classify.threshold").value == round(policy.confidence_threshold, 2)
+    assert any(c.value.startswith("This model flags a complaint when it is unsure below")
+               for c in app.caption)  # fmt: skip
+
+
+@pytest.mark.parametrize("text", ["kyc documents rejected", "zzqx vvbn plork"])
+def test_threshold_one_flags_everything_for_review_and_says_why(
+    app: AppTest, tiny_model_dir: Path, text: str
+):
+    from core.models.classify import classify_one
+    from core.models.flagging import REASON_TEXT
+
     app.slider(key="classify.threshold").set_value(1.0)
-    app.text_area(key="classify.text").set_value("kyc documents rejected")
+    app.text_area(key="classify.text").set_value(text)
     app.button(key="FormSubmitter:classify.one-Classify").click().run()
-    assert any("Needs review" in w.value for w in app.warning)
+    reason = classify_one(load_model(tiny_model_dir), text, review_threshold=1.0).row
+    said = REASON_TEXT[reason["review_reason"]]  # unsure, or like none of the desks
+    assert any(w.value.startswith(f"Needs review: {said}") for w in app.warning), said
 
 
 def test_file_keeps_columns_and_order_and_adds_contract_columns(app: AppTest):

@@ -59,6 +59,11 @@ def test_train_json_has_the_contract_keys_and_saves_a_model(trained):
     assert document["blend"]["decided_by"] in {"transformer", "bag of words", "blend"}
     assert card["train_config"]["epochs"] == 2 and card["train_config"]["lr"] == 0.01
     assert "train" in result.stderr  # the tqdm bar goes to stderr
+    # --recipe auto (the default): 6 training rows a desk are too few for a full fine-tune
+    assert document["recipe"] == card["recipe"] == "quick"
+    assert document["recipe_choice"] == card["recipe_choice"]
+    assert "recipe: quick: 6 training rows for the median desk" in result.stderr
+    assert document["review"] == card["review"] and document["review"]["unknown_threshold"]
 
 
 def test_train_refuses_an_existing_folder_and_bad_names(trained, labelled):
