@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from core.models.classifier import predict_in_batches
+from core.models.classifier import predict_in_batches, predict_with_features_in_batches
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.inference import FUSED_ATTENTION, TransformerClassifier
@@ -101,6 +101,22 @@ def test_chunks_are_cut_from_the_whole_input_sorted_by_length():
     assert predict_in_batches(model, []).shape == (0, 2)
 
 
+def test_probabilities_and_embeddings_come_back_together_in_input_order(tiny_model_dir):
+    from core.models.registry import load_model
+
+    transformer = load_model(tiny_model_dir, device="cpu", precision="fp32").transformer
+    texts = ["card blocked after a fraud alert", "kyc", "loan emi deducted twice this month"]
+    probs, features = predict_with_features_in_batches(transformer, texts, chunk=2)
+    np.testing.assert_allclose(probs, transformer.predict_proba(texts), atol=1e-6)
+    assert features.shape == (3, transformer.model.classifier.in_features)
+    # the embeddings are what the classification layer reads: it turns them into the logits
+    logits = torch.as_tensor(features) @ transformer.model.classifier.weight.T.float()
+    logits += transformer.model.classifier.bias.float()
+    np.testing.assert_allclose(torch.softmax(logits, -1).detach().numpy(), probs, atol=1e-6)
+    empty_probs, empty_features = predict_with_features_in_batches(transformer, [])
+    assert empty_probs.shape == (0, len(transformer.classes_)) and empty_features.size == 0
+
+
 def test_the_batched_loop_stops_at_a_cancel_between_chunks():
     cancel, model = threading.Event(), _Recorder()
     texts = ["x" * n for n in range(1, 8)]
@@ -113,6 +129,7 @@ def test_the_local_engine_reports_every_row_as_it_is_scored(tiny_model_dir, tmp_
     from core.scale import ScaleConfig, score_archive
 
     monkeypatch.setitem(predict_in_batches.__kwdefaults__, "chunk", 4)  # several chunks
+    monkeypatch.setitem(predict_with_features_in_batches.__kwdefaults__, "chunk", 4)
     texts, _ = separable_rows(5)
     source = tmp_path / "in.csv"
     pd.DataFrame({"id": range(len(texts)), "text": texts}).to_csv(source, index=False)
