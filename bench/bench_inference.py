@@ -68,6 +68,10 @@ def parse_args() -> argparse.Namespace:
         "--processes-only", action="store_true", help="only the whole-process comparison"
     )
     parser.add_argument("--repeats", type=int, default=1, help="whole-process runs of each; median")
+    parser.add_argument(
+        "--precision", choices=("fp32", "auto"), default="fp32",
+        help="whole process: classify's precision (auto: the runtime rule, bf16 where fast)",
+    )  # fmt: skip
     parser.add_argument("--force", action="store_true", help="report even on a busy machine")
     args = parser.parse_args()
     if args.repeats < 1:
@@ -162,13 +166,15 @@ def warm_rows(loaded, texts: list[str], label: str, pipeline_n: int) -> list[Tim
     ]  # fmt: skip
 
 
-def process_rows(folder: Path, texts: list[str], scratch: Path, repeats: int = 1) -> dict:
+def process_rows(
+    folder: Path, texts: list[str], scratch: Path, repeats: int = 1, precision: str = "fp32"
+) -> dict:
     source = scratch / "short.csv"
     pd.DataFrame({"text": texts}).to_csv(source, index=False)
     commands = {
         "python -m core classify": [sys.executable, "-m", "core", "classify", "--model",
                                     str(folder), str(source), "--out", str(scratch / "ours.csv"),
-                                    "--precision", "fp32"],
+                                    "--precision", precision],
         "pipeline script": [sys.executable, "-m", "bench.pipeline_script", str(folder),
                             str(source), str(scratch / "pipeline.csv")],
     }  # fmt: skip
@@ -187,6 +193,7 @@ def process_rows(folder: Path, texts: list[str], scratch: Path, repeats: int = 1
         "texts": len(texts),
         "seconds": {k: round(v, 2) for k, v in seconds.items()},
         "repeats": repeats,
+        "precision": precision,
         "ratio": round(seconds["pipeline script"] / seconds["python -m core classify"], 2),
         "labels_identical": float((ours == theirs).mean()),
     }
@@ -226,7 +233,8 @@ def main() -> int:
 
 def whole_processes(args: argparse.Namespace, short: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
-        return process_rows(args.model, short, Path(scratch), repeats=args.repeats)
+        return process_rows(args.model, short, Path(scratch), repeats=args.repeats,
+                            precision=args.precision)  # fmt: skip
 
 
 def processes_only(args: argparse.Namespace, short: list[str], guard: LoadGuard) -> int:
@@ -242,7 +250,8 @@ def processes_only(args: argparse.Namespace, short: list[str], guard: LoadGuard)
 
 def print_processes(processes: dict) -> None:
     print(
-        f"whole process, {processes['texts']} short queries (median of {processes['repeats']}): "
+        f"whole process, {processes['texts']} short queries (median of {processes['repeats']}, "
+        f"classify --precision {processes['precision']}): "
         f"{processes['seconds']} -> {processes['ratio']:.2f}x, labels identical "
         f"{processes['labels_identical']:.4f}"
     )
