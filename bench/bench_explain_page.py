@@ -25,13 +25,12 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench.bench_load import Folders, Server, run_cli
+from bench.bench_load import Folders, Server, WorkDir, run_cli
 from bench.machine import (
     LoadGuard,
     command_line,
@@ -304,7 +303,7 @@ def main() -> int:
     guard = LoadGuard.start(force=config.force, descendants=True)
     if refuse_busy_start(guard):
         return 1
-    with _work_dir(config.work_dir) as root:
+    with WorkDir(config.work_dir, prefix="bench-explain-page-") as root:
         folders = Folders.under(root)
         build_model(folders, config)
         server = Server(folders)
@@ -328,24 +327,6 @@ def main() -> int:
         print(f"wrote {config.json_out}")
     print_load(load)
     return 0
-
-
-class _work_dir:
-    """--work-dir (created, kept) or a temporary folder (removed)."""
-
-    def __init__(self, kept: Path | None) -> None:
-        self.kept, self.temp = kept, None
-
-    def __enter__(self) -> Path:
-        if self.kept is not None:
-            self.kept.mkdir(parents=True)
-            return self.kept.resolve()
-        self.temp = tempfile.TemporaryDirectory(prefix="bench-explain-page-")
-        return Path(self.temp.name)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.temp is not None:
-            self.temp.cleanup()
 
 
 if __name__ == "__main__":

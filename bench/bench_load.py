@@ -640,7 +640,7 @@ def main() -> int:
     guard = LoadGuard.start(force=config.force, max_wait_s=config.settle_max_s, descendants=True)
     if refuse_busy_start(guard):
         return 1
-    with _work_dir(config) as root:
+    with WorkDir(config.work_dir, prefix="bench-load-") as root:
         folders = Folders.under(root)
         print(f"[{time.strftime('%H:%M:%S')}] setting up in {root}")
         build_model(folders, config)
@@ -687,18 +687,18 @@ def _jsonable(config: dict) -> dict:
     return {k: str(v) if isinstance(v, Path) else v for k, v in config.items()}
 
 
-class _work_dir:
-    """--work-dir (created, kept) or a temporary folder (removed)."""
+class WorkDir:
+    """--work-dir (created, kept) or a temporary folder named `prefix`... (removed)."""
 
-    def __init__(self, config: LoadConfig) -> None:
-        self.kept = config.work_dir
+    def __init__(self, kept: Path | None, *, prefix: str) -> None:
+        self.kept, self.prefix = kept, prefix
         self.temp: tempfile.TemporaryDirectory | None = None
 
     def __enter__(self) -> Path:
         if self.kept is not None:
             self.kept.mkdir(parents=True)
             return self.kept.resolve()
-        self.temp = tempfile.TemporaryDirectory(prefix="bench-load-")
+        self.temp = tempfile.TemporaryDirectory(prefix=self.prefix)
         return Path(self.temp.name)
 
     def __exit__(self, *exc: object) -> None:
