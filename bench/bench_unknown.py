@@ -46,13 +46,22 @@ from core.data.validation import load_dataset
 from core.models.baseline import BagOfWordsClassifier
 from core.models.blend import calibrated_temperature, choose_blend, tempered
 from core.models.device import Runtime
-from core.models.flagging import DETECTORS, choose_policy, fit_detector, rank_in
+from core.models.flagging import (
+    KNN,
+    KNN_MSP,
+    MAHALANOBIS,
+    choose_policy,
+    doubt,
+    fit_detector,
+    knn_msp,
+    rank_in,
+)
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import FULL, QUICK, TrainConfig
 from core.models.transformer.quick import embed_texts, fit_linear_head
 from core.models.transformer.training import train_models
 
-SCORES = ("msp", "energy", *DETECTORS, "knn+msp")
+SCORES = ("msp", "energy", MAHALANOBIS, KNN, KNN_MSP)
 
 
 def parse_args() -> argparse.Namespace:
@@ -144,22 +153,16 @@ def raw_scores(
                      for x in (scored.val_logits, scored.test_logits)),
         "energy": tuple(-logsumexp(x) for x in (scored.val_logits, scored.test_logits)),
     }  # fmt: skip
-    for method in DETECTORS:
+    for method in (MAHALANOBIS, KNN):  # "knn+msp" is their sum of ranks, below
         detector = fit_detector(scored.train_features, train_labels,
                                 scored.val_features[val_known], n_classes=n_classes,
                                 method=method)  # fmt: skip
         out[method] = tuple(detector.distances(x)
                             for x in (scored.val_features, scored.test_features))  # fmt: skip
-    plain = tuple(-softmax(x).max(1) for x in (scored.val_logits, scored.test_logits))
-    out["knn+msp"] = combined((out["knn"], plain), val_known)
+    doubts = tuple(doubt(softmax(x)) for x in (scored.val_logits, scored.test_logits))
+    references = np.sort(out[KNN][0][val_known]), np.sort(doubts[0][val_known])
+    out[KNN_MSP] = tuple(knn_msp(out[KNN][i], doubts[i], *references) for i in (0, 1))
     return out
-
-
-def combined(parts, val_known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The sum of each part's rank among the known validation rows, on validation and test."""
-    refs = [np.sort(val[val_known]) for val, _ in parts]
-    return tuple(sum(rank_in(part[i], ref) for part, ref in zip(parts, refs, strict=True))
-                 for i in (0, 1))  # fmt: skip
 
 
 def run_one(

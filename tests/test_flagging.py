@@ -88,7 +88,7 @@ def test_a_point_far_from_every_desk_scores_one_and_a_desk_like_one_low(method, 
     np.testing.assert_array_equal(loaded.scores(val, val_probs), detector.scores(val, val_probs))
 
 
-def test_knn_plus_msp_adds_the_ranks_of_distance_and_doubt():
+def test_knn_plus_msp_adds_the_relative_distance_and_the_rank_of_doubt():
     features, labels = clusters()
     val, _ = clusters(seed=3, per_desk=10)
     val_probs = sure(30, 0.9) + np.linspace(0, 0.05, 30)[:, None] * [[-1, 0.5, 0.5]]
@@ -96,8 +96,11 @@ def test_knn_plus_msp_adds_the_ranks_of_distance_and_doubt():
     knn = fit_detector(features, labels, val, n_classes=3, method=KNN)
     near = knn.distances(val)
     doubts = 1 - val_probs.max(1)
-    expected = rank_in(near, np.sort(near)) + rank_in(doubts, np.sort(doubts))
-    np.testing.assert_allclose(both.distances(val, val_probs), expected)
+    expected = near / np.median(near) + rank_in(doubts, np.sort(doubts))
+    np.testing.assert_allclose(both.distances(val, val_probs), expected, rtol=1e-6)
+    # far beyond every training complaint yet confidently routed: still the least like a desk
+    far = both.scores(np.array([[-9.0, -9.0, -9, 0, 0, 0]]), sure(1, 0.99))
+    assert far[0] == 1.0
     with pytest.raises(ValueError, match="needs the model's probabilities"):
         both.distances(val)
 

@@ -9,8 +9,9 @@ embedding). Two measures are fitted on the training rows' embeddings:
   all desks (Lee et al. 2018; Podolskiy et al. 2021 found it the strongest unknown-intent
   detector for fine-tuned encoders);
 - "knn": the cosine distance to the k-th nearest training complaint (Sun et al. 2022);
-- "knn+msp": that distance's rank among the validation complaints plus the rank of the model's
-  own doubt (1 - its top softmax probability): two signals that fail on different complaints.
+- "knn+msp": that distance, in units of the validation complaints' median distance, plus the
+  rank of the model's own doubt (1 - its top softmax probability) among theirs: two signals that
+  fail on different complaints.
 `bench/bench_unknown.py` measures them against the softmax's own confidence (maximum softmax
 probability after temperature scaling, and energy) on desks held out of training; DETECTOR is
 the winner on validation rows (BENCHMARKS.md, "Complaints that fit no desk").
@@ -81,7 +82,7 @@ class UnknownDeskDetector:
             return near
         if probs is None:
             raise ValueError("the knn+msp score needs the model's probabilities")
-        return rank_in(near, self.knn_reference) + rank_in(doubt(probs), self.doubt_reference)
+        return knn_msp(near, doubt(probs), self.knn_reference, self.doubt_reference)
 
     def scores(self, features: np.ndarray, probs: np.ndarray | None = None) -> np.ndarray:
         """The unknown-desk score in 0..1 of each row: its distance's rank among the validation
@@ -111,6 +112,16 @@ class UnknownDeskDetector:
         if method not in DETECTORS or not _shapes_fit(detector, n_classes):
             raise UserError(f"{folder.name}: {UNKNOWN_FILE} is damaged; save the model again")
         return detector
+
+
+def knn_msp(
+    near: np.ndarray, doubts: np.ndarray, near_reference: np.ndarray, doubt_reference: np.ndarray
+) -> np.ndarray:
+    """The "knn+msp" distance: the kNN distance in units of the validation complaints' median
+    one, plus the rank of the model's doubt among theirs (0..1). The distance is not ranked: a
+    rank stops at 1, so a complaint far beyond every validation one (spam, another language)
+    that the head happens to be sure of would look like the known desks again."""
+    return near / max(float(np.median(near_reference)), 1e-12) + rank_in(doubts, doubt_reference)
 
 
 def doubt(probs: np.ndarray) -> np.ndarray:
