@@ -9,6 +9,7 @@ from core.models.blend import (
     BAG_OF_WORDS,
     BLEND,
     MIN_GAIN,
+    MIN_GAIN_ROWS,
     TRANSFORMER,
     TRANSFORMER_ONLY,
     Blend,
@@ -77,11 +78,13 @@ def test_a_few_rows_more_are_not_worth_a_mix_and_leave_the_call_to_the_transform
     assert choose_blend(transformer, bow, names(truth), CLASSES) == TRANSFORMER_ONLY
 
 
-def test_one_row_in_a_hundred_more_is_the_least_a_mix_must_gain():
-    transformer, bow, truth = rescue(99, 1)  # the mix fixes 1 row of 100: exactly MIN_GAIN
-    assert MIN_GAIN == 0.01
+def test_one_row_in_a_hundred_and_three_rows_are_the_least_a_mix_must_gain():
+    assert (MIN_GAIN, MIN_GAIN_ROWS) == (0.01, 3)
+    transformer, bow, truth = rescue(297, 3)  # the mix fixes 3 rows of 300: exactly both
     assert choose_blend(transformer, bow, names(truth), CLASSES).decided_by == BLEND
-    transformer, bow, truth = rescue(101, 1)  # 1 row of 102: short of it
+    transformer, bow, truth = rescue(301, 3)  # 3 rows of 304: short of one in a hundred
+    assert choose_blend(transformer, bow, names(truth), CLASSES) == TRANSFORMER_ONLY
+    transformer, bow, truth = rescue(19, 2)  # 2 rows of 21: 10%, but two rows are a coin's toss
     assert choose_blend(transformer, bow, names(truth), CLASSES) == TRANSFORMER_ONLY
 
 
