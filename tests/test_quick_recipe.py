@@ -156,6 +156,21 @@ def test_the_duration_estimate_counts_every_pass_the_run_makes(tiny_bert_dir, sp
     assert capped.passes == 2 + 1 + 1  # two steps, one epoch's validation, the report
 
 
+def test_the_auto_estimate_adds_the_full_run_only_where_the_data_call_for_it(tiny_bert_dir, split):
+    from core.models.transformer.estimate import estimate_duration
+
+    train, val = split  # 10 rows a desk: too few for the full fine-tune
+    few = estimate_duration(train, val, quick(tiny_bert_dir, recipe="auto", batch_size=8))
+    assert few.recipe == "quick" and few.passes == 1 + 1
+    many = make_dataset(*separable_rows(16))  # 16 rows a desk: quick, then full
+    both = estimate_duration(many, val, quick(tiny_bert_dir, recipe="auto", epochs=1,
+                                               batch_size=8))  # fmt: skip
+    assert both.recipe == "full" and both.passes == 6 + 1 + 1  # 48 rows, batches of 8
+    full_alone = estimate_duration(many, val, quick(tiny_bert_dir, recipe="full", epochs=1,
+                                                     batch_size=8))  # fmt: skip
+    assert both.rest_s > full_alone.rest_s  # the quick run's seconds come on top
+
+
 def test_the_estimate_reads_as_seconds_or_minutes():
     from core.models.transformer.estimate import DurationEstimate
 
