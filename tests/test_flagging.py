@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from sklearn.covariance import ledoit_wolf
 
 from core.errors import UserError
 from core.models.flagging import (
+    DETECTOR,
     KNN,
     KNN_MSP,
     MAHALANOBIS,
@@ -107,7 +109,7 @@ def test_knn_plus_msp_adds_the_relative_distance_and_the_rank_of_doubt():
 
 def test_a_detector_file_that_does_not_fit_the_labels_is_refused(tmp_path: Path):
     features, labels = clusters()
-    fit_detector(features, labels, features, n_classes=3).save(tmp_path)
+    fit_detector(features, labels, features, n_classes=3, method=MAHALANOBIS).save(tmp_path)
     with pytest.raises(UserError, match=f"{UNKNOWN_FILE} is damaged"):
         UnknownDeskDetector.load(tmp_path, n_classes=4)
     np.savez(tmp_path / UNKNOWN_FILE, means=np.zeros((3, 2)), precision=np.eye(3),
@@ -182,7 +184,11 @@ def test_a_trained_model_saves_its_detector_and_policy_and_classify_uses_them(
                                    "validation"}  # fmt: skip
     assert UNKNOWN_FILE in card["files"]
     loaded = load_model(tiny_model_dir, device="cpu")
-    assert loaded.detector is not None
+    assert loaded.detector is not None and loaded.detector.method == DETECTOR
+    from core.models.cache import model_bytes
+
+    without = model_bytes(replace(loaded, detector=None))
+    assert model_bytes(loaded) == without + loaded.detector.nbytes() > without
     assert loaded.review.confidence_threshold == card["review"]["confidence_threshold"]
     texts = ["my card was charged twice", "", "zzz qqq xxx"]
     columns = classification_columns(loaded, texts)

@@ -28,11 +28,12 @@ def cache_key(folder: str | Path, digest: str) -> str:
 
 
 def model_bytes(loaded: LoadedModel) -> int:
-    """An estimate of the memory `loaded` holds: the transformer's parameters and buffers plus
-    the baseline's arrays and vocabulary."""
+    """An estimate of the memory `loaded` holds: the transformer's parameters and buffers, the
+    baseline's arrays and vocabulary, and the unknown-desk score's arrays."""
     tensors = (*loaded.transformer.model.parameters(), *loaded.transformer.model.buffers())
     baseline = loaded.baseline.nbytes(bytes_per_term=_BYTES_PER_TERM)
-    return sum(t.numel() * t.element_size() for t in tensors) + baseline
+    detector = 0 if loaded.detector is None else loaded.detector.nbytes()
+    return sum(t.numel() * t.element_size() for t in tensors) + baseline + detector
 
 
 class ModelCache:
