@@ -206,8 +206,8 @@ def test_letting_the_data_choose_says_which_recipe_and_the_review_policy(
     app.button(key="train.start").click().run()
     assert app.session_state["train.job"].job.wait(120).status == "done"
     app.run()
-    assert any("Recipe chosen by the data: full\\: the backbone starts from random weights" in
-               i.value for i in app.info), shown_text(app)  # fmt: skip (escaped Markdown)
+    said = "Recipe chosen by the data: full\\: the backbone starts from random weights"  # escaped
+    assert any(said in i.value for i in app.info), shown_text(app)
     assert any("Review policy: a complaint goes to a person when it is unsure below" in c.value
                for c in app.caption), shown_text(app)  # fmt: skip
     card = json.loads((tmp_path / "models" / "tiny-auto" / "card.json").read_text())
