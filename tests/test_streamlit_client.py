@@ -4,6 +4,7 @@ are assembled from ForwardMsgs, which widget values go back, and what a reader s
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.Common_pb2 import FileUploaderState, UploadedFileInfo
@@ -89,7 +90,10 @@ def test_runs_are_assembled_from_their_own_messages_and_values_go_back():
         await session.rerun(page="Classify", timeout=5)
         return session, socket, first, second
 
-    session, socket, first, second = asyncio.run(scenario())
+    # A thread of its own: a browser test earlier in this worker may hold Playwright's event
+    # loop running on the main thread, where asyncio.run refuses to start another.
+    with ThreadPoolExecutor(1) as pool:
+        session, socket, first, second = pool.submit(asyncio.run, scenario()).result()
     assert first.status == "finished" and session.session_id == "session-1"
     assert session.ignored_finishes == 3  # each run's late finish of "old-run"
     assert first.alerts() == ["Saved: item #7 confirmed as UPI-Dispute."]
