@@ -238,13 +238,12 @@ def fit_unknown_desk(
 ) -> UnknownDeskDetector:
     """The unknown-desk score of a trained model: fitted on its embeddings of (at most
     MAX_REFERENCE_ROWS of) the training rows, ranked on the validation rows' embeddings and
-    probabilities (the transformer's own). The quick recipe
-    hands over the embeddings it fitted its head on (of the same masked texts); otherwise they
-    are computed here."""
+    probabilities (the transformer's own). The quick recipe hands over the embeddings it fitted
+    its head on (of the same masked texts); otherwise they are computed here."""
     label_ids = {str(c): i for i, c in enumerate(transformer.classes_)}
     labels = np.array([label_ids[str(y)] for y in train.labels])
     rows = np.arange(len(train))
-    if len(rows) > MAX_REFERENCE_ROWS:  # seeded, and every desk keeps its rows' share
+    if len(rows) > MAX_REFERENCE_ROWS:  # a seeded draw; a desk it missed keeps one row
         rows = np.sort(np.random.default_rng(seed).permutation(rows)[:MAX_REFERENCE_ROWS])
         present = set(labels[rows].tolist())
         missing = [
