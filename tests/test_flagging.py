@@ -239,3 +239,18 @@ def test_the_triage_queue_takes_the_flagged_rows_when_given(tmp_path: Path):
         with pytest.raises(UserError, match="one entry per text"):
             enqueue_uncertain(store, ["a"], [sure], actor=OPERATOR, threshold=0.6, batch="b2",
                               flagged=[True, False])  # fmt: skip
+
+
+def test_a_large_training_set_is_drawn_down_and_every_desk_keeps_a_row(
+    tiny_bert_result, monkeypatch: pytest.MonkeyPatch
+):
+    from core.models.transformer import training
+    from tests.conftest import make_dataset, separable_rows
+
+    monkeypatch.setattr(training, "MAX_REFERENCE_ROWS", 2)  # of 12 rows over 3 desks
+    transformer = tiny_bert_result.transformer
+    data = make_dataset(*separable_rows(4))
+    val_probs, val_features = transformer.predict_proba_and_features(list(data.texts))
+    detector = training.fit_unknown_desk(transformer, data, val_features, val_probs, seed=0)
+    assert 2 <= len(detector.neighbours) <= 4  # the draw, plus a row of each desk it missed
+    assert np.isfinite(detector.means).all() and detector.means.shape[0] == 3
