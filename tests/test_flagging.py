@@ -14,7 +14,7 @@ from sklearn.covariance import ledoit_wolf
 
 from core.errors import UserError
 from core.models.flagging import (
-    DETECTOR,
+    FINE_TUNED_DETECTOR,
     KNN,
     KNN_MSP,
     MAHALANOBIS,
@@ -22,6 +22,7 @@ from core.models.flagging import (
     ReviewPolicy,
     UnknownDeskDetector,
     choose_policy,
+    detector_for,
     fit_detector,
     knn_distances,
     mahalanobis_distances,
@@ -184,7 +185,8 @@ def test_a_trained_model_saves_its_detector_and_policy_and_classify_uses_them(
                                    "validation"}  # fmt: skip
     assert UNKNOWN_FILE in card["files"]
     loaded = load_model(tiny_model_dir, device="cpu")
-    assert loaded.detector is not None and loaded.detector.method == DETECTOR
+    assert loaded.detector is not None
+    assert loaded.detector.method == detector_for(card["recipe"]) == FINE_TUNED_DETECTOR
     from core.models.cache import model_bytes
 
     without = model_bytes(replace(loaded, detector=None))

@@ -51,6 +51,7 @@ def test_few_rows_per_desk_train_the_quick_recipe_only(tiny_bert_dir: Path):
     assert result.config.recipe == QUICK
     assert result.recipe_choice["chosen"] == QUICK
     assert set(result.recipe_choice["validation_accuracy"]) == {QUICK}
+    assert result.detector.method == "knn+msp"  # the quick recipe's unknown-desk score
 
 
 def test_enough_rows_per_desk_try_both_and_keep_the_better(tiny_bert_dir: Path):

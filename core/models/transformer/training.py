@@ -22,10 +22,12 @@ from core.models.blend import TRANSFORMER_ONLY, Blend, choose_blend
 from core.models.device import resolve_device
 from core.models.evaluation import reports_with_slices
 from core.models.flagging import (
+    DETECTOR,
     MAX_REFERENCE_ROWS,
     ReviewPolicy,
     UnknownDeskDetector,
     choose_policy,
+    detector_for,
     fit_detector,
 )
 from core.models.seeding import job_generator, seeded_dropout
@@ -180,8 +182,10 @@ def train_models(
     baseline = BagOfWordsClassifier(baseline_config).fit(list(train.texts), list(train.labels))
     reports = _validation_reports(transformer, baseline, val)
     val_features, val_probs = reports.pop("val_features"), reports.pop("val_probs")
-    detector = fit_unknown_desk(transformer, train, val_features, val_probs, config.seed,
-                                outcome.train_features)  # fmt: skip
+    detector = fit_unknown_desk(
+        transformer, train, val_features, val_probs, config.seed, outcome.train_features,
+        method=detector_for(config.recipe),
+    )  # fmt: skip
     unknown_scores = detector.scores(val_features, val_probs)
     review = _review_policy(reports.pop("decision_probs"), val, transformer, unknown_scores)
     return TrainResult(
@@ -235,6 +239,8 @@ def fit_unknown_desk(
     val_probs: np.ndarray,
     seed: int,
     train_features: np.ndarray | None = None,
+    *,
+    method: str = DETECTOR,
 ) -> UnknownDeskDetector:
     """The unknown-desk score of a trained model: fitted on its embeddings of (at most
     MAX_REFERENCE_ROWS of) the training rows, ranked on the validation rows' embeddings and
@@ -255,7 +261,7 @@ def fit_unknown_desk(
     else:
         features = train_features[rows]
     return fit_detector(features, labels[rows], val_features, n_classes=len(label_ids),
-                        val_probs=val_probs)  # fmt: skip
+                        method=method, val_probs=val_probs)  # fmt: skip
 
 
 def _review_policy(
