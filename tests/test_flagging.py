@@ -151,6 +151,8 @@ def test_a_perfect_validation_set_flags_only_what_is_less_sure_than_all_of_it():
     policy = choose_policy(np.array([0.7, 0.8, 0.9]), np.ones(3, bool), None)
     assert policy.confidence_threshold == pytest.approx(0.7)
     assert policy.validation["unsure"] == 0.0
+    assert policy.validation["right_when_unsure"] is None  # no flagged rows: no share, no NaN
+    assert ReviewPolicy.from_card({"review": policy.to_json()}, fallback=0.6) == policy
 
 
 def test_reasons_rank_blank_then_unknown_then_unsure():

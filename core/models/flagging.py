@@ -262,7 +262,8 @@ class ReviewPolicy:
     confidence_threshold: float
     unknown_threshold: float | None = None  # None: the model has no unknown-desk score
     rule: str = ""  # how the thresholds were chosen, for the card and the pages
-    validation: dict[str, float] = field(default_factory=dict)  # shares flagged there
+    # shares flagged there, and how often the flagged and routed ones were right (None: no rows)
+    validation: dict[str, float | None] = field(default_factory=dict)
 
     def reasons(
         self, confidence: np.ndarray, unknown_scores: np.ndarray, blank: np.ndarray
@@ -305,7 +306,10 @@ class ReviewPolicy:
                 float(saved["confidence_threshold"]),
                 None if unknown is None else float(unknown),
                 str(saved.get("rule", "")),
-                {str(k): float(v) for k, v in dict(saved.get("validation", {})).items()},
+                {
+                    str(k): None if v is None else float(v)
+                    for k, v in dict(saved.get("validation", {})).items()
+                },  # fmt: skip
             )
         except (AttributeError, KeyError, TypeError, ValueError) as err:
             raise UserError("the card's review policy is damaged; save the model again") from err
@@ -351,10 +355,15 @@ def choose_policy(
         "unsure": float(unsure.mean()),
         "unknown": float(unknown.mean()),
         "flagged": float((unsure | unknown).mean()),
-        "right_when_unsure": float(right[unsure].mean()) if unsure.any() else float("nan"),
-        "right_when_routed": float(right[~(unsure | unknown)].mean()),
+        "right_when_unsure": _share(right[unsure]),
+        "right_when_routed": _share(right[~(unsure | unknown)]),
     }
     return ReviewPolicy(round(threshold, 4), unknown_threshold, rule, validation)
+
+
+def _share(flags: np.ndarray) -> float | None:
+    """The share of True among `flags`; None for none at all (JSON has no NaN)."""
+    return float(flags.mean()) if len(flags) else None
 
 
 def _between(sorted_confidence: np.ndarray, count: int) -> float:
