@@ -14,7 +14,6 @@ from core.data.columns import detect_text_column
 from core.data.limits import DataError
 from core.errors import UserError
 from core.jobs import Job
-from core.models.blend import BAG_OF_WORDS
 from core.models.classify import classify_one, routed_predictions
 from core.models.flagging import REASON_TEXT, UNKNOWN, UNSURE
 from core.models.registry import LoadedModel
@@ -87,7 +86,7 @@ def render_single(model: LoadedModel, threshold: float) -> None:
     st.caption(f"The decision is made by {model.blend.describe()}, as this model's validation "
                "rows chose (Train page, card).")  # fmt: skip
     if row["needs_review"]:
-        why = review_explanation(model, row, routed.probabilities, threshold)
+        why = review_explanation(row, threshold)
         st.warning(f"Needs review: {why}.")
     else:
         st.success("Confident enough to route.")
@@ -95,9 +94,7 @@ def render_single(model: LoadedModel, threshold: float) -> None:
                key="classify.figure.probabilities", width="stretch")  # fmt: skip
 
 
-def review_explanation(
-    model: LoadedModel, row: pd.Series, probabilities: dict[str, dict[str, float]], threshold: float
-) -> str:
+def review_explanation(row: pd.Series, threshold: float) -> str:
     """Why one routed complaint goes to a person, in words (labels escaped)."""
     reason = str(row["review_reason"])
     if reason == UNKNOWN:
@@ -105,12 +102,9 @@ def review_explanation(
                 f"less like any desk than {row['unknown_desk_score']:.0%} of the complaints this "
                 "model was checked on)")  # fmt: skip
     if reason == UNSURE:
-        decision = (
-            probabilities.get("decision")
-            or probabilities[
-                "bag of words" if model.blend.decided_by == BAG_OF_WORDS else "transformer"
-            ]
-        )
+        # the decision's probabilities, whoever decides (core.models.classify)
+        decision = {str(c)[len("prob_") :]: float(row[c]) for c in row.index
+                    if str(c).startswith("prob_")}  # fmt: skip
         first, second = sorted(decision, key=decision.get, reverse=True)[:2]
         return (f"{REASON_TEXT[UNSURE]}: {md_escape(first)} {decision[first]:.0%} or "
                 f"{md_escape(second)} {decision[second]:.0%}, below {threshold:.0%} "

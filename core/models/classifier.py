@@ -90,7 +90,11 @@ def predict_in_batches(
     holds texts of about one length and pads little: chunks of the input order would mix short
     and long texts in every batch.
     """
-    found = _in_batches(model.predict_proba, texts, chunk=chunk, on_rows=on_rows, cancel=cancel)
+
+    def predict(chunk_texts: list[str]) -> tuple[np.ndarray]:
+        return (model.predict_proba(chunk_texts),)
+
+    found = _in_batches(predict, texts, chunk=chunk, on_rows=on_rows, cancel=cancel)
     if found is None:
         return None
     return np.zeros((0, len(model.classes_))) if not found else found[0]
@@ -117,14 +121,14 @@ def predict_with_features_in_batches(
 
 
 def _in_batches(
-    predict: Callable[[list[str]], Any],
+    predict: Callable[[list[str]], tuple[np.ndarray, ...]],
     texts: Sequence[str],
     *,
     chunk: int,
     on_rows: Callable[[int], None] | None,
     cancel: threading.Event | None,
 ) -> list[np.ndarray] | None:
-    """The arrays `predict` returns (one, or a tuple of several, n rows each) for all of
+    """The arrays `predict` returns (a tuple: probabilities first, n rows each) for all of
     `texts`, gathered in input order; [] for no texts, None when cancelled."""
     order = np.argsort([len(t) for t in texts], kind="stable")
     gathered: list[np.ndarray] = []
@@ -133,7 +137,6 @@ def _in_batches(
             return None
         rows = order[start : start + chunk]
         parts = predict([texts[i] for i in rows])
-        parts = parts if isinstance(parts, tuple) else (parts,)
         if not gathered:  # probabilities first, always float64 (as every caller had them)
             kinds = [np.float64] + [p.dtype for p in parts[1:]]
             gathered = [

@@ -64,8 +64,7 @@ def classification_columns(
     if scored is None:
         return None
     bow_probs = loaded.baseline.predict_proba(texts)
-    unknown = _unknown(loaded, scored[1], scored[0])
-    return _columns(loaded, texts, scored[0], bow_probs, policy, unknown)
+    return _columns(loaded, texts, *scored, bow_probs, policy)
 
 
 def _checked(review_threshold: float | None) -> float | None:
@@ -74,30 +73,25 @@ def _checked(review_threshold: float | None) -> float | None:
     return review_threshold
 
 
-def _unknown(
-    loaded: LoadedModel, features: np.ndarray | None, transformer_probs: np.ndarray
-) -> np.ndarray | None:
-    """The unknown-desk scores of the rows (their embeddings and the transformer's own
-    probabilities); None without a detector."""
-    if loaded.detector is None or features is None:
-        return None
-    return loaded.detector.scores(features, transformer_probs)
-
-
 def _columns(
     loaded: LoadedModel,
     texts: list[str],
     transformer_probs: np.ndarray,
+    features: np.ndarray | None,
     bow_probs: np.ndarray,
     policy: ReviewPolicy,
-    unknown_scores: np.ndarray | None,
 ) -> pd.DataFrame:
+    """The contract columns from both models' probabilities and the transformer's embeddings
+    (None: a model saved before the unknown-desk score, whose score column stays empty)."""
     pred_probs = loaded.blend.combine(transformer_probs, bow_probs)
     classes = [str(c) for c in loaded.transformer.classes_]
     confidence = pred_probs.max(axis=1)
     blank = np.array([not t.strip() for t in texts], dtype=bool)
-    if unknown_scores is None:
-        unknown_scores = np.full(len(texts), np.nan)
+    unknown_scores = (
+        np.full(len(texts), np.nan)
+        if loaded.detector is None or features is None
+        else loaded.detector.scores(features, transformer_probs)
+    )
     reasons = policy.reasons(confidence, unknown_scores, blank)
     columns = {
         "predicted_label": _top_labels(classes, pred_probs),
@@ -138,14 +132,7 @@ def classify_one(
     else:
         transformer_probs, features = loaded.transformer.predict_proba_and_features([text])
     bow_probs = loaded.baseline.predict_proba([text])
-    row = _columns(
-        loaded,
-        [text],
-        transformer_probs,
-        bow_probs,
-        policy,
-        _unknown(loaded, features, transformer_probs),
-    ).iloc[0]
+    row = _columns(loaded, [text], transformer_probs, features, bow_probs, policy).iloc[0]
     classes = [str(c) for c in loaded.transformer.classes_]
     shown = {
         "transformer": dict(zip(classes, map(float, transformer_probs[0]), strict=True)),

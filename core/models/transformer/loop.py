@@ -182,19 +182,9 @@ def fit_classifier(
                 return FitOutcome(tuple(history), state.best_epoch, state.step, True)
             texts = [train.texts[r] for r in rows]
             targets = torch.as_tensor(y[rows], device=device)
-            losses.append(
-                train_step(
-                    model,
-                    tokenizer,
-                    texts,
-                    targets,
-                    weights,
-                    optimizer,
-                    config,
-                    device,
-                    precision=precision,
-                )  # fmt: skip
-            )
+            loss = train_step(model, tokenizer, texts, targets, weights, optimizer, config,
+                              device, precision=precision)  # fmt: skip
+            losses.append(loss)
             scheduler.step()
             state.step += 1
             if i == len(batches) - 1:
