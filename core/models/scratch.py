@@ -1,11 +1,12 @@
 """What the from-scratch models (the tiny transformer, the LSTM) share: a frozen config saved as
-config.json with Hugging Face's label maps, and a folder of config.json + model.safetensors that
-is checked against the weight file's header before anything is allocated."""
+config.json with Hugging Face's label maps and checked limits, the output of the forward pass, and
+a folder of config.json + model.safetensors checked against the weight file's header first."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -14,11 +15,25 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from core.errors import UserError
-from core.models.tiny.tokenizer import read_saved_json
 from core.models.weights import read_safetensors_shapes
-from core.paths import write_json
+from core.paths import read_json, write_json
 
 CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
+
+
+def size_limits(**own: int) -> dict[str, int]:
+    """Upper bounds of a config's sizes: the vocabulary, width and label count every from-scratch
+    model shares, around a model's `own` (checked in this order, so the first refusal is stable).
+
+    Far above anything these models are trained with (vocab <= 20,000 words), so that a crafted
+    config.json is refused before it allocates: the embedding table is vocab_size x d_model."""
+    return {"vocab_size": 1_000_000, "d_model": 2048, **own, "num_labels": 10_000}
+
+
+def read_saved_json(directory: str | Path, name: str) -> Any:
+    """A JSON file of a folder written by `save_pretrained` (a model's or a tokenizer's)."""
+    path = Path(directory) / name
+    return read_json(path, missing=f"{path} is missing; save the model with save_pretrained first")
 
 
 def label_maps(
@@ -41,12 +56,20 @@ def label_maps(
 class ScratchConfig:
     """Mixin of a frozen config dataclass with `num_labels`, `id2label` and `label2id` fields.
 
-    A subclass sets `model_type` and `class_name`, calls `normalise_labels()` in its
-    `__post_init__`, and sets `__hash__ = ScratchConfig.config_hash` (the dataclass decorator
-    would otherwise hash the label dicts and fail)."""
+    A subclass sets `model_type` and `class_name`, defines `check_fields()` (its own checks,
+    run before the label maps are normalised), and sets `__hash__ = ScratchConfig.config_hash`
+    (the dataclass decorator would otherwise hash the label dicts and fail)."""
 
     model_type: ClassVar[str]
     class_name: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        self.check_fields()
+        self.normalise_labels()
+
+    def check_fields(self) -> None:
+        """Refuse field values the model cannot be built from (a subclass's own checks)."""
+        raise NotImplementedError
 
     def normalise_labels(self) -> None:
         """Label maps with int ids (JSON gives strings), checked against num_labels."""
@@ -61,6 +84,17 @@ class ScratchConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
                 raise UserError(f"{name} must be an integer in 1..{limit}; got {value!r}")
+
+    def check_pooling(self, poolings: tuple[str, ...]) -> None:
+        """`pooling` is one of the model's `poolings`."""
+        if self.pooling not in poolings:
+            choices = " or ".join(repr(p) for p in poolings)
+            raise UserError(f"pooling must be {choices}; got {self.pooling!r}")
+
+    def check_dropout(self) -> None:
+        """`dropout` is a probability below 1 (nn.Dropout(1.0) would zero every activation)."""
+        if not 0.0 <= self.dropout < 1.0:
+            raise UserError(f"dropout must be in [0, 1); got {self.dropout}")
 
     def config_hash(self) -> int:
         return hash(json.dumps(self.to_dict(), sort_keys=True))
@@ -81,6 +115,13 @@ class ScratchConfig:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+def label_fields(labels: Iterable[str]) -> dict[str, Any]:
+    """`num_labels` and `id2label` of a new config for `labels`: sorted before ids are assigned,
+    so the same label set always gets the same ids."""
+    names = sorted(set(labels))
+    return {"num_labels": len(names), "id2label": dict(enumerate(names))}
+
+
 def is_model_dir(directory: str | Path, model_type: str) -> bool:
     """Whether `directory` holds config.json with `model_type` (an unreadable one: False)."""
     path = Path(directory) / CONFIG_NAME
@@ -93,11 +134,39 @@ def is_model_dir(directory: str | Path, model_type: str) -> bool:
     return isinstance(data, dict) and data.get("model_type") == model_type
 
 
+@dataclass(frozen=True)
+class ScratchClassifierOutput:
+    """What a from-scratch model's forward pass returns (Hugging Face's field names).
+
+    logits (batch, num_labels); loss: mean cross-entropy when labels were given; attentions: one
+    (batch, heads, seq, seq) tensor per layer when asked (always None for the LSTM, which has
+    none); token_outputs (batch, seq, width): the last layer's output per position (the LSTM's is
+    zeros on padding); pooled (batch, width): what the head reads.
+    """
+
+    logits: torch.Tensor
+    loss: torch.Tensor | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+    token_outputs: torch.Tensor | None = None
+    pooled: torch.Tensor | None = None
+
+
+def mean_pool(outputs: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """(b, n, d) outputs and (b, n) mask → (b, d): the mean over real tokens (an empty row: 0)."""
+    mask = attention_mask.unsqueeze(-1).to(outputs.dtype)  # (b, n, 1)
+    return (outputs * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+
+
 class ScratchModel(nn.Module):
-    """Base of a from-scratch classifier: `config` (a ScratchConfig) and the folder format.
-    A subclass sets `config_class`."""
+    """Base of a from-scratch classifier: `config` (a ScratchConfig), an `embeddings` table and
+    the folder format. A subclass sets `config_class`."""
 
     config_class: ClassVar[type[ScratchConfig]]
+
+    @property
+    def device(self) -> torch.device:
+        """Where the weights are."""
+        return self.embeddings.weight.device
 
     def save_pretrained(self, directory: str | Path) -> None:
         """Write config.json and model.safetensors into `directory` (created if needed)."""

@@ -22,19 +22,23 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from core.errors import UserError
-from core.models.scratch import ScratchConfig, ScratchModel, is_model_dir
+from core.models.scratch import (
+    ScratchClassifierOutput,
+    ScratchConfig,
+    ScratchModel,
+    is_model_dir,
+    label_fields,
+    mean_pool,
+    size_limits,
+)
 from core.models.seeding import reset_parameters
 from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer
 
 MODEL_TYPE = "bilstm-classifier"
 POOLINGS = ("mean", "last")
-# Upper bounds far above anything this model is trained with, so that a crafted config.json is
-# refused before it allocates (the embedding table is vocab_size x d_model floats; each LSTM
-# layer about 8 x hidden_size x (d_model + hidden_size)).
-SIZE_LIMITS = {
-    "vocab_size": 1_000_000, "d_model": 2048, "hidden_size": 2048, "n_layers": 16,
-    "max_length": 8192, "num_labels": 10_000,
-}  # fmt: skip
+# The LSTM's own upper bounds (core.models.scratch.size_limits adds the shared ones): each LSTM
+# layer holds about 8 x hidden_size x (d_model + hidden_size) floats.
+SIZE_LIMITS = size_limits(hidden_size=2048, n_layers=16, max_length=8192)
 
 
 @dataclass(frozen=True)
@@ -62,20 +66,16 @@ class LstmConfig(ScratchConfig):
 
     __hash__ = ScratchConfig.config_hash  # the generated field hash would fail on the dicts
 
-    def __post_init__(self) -> None:
-        self._check_sizes()
-        self.normalise_labels()
-
-    def _check_sizes(self) -> None:
+    def check_fields(self) -> None:
+        """Refuse sizes, flags and choices the LSTM cannot be built from."""
         self.check_size_limits(SIZE_LIMITS)
         if not isinstance(self.bidirectional, bool):
             raise UserError(f"bidirectional must be true or false; got {self.bidirectional!r}")
-        if self.pooling not in POOLINGS:
-            raise UserError(f"pooling must be 'mean' or 'last'; got {self.pooling!r}")
+        self.check_pooling(POOLINGS)
+        # A number first: a crafted "0.1" would otherwise fail the range check with a TypeError.
         if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)):
             raise UserError(f"dropout must be a number in [0, 1); got {self.dropout!r}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise UserError(f"dropout must be in [0, 1); got {self.dropout}")
+        self.check_dropout()
 
     @property
     def pooled_size(self) -> int:
@@ -86,23 +86,6 @@ class LstmConfig(ScratchConfig):
 def is_lstm_model_dir(directory: str | Path) -> bool:
     """Whether `directory` holds a saved LSTM classifier (config.json with its model_type)."""
     return is_model_dir(directory, MODEL_TYPE)
-
-
-@dataclass(frozen=True)
-class LstmClassifierOutput:
-    """What the forward pass returns.
-
-    logits (batch, num_labels); loss: mean cross-entropy when labels were given; attentions:
-    always None (an LSTM has none; the field keeps the Hugging Face shape of the output);
-    token_outputs (batch, seq, pooled_size): the LSTM's output per position, zeros on padding;
-    pooled (batch, pooled_size): what the head reads.
-    """
-
-    logits: torch.Tensor
-    loss: torch.Tensor | None = None
-    attentions: None = None
-    token_outputs: torch.Tensor | None = None
-    pooled: torch.Tensor | None = None
 
 
 class LstmForSequenceClassification(ScratchModel):
@@ -122,11 +105,6 @@ class LstmForSequenceClassification(ScratchModel):
         )  # fmt: skip
         self.dropout = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(config.pooled_size, config.num_labels)
-
-    @property
-    def device(self) -> torch.device:
-        """Where the weights are."""
-        return self.embeddings.weight.device
 
     def reset_lstm(self, generator: torch.Generator) -> None:
         """Draw every LSTM weight and bias from `generator` as torch's default does:
@@ -153,8 +131,7 @@ class LstmForSequenceClassification(ScratchModel):
         """(b, n, p) outputs → (b, p): mean over real tokens, or the final states ("last")."""
         if self.config.pooling == "last":
             return self._last_states(outputs, attention_mask)
-        mask = attention_mask.unsqueeze(-1).to(outputs.dtype)  # (b, n, 1)
-        return (outputs * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+        return mean_pool(outputs, attention_mask)
 
     def _last_states(self, outputs: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """The forward direction's output at the last real token beside the backward
@@ -173,7 +150,7 @@ class LstmForSequenceClassification(ScratchModel):
         labels: torch.Tensor | None = None,
         output_attentions: bool = False,
         inputs_embeds: torch.Tensor | None = None,
-    ) -> LstmClassifierOutput:
+    ) -> ScratchClassifierOutput:
         """input_ids, attention_mask (b, n), or inputs_embeds (b, n, d_model) instead of ids
         (gradient × input); labels (b,) → logits (b, num_labels) and more.
 
@@ -186,7 +163,8 @@ class LstmForSequenceClassification(ScratchModel):
             pooled = self.pool(outputs, attention_mask)
             logits = self.classifier(self.dropout(pooled))
         loss = F.cross_entropy(logits, labels) if labels is not None else None
-        return LstmClassifierOutput(logits, loss, None, outputs, pooled)
+        # attentions: None, an LSTM has none; token_outputs (b, n, pooled_size), pooled (b, p)
+        return ScratchClassifierOutput(logits, loss, None, outputs, pooled)
 
     def _inputs(
         self,
@@ -240,11 +218,10 @@ def create_lstm_classifier(
     tokenizer = TinyTokenizer.build(
         texts, min_freq=min_freq, max_size=max_size, add_cls=False, max_length=max_length
     )
-    names = sorted(set(labels))
     config = LstmConfig(
         vocab_size=len(tokenizer), d_model=d_model, hidden_size=hidden_size, n_layers=n_layers,
         bidirectional=bidirectional, max_length=max_length, pooling=pooling, dropout=dropout,
-        num_labels=len(names), id2label=dict(enumerate(names)),
+        **label_fields(labels),
     )  # fmt: skip
     model = LstmForSequenceClassification(config)
     generator = generator or torch.Generator().manual_seed(seed)

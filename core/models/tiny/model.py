@@ -20,20 +20,25 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.errors import UserError
-from core.models.scratch import ScratchConfig, ScratchModel, is_model_dir
+from core.models.scratch import (
+    ScratchClassifierOutput,
+    ScratchConfig,
+    ScratchModel,
+    is_model_dir,
+    label_fields,
+    mean_pool,
+    size_limits,
+)
 from core.models.seeding import reset_parameters
 from core.models.tiny.tokenizer import PAD_ID, TinyTokenizer
 from core.numeric import positional_encoding
 
 MODEL_TYPE = "tiny-transformer"
 POOLINGS = ("mean", "cls")
-# Upper bounds of a tiny model, far above anything it is trained with (vocab <= 20,000 words,
-# max_length <= 512), so that a crafted config.json is refused before it allocates: the
-# positional table alone is max_length x d_model floats and holds no saved weight.
-SIZE_LIMITS = {
-    "vocab_size": 1_000_000, "d_model": 2048, "n_heads": 64, "d_ff": 8192, "n_layers": 48,
-    "max_length": 4096, "num_labels": 10_000,
-}  # fmt: skip
+# The tiny model's own upper bounds (core.models.scratch.size_limits adds the shared ones), far
+# above anything it is trained with (max_length <= 512): the positional table alone is
+# max_length x d_model floats and holds no saved weight, so the weight file cannot bound it.
+SIZE_LIMITS = size_limits(n_heads=64, d_ff=8192, n_layers=48, max_length=4096)
 
 
 @dataclass(frozen=True)
@@ -63,20 +68,15 @@ class TinyConfig(ScratchConfig):
 
     __hash__ = ScratchConfig.config_hash  # the generated field hash would fail on the dicts
 
-    def __post_init__(self) -> None:
-        self._check_sizes()
-        self.normalise_labels()
-
-    def _check_sizes(self) -> None:
+    def check_fields(self) -> None:
+        """Refuse sizes, choices and scales the tiny transformer cannot be built from."""
         self.check_size_limits(SIZE_LIMITS)
         if self.d_model % self.n_heads:
             raise UserError(
                 f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"
             )
-        if self.pooling not in POOLINGS:
-            raise UserError(f"pooling must be 'mean' or 'cls'; got {self.pooling!r}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise UserError(f"dropout must be in [0, 1); got {self.dropout}")
+        self.check_pooling(POOLINGS)
+        self.check_dropout()
         scale = self.embedding_scale
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1e3:
             raise UserError(f"embedding_scale must be a number in (0, 1000]; got {scale!r}")
@@ -85,22 +85,6 @@ class TinyConfig(ScratchConfig):
 def is_tiny_model_dir(directory: str | Path) -> bool:
     """Whether `directory` holds a saved tiny transformer (config.json with its model_type)."""
     return is_model_dir(directory, MODEL_TYPE)
-
-
-@dataclass(frozen=True)
-class TinyClassifierOutput:
-    """What the forward pass returns.
-
-    logits (batch, num_labels); loss: mean cross-entropy when labels were given; attentions: one
-    (batch, heads, seq, seq) tensor per layer when asked; token_outputs (batch, seq, d_model): the
-    last layer's output per position; pooled (batch, d_model): what the head reads.
-    """
-
-    logits: torch.Tensor
-    loss: torch.Tensor | None = None
-    attentions: tuple[torch.Tensor, ...] | None = None
-    token_outputs: torch.Tensor | None = None
-    pooled: torch.Tensor | None = None
 
 
 class TinySelfAttention(nn.Module):
@@ -173,11 +157,6 @@ class TinyTransformerForSequenceClassification(ScratchModel):
         self.dropout = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(config.d_model, config.num_labels)
 
-    @property
-    def device(self) -> torch.device:
-        """Where the weights are."""
-        return self.embeddings.weight.device
-
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         """(b, n) ids → (b, n, d) scaled word embeddings plus positional encoding when on."""
         if input_ids.shape[1] > self.config.max_length:
@@ -194,8 +173,7 @@ class TinyTransformerForSequenceClassification(ScratchModel):
         """(b, n, d) → (b, d): mean over real tokens, or the [CLS] position."""
         if self.config.pooling == "cls":
             return x[:, 0]
-        mask = attention_mask.unsqueeze(-1).to(x.dtype)  # (b, n, 1)
-        return (x * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+        return mean_pool(x, attention_mask)
 
     def forward(
         self,
@@ -203,7 +181,7 @@ class TinyTransformerForSequenceClassification(ScratchModel):
         attention_mask: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         output_attentions: bool = False,
-    ) -> TinyClassifierOutput:
+    ) -> ScratchClassifierOutput:
         """input_ids, attention_mask (b, n); labels (b,) → logits (b, num_labels) and more."""
         if attention_mask is None:
             attention_mask = (input_ids != PAD_ID).long()
@@ -215,7 +193,8 @@ class TinyTransformerForSequenceClassification(ScratchModel):
         pooled = self.pool(x, attention_mask)
         logits = self.classifier(self.dropout(pooled))
         loss = F.cross_entropy(logits, labels) if labels is not None else None
-        return TinyClassifierOutput(
+        # token_outputs: the last layer's (b, n, d_model); pooled (b, d_model)
+        return ScratchClassifierOutput(
             logits, loss, tuple(attentions) if output_attentions else None, x, pooled
         )
 
@@ -255,7 +234,6 @@ def create_tiny_classifier(
     tokenizer = TinyTokenizer.build(
         texts, min_freq=min_freq, max_size=max_size, add_cls=pooling == "cls", max_length=max_length
     )
-    names = sorted(set(labels))
     config = TinyConfig(
         vocab_size=len(tokenizer),
         d_model=d_model,
@@ -267,8 +245,7 @@ def create_tiny_classifier(
         positional_encoding=positional_encoding,
         pooling=pooling,
         dropout=dropout,
-        num_labels=len(names),
-        id2label=dict(enumerate(names)),
+        **label_fields(labels),
     )
     model = TinyTransformerForSequenceClassification(config)
     reset_parameters(model, generator or torch.Generator().manual_seed(seed))

@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import torch
 
 from core.errors import UserError
-from core.paths import read_json, write_json
+from core.models.scratch import read_saved_json
+from core.paths import write_json
 from core.text import cut_for_tokens, word_spans, words
 
 PAD, UNK, CLS = "[PAD]", "[UNK]", "[CLS]"
@@ -229,9 +230,3 @@ def _as_tensor(rows: list, return_tensors: str | None):
     if return_tensors == "np":
         return np.asarray(rows, dtype=np.int64)
     raise UserError(f"return_tensors must be 'pt', 'np' or None; got {return_tensors!r}")
-
-
-def read_saved_json(directory: str | Path, name: str) -> Any:
-    """A JSON file of a folder written by `save_pretrained`."""
-    path = Path(directory) / name
-    return read_json(path, missing=f"{path} is missing; save the model with save_pretrained first")
