@@ -44,6 +44,7 @@ from core.analysis.audit import AuditConfig, plant_label_flips, run_audit
 from core.analysis.audit_quick import quick_train_config, run_quick_audit
 from core.data.dataset import Dataset, split_dataset, split_inheriting
 from core.data.demo import DemoConfig, generate_demo_data
+from core.data.saved import DatasetSave
 from core.data.saved import load_dataset as load_saved
 from core.data.validation import load_dataset
 from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
@@ -319,7 +320,7 @@ def _fresh_store(scratch: Path, noisy: Dataset, name: str) -> tuple[Path, Store]
     folder.mkdir()
     store = Store.open(folder / "lens.db")
     root = folder / "datasets"
-    save_and_record(store, root, NOISY, noisy, actor=OPERATOR)
+    save_and_record(store, root, DatasetSave(NOISY, noisy), actor=OPERATOR)
     return root, store
 
 

@@ -19,6 +19,7 @@ from core.data.dataset import Dataset
 from core.data.export import safe_file_stem
 from core.data.limits import DataError
 from core.data.saved import (
+    DatasetSave,
     SavedDataset,
     datasets_root,
     find_by_fingerprint,
@@ -292,10 +293,8 @@ def render_save_form(actor: Actor, active: ActiveDataset) -> None:
 
 def save_active(actor: Actor, active: ActiveDataset, name: str) -> None:
     try:
-        saved = save_and_record(
-            get_store(), datasets_root(), name, active.dataset, actor=actor,
-            validation=active.report.to_json(),
-        )  # fmt: skip
+        request = DatasetSave(name, active.dataset, validation=active.report.to_json())
+        saved = save_and_record(get_store(), datasets_root(), request, actor=actor)
     except UserError as exc:
         remember_save(SAVED_OUTCOME, SaveOutcome(False, str(exc)))
     else:

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.access import OPERATOR
 from core.data.dataset import Dataset
-from core.data.saved import datasets_root, save_dataset
+from core.data.saved import DatasetSave, datasets_root, save_dataset
 from core.models.blend import Blend
 from core.review.live import live_model, promote_model
 from core.review.records import TriageItem
@@ -52,7 +52,9 @@ def lens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path) 
     card = json.loads((challenger / "card.json").read_text())
     card["created_at"] = "2999-01-01T00:00:00+00:00"  # the newest model: B by default
     (challenger / "card.json").write_text(json.dumps(card))
-    save_dataset(datasets_root(), "held", Dataset(HELD_OUT, TINY_LABELS * 3), actor=OPERATOR)
+    save_dataset(
+        datasets_root(), DatasetSave("held", Dataset(HELD_OUT, TINY_LABELS * 3)), actor=OPERATOR
+    )
     with Store.open(default_db_path()) as store:
         promote_model(store, models, "live", reason="the first model", actor=OPERATOR)
         item = TriageItem("b.csv", "my upi refund is stuck", "Card Fraud", 0.4, {})

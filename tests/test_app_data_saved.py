@@ -155,7 +155,7 @@ def test_a_reviewer_cannot_retire():
 def test_a_derived_data_set_shows_its_lineage():
     from core.access import OPERATOR
     from core.data.dataset import Dataset
-    from core.data.saved import save_dataset
+    from core.data.saved import DatasetSave, save_dataset
 
     texts = ["upi payment failed", "card stolen", "loan emi high", "kyc update please"]
     parent = Dataset(texts, ["UPI Dispute", "Card Fraud", "Loan Query", "KYC Update"])
@@ -164,8 +164,10 @@ def test_a_derived_data_set_shows_its_lineage():
     lineage = {"parent_fingerprint": parent.fingerprint, "decisions": [11], "verdicts": [5],
                "relabelled_rows": [3], "excluded_rows": [5], "added_rows": [6],
                "stale": [], "by_reviewer": {"asha@bank.example": 2}}  # fmt: skip
-    save_dataset(datasets_root(), "v1", parent, actor=OPERATOR)
-    save_dataset(datasets_root(), "v2", child, actor=OPERATOR, parent="v1", lineage=lineage)
+    save_dataset(datasets_root(), DatasetSave("v1", parent), actor=OPERATOR)
+    save_dataset(
+        datasets_root(), DatasetSave("v2", child, parent="v1", lineage=lineage), actor=OPERATOR
+    )
     vic = signed_in("vic@bank.example")
     (expander,) = [e for e in vic.expander if e.label == "Lineage"]
     assert {m.label: m.value for m in expander.metric} == {

@@ -13,7 +13,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from core.access import OPERATOR, Actor, Role
-from core.data.saved import datasets_root, read_summary, save_dataset
+from core.data.saved import DatasetSave, datasets_root, read_summary, save_dataset
 from core.data.validation import validate
 from core.models.card import read_card
 from core.paths import DATA_DIR_ENV, MODELS_DIR_ENV
@@ -49,8 +49,8 @@ def team(tmp_path: Path, distinct_tiny_model_dir: Path, monkeypatch: pytest.Monk
     models = tmp_path / "models"
     shutil.copytree(distinct_tiny_model_dir, models / "live-tiny")
     data = distinct_tiny_data()
-    save_dataset(datasets_root(), "tiny", data, actor=OPERATOR)
-    save_dataset(datasets_root(), "other", data.subset(range(8)), actor=OPERATOR)
+    save_dataset(datasets_root(), DatasetSave("tiny", data), actor=OPERATOR)
+    save_dataset(datasets_root(), DatasetSave("other", data.subset(range(8))), actor=OPERATOR)
     with Store.open(default_db_path()) as store:
         promote_model(store, models, "live-tiny", reason="first model", actor=ADMIN)
         for position, decision, new in ((0, "relabel", "Card Fraud"), (1, "exclude", None)):

@@ -360,7 +360,7 @@ def test_start_comparison_runs_on_the_queue_and_records_the_trail(
     tiny_model_dir: Path, tmp_path: Path, job_queue, requester
 ):
     from core.jobs import Requester
-    from core.tasks.compare import start_comparison
+    from core.tasks.compare import ComparisonRequest, start_comparison
 
     two_models(tiny_model_dir, tmp_path / "models")
     trained = Dataset(TINY_TEXTS * 4, TINY_LABELS * 4)
@@ -368,10 +368,12 @@ def test_start_comparison_runs_on_the_queue_and_records_the_trail(
     with Store.open(tmp_path / "lens.db") as store:
         viewer = Requester(Actor("v@example.org", Role.VIEWER, signed_in=True))
         with pytest.raises(UserError, match="run jobs needs the reviewer role"):
-            start_comparison(store, tmp_path / "models", "live", "challenger", data,
+            start_comparison(store, tmp_path / "models",
+                             ComparisonRequest("live", "challenger", data),
                              queue=job_queue, requester=viewer)  # fmt: skip
         run = start_comparison(
-            store, tmp_path / "models", "live", "challenger", data, dataset_name="held out",
+            store, tmp_path / "models",
+            ComparisonRequest("live", "challenger", data, dataset_name="held out"),
             queue=job_queue, requester=requester,
         )  # fmt: skip
         snapshot = run.job.wait(120)
@@ -401,7 +403,7 @@ def test_start_comparison_runs_on_the_queue_and_records_the_trail(
 def test_a_model_saved_again_after_it_was_picked_is_refused(
     tiny_model_dir: Path, tmp_path: Path, job_queue, requester
 ):
-    from core.tasks.compare import start_comparison
+    from core.tasks.compare import ComparisonRequest, start_comparison
 
     a, _ = two_models(tiny_model_dir, tmp_path / "models")
     data = Dataset(HELD_OUT, TINY_LABELS * 3)
@@ -411,7 +413,8 @@ def test_a_model_saved_again_after_it_was_picked_is_refused(
             lambda *, on_progress, cancel: job_queue_paused.wait(30),
             requester=requester, title="hold", kind="hold", permission=Permission.RUN_JOBS,
         )  # fmt: skip
-        run = start_comparison(store, tmp_path / "models", "live", "challenger", data,
+        run = start_comparison(store, tmp_path / "models",
+                               ComparisonRequest("live", "challenger", data),
                                queue=job_queue, requester=requester)  # fmt: skip
         card = json.loads((a / "card.json").read_text())
         card["note"] = "saved again"

@@ -13,7 +13,7 @@ import pytest
 
 from core.access import OPERATOR, AccessDenied, Actor, Role
 from core.data.dataset import Dataset, text_key
-from core.data.saved import load_dataset, read_summary, save_dataset
+from core.data.saved import DatasetSave, load_dataset, read_summary, save_dataset
 from core.errors import UserError
 from core.models.card import read_card
 from core.review.corrections import (
@@ -28,7 +28,7 @@ from core.review.live import promote_model
 from core.review.records import ReviewDecision, TriageItem
 from core.review.relabel import apply_decisions
 from core.review.store import Store
-from core.tasks.retrain import NO_RECIPE, start_retrain
+from core.tasks.retrain import NO_RECIPE, RetrainRequest, start_retrain
 from tests.helpers import TINY_LABELS, TINY_TEXTS, distinct_tiny_data
 
 ADMIN = Actor("lead@bank.example", Role.ADMIN, signed_in=True)
@@ -56,7 +56,7 @@ def parent_dataset() -> Dataset:
 @pytest.fixture
 def parent(root: Path) -> Dataset:
     data = parent_dataset()
-    save_dataset(root, "complaints", data, actor=OPERATOR)
+    save_dataset(root, DatasetSave("complaints", data), actor=OPERATOR)
     return data
 
 
@@ -78,7 +78,9 @@ def build_and_save(store: Store, root: Path, parent_name: str, name: str):
     data, _ = load_dataset(root, parent_name)
     plan = plan_corrections(store, root, parent_name, actor=ADMIN)
     dataset, lineage = build_next_version(data, plan)
-    save_and_record(store, root, name, dataset, actor=ADMIN, parent=parent_name, lineage=lineage)
+    save_and_record(
+        store, root, DatasetSave(name, dataset, parent=parent_name, lineage=lineage), actor=ADMIN
+    )
     return plan, dataset, lineage
 
 
@@ -239,8 +241,8 @@ def test_the_corrected_export_keeps_excluded_rows_and_marks_them(store: Store, p
 
 def test_version_names_count_up_past_taken_ones(root: Path, parent: Dataset):
     assert next_version_name(root, "complaints") == "complaints-v2"
-    save_dataset(root, "complaints-v2", parent.subset([0, 1]), actor=OPERATOR)
-    save_dataset(root, "complaints-v3", parent.subset([0, 2]), actor=OPERATOR)
+    save_dataset(root, DatasetSave("complaints-v2", parent.subset([0, 1])), actor=OPERATOR)
+    save_dataset(root, DatasetSave("complaints-v3", parent.subset([0, 2])), actor=OPERATOR)
     assert next_version_name(root, "complaints") == "complaints-v4"
     assert next_version_name(root, "complaints-v3") == "complaints-v4"
 
@@ -259,7 +261,7 @@ def models(tmp_path: Path, distinct_tiny_model_dir: Path) -> Path:
 def tiny_parent(root: Path) -> Dataset:
     """The data set the tiny model was trained on, saved."""
     data = distinct_tiny_data()
-    save_dataset(root, "tiny", data, actor=OPERATOR)
+    save_dataset(root, DatasetSave("tiny", data), actor=OPERATOR)
     return data
 
 
@@ -272,7 +274,7 @@ def test_retrain_saves_the_version_and_trains_a_challenger_like_the_live_model(
     decide(store, tiny_parent, 0, "relabel", ASHA, new_label="Card Fraud")
     item = verdict(store, "upi refund stuck for a week", "Other", "UPI Dispute", RAVI)
 
-    run = start_retrain(store, root, models, "tiny", new_name="tiny-v2", queue=job_queue,
+    run = start_retrain(store, root, models, RetrainRequest("tiny", "tiny-v2"), queue=job_queue,
                         requester=requester)  # fmt: skip
 
     assert (run.recipe.name, run.recipe.live, run.split_inherited) == ("live-tiny", True, True)
@@ -302,16 +304,17 @@ def test_retrain_refuses_before_saving_anything(
 ):
     decide(store, tiny_parent, 0, "exclude", ASHA)
     with pytest.raises(UserError, match="no model is live and none is active"):
-        start_retrain(store, root, models, "tiny", new_name="tiny-v2", queue=job_queue,
+        start_retrain(store, root, models, RetrainRequest("tiny", "tiny-v2"), queue=job_queue,
                       requester=requester)  # fmt: skip
     assert NO_RECIPE.startswith("no model is live")
     with pytest.raises(UserError, match="already exists"):
-        start_retrain(store, root, models, "tiny", new_name="tiny-v2", queue=job_queue,
-                      requester=requester, challenger_name="live-tiny")  # fmt: skip
+        start_retrain(store, root, models,
+                      RetrainRequest("tiny", "tiny-v2", challenger_name="live-tiny"),
+                      queue=job_queue, requester=requester)  # fmt: skip
     from core.jobs import Requester
 
     with pytest.raises(AccessDenied):
-        start_retrain(store, root, models, "tiny", new_name="tiny-v2", queue=job_queue,
+        start_retrain(store, root, models, RetrainRequest("tiny", "tiny-v2"), queue=job_queue,
                       requester=Requester(REVIEWER))  # fmt: skip
     with pytest.raises(UserError, match="no saved data set"):
         read_summary(root, "tiny-v2")  # nothing was saved by any refusal
@@ -322,8 +325,9 @@ def test_without_a_live_model_the_active_models_recipe_is_used(
     store: Store, root: Path, models: Path, tiny_parent: Dataset, job_queue, requester
 ):
     decide(store, tiny_parent, 0, "exclude", ASHA)
-    run = start_retrain(store, root, models, "tiny", new_name="tiny-v2", queue=job_queue,
-                        requester=requester, fallback_model=models / "live-tiny")  # fmt: skip
+    run = start_retrain(store, root, models,
+                        RetrainRequest("tiny", "tiny-v2", fallback_model=models / "live-tiny"),
+                        queue=job_queue, requester=requester)  # fmt: skip
     assert (run.recipe.name, run.recipe.live) == ("live-tiny", False)
     run.training.job.cancel()
     assert store.events("retrain.queued")[0].details["live_model"] is None

@@ -19,6 +19,7 @@ from core.data.saved import (
     DATA_NAME,
     SAVED_DATA_MB_ENV,
     SUMMARY_NAME,
+    DatasetSave,
     children_of,
     datasets_root,
     find_by_fingerprint,
@@ -82,7 +83,7 @@ def test_the_root_follows_the_data_folder(root: Path, tmp_path: Path):
 
 def test_a_saved_data_set_loads_back_the_same(root: Path):
     original = dataset()
-    saved = save_dataset(root, "complaints", original, actor=REVIEWER)
+    saved = save_dataset(root, DatasetSave("complaints", original), actor=REVIEWER)
     loaded, summary = load_dataset(root, "complaints")
     assert loaded.fingerprint == original.fingerprint == saved.fingerprint == summary.fingerprint
     assert (loaded.texts, loaded.labels, loaded.rows) == (
@@ -104,7 +105,7 @@ def test_a_saved_data_set_loads_back_the_same(root: Path):
 
 def test_a_column_mixing_numbers_and_text_is_kept_as_text(root: Path):
     mixed = Dataset(TEXTS, LABELS, extra=pd.DataFrame({"ref": [1, "A-2", 3.5, None, "x"]}))
-    save_dataset(root, "mixed", mixed, actor=REVIEWER)
+    save_dataset(root, DatasetSave("mixed", mixed), actor=REVIEWER)
     loaded, _ = load_dataset(root, "mixed")
     assert loaded.extra["ref"].tolist()[:3] == ["1", "A-2", "3.5"]
     assert pd.isna(loaded.extra["ref"][3]) and loaded.fingerprint == mixed.fingerprint
@@ -113,38 +114,38 @@ def test_a_column_mixing_numbers_and_text_is_kept_as_text(root: Path):
 def test_the_validation_report_comes_back_as_it_was_saved(root: Path):
     table = pd.DataFrame({"complaint": [*TEXTS, ""], "desk": [*LABELS, "Card Fraud"]})
     data, report = validate(table, text_col="complaint", label_col="desk")
-    save_dataset(root, "validated", data, actor=REVIEWER, validation=report.to_json())
+    save_dataset(root, DatasetSave("validated", data, validation=report.to_json()), actor=REVIEWER)
     loaded, saved = load_dataset(root, "validated")
     assert saved.validation["dropped"] == [{"row": 7, "reason": "empty text"}]
     assert validation_report(loaded, saved) == report
 
 
 def test_a_data_set_saved_without_a_report_is_validated_afresh(root: Path):
-    save_dataset(root, "bare", dataset(), actor=REVIEWER)
+    save_dataset(root, DatasetSave("bare", dataset()), actor=REVIEWER)
     loaded, saved = load_dataset(root, "bare")
     report = validation_report(loaded, saved)
     assert report.rows_kept == 5 and report.labels["UPI Dispute"] == 2
 
 
 def test_a_derived_data_set_records_its_parent_and_lineage(root: Path):
-    save_dataset(root, "v1", dataset(), actor=REVIEWER)
+    save_dataset(root, DatasetSave("v1", dataset()), actor=REVIEWER)
     lineage = {"parent_fingerprint": dataset().fingerprint, "decisions": [4, 7],
                "relabelled_rows": [3], "excluded_rows": [], "added_rows": [],
                "by_reviewer": {"asha@bank.example": 2}}  # fmt: skip
     relabelled = dataset(["UPI Dispute", "UPI Dispute", *LABELS[2:]])
-    save_dataset(root, "v2", relabelled, actor=ADMIN, parent="v1", lineage=lineage)
+    save_dataset(root, DatasetSave("v2", relabelled, parent="v1", lineage=lineage), actor=ADMIN)
     child = read_summary(root, "v2")
     assert child.parent == "v1" and child.lineage == lineage
     assert [s.name for s in children_of(root, "v1")] == ["v2"]
     assert find_by_fingerprint(root, relabelled.fingerprint).name == "v2"
     assert find_by_fingerprint(root, "0" * 64) is None
     with pytest.raises(UserError, match="no saved data set named 'v0'"):
-        save_dataset(root, "v3", relabelled, actor=ADMIN, parent="v0")
+        save_dataset(root, DatasetSave("v3", relabelled, parent="v0"), actor=ADMIN)
 
 
 def test_the_list_is_newest_first(root: Path):
     for name in ("first", "second", "third"):
-        save_dataset(root, name, dataset(), actor=REVIEWER)
+        save_dataset(root, DatasetSave(name, dataset()), actor=REVIEWER)
     assert [s.name for s in list_datasets(root)] == ["third", "second", "first"]
 
 
@@ -154,16 +155,16 @@ def test_the_list_is_newest_first(root: Path):
 @pytest.mark.parametrize("name", ["../escape", "a b", "", ".hidden", "x" * 65, "a/b", "..."])
 def test_unsafe_names_are_refused(root: Path, name: str):
     with pytest.raises(UserError, match="is not allowed"):
-        save_dataset(root, name, dataset(), actor=REVIEWER)
+        save_dataset(root, DatasetSave(name, dataset()), actor=REVIEWER)
     assert list_datasets(root) == []
 
 
 def test_a_taken_name_is_refused_in_any_casing_and_the_first_is_kept(root: Path):
-    first = save_dataset(root, "Complaints", dataset(), actor=REVIEWER)
+    first = save_dataset(root, DatasetSave("Complaints", dataset()), actor=REVIEWER)
     other = dataset(["Card Fraud", *LABELS[1:]])
     for name in ("Complaints", "complaints"):
         with pytest.raises(UserError, match="already exists; choose another name"):
-            save_dataset(root, name, other, actor=ADMIN)
+            save_dataset(root, DatasetSave(name, other), actor=ADMIN)
     assert load_dataset(root, "Complaints")[0].fingerprint == first.fingerprint
     assert sorted(p.name for p in root.iterdir()) == [".lock", "Complaints"]  # nothing staged
 
@@ -175,7 +176,9 @@ def test_of_racing_saves_of_one_name_exactly_one_wins(root: Path):
     def save(version: Dataset) -> None:
         barrier.wait()
         try:
-            outcomes.append(save_dataset(root, "race", version, actor=REVIEWER).fingerprint)
+            outcomes.append(
+                save_dataset(root, DatasetSave("race", version), actor=REVIEWER).fingerprint
+            )
         except UserError as exc:
             outcomes.append(str(exc))
 
@@ -192,7 +195,7 @@ def test_of_racing_saves_of_one_name_exactly_one_wins(root: Path):
 
 def test_a_free_name_is_suggested_from_the_source(root: Path):
     assert suggest_name(root, "Complaints June.csv") == "complaints-june"
-    save_dataset(root, "complaints-june", dataset(), actor=REVIEWER)
+    save_dataset(root, DatasetSave("complaints-june", dataset()), actor=REVIEWER)
     assert suggest_name(root, "complaints june.xlsx") == "complaints-june-2"
     assert suggest_name(root, "Built-in demo data") == "built-in-demo-data"
     assert suggest_name(root, "../../..") == "dataset"
@@ -202,12 +205,12 @@ def test_a_free_name_is_suggested_from_the_source(root: Path):
 
 
 def test_the_total_size_cap_refuses_in_one_line_and_saves_nothing(root, monkeypatch):
-    first = save_dataset(root, "first", dataset(), actor=REVIEWER)
+    first = save_dataset(root, DatasetSave("first", dataset()), actor=REVIEWER)
     used = storage_used(root)
     assert used >= first.size_bytes
     monkeypatch.setenv(SAVED_DATA_MB_ENV, str((used + 100) / 1024**2))
     with pytest.raises(UserError) as refused:
-        save_dataset(root, "second", dataset(), actor=REVIEWER)
+        save_dataset(root, DatasetSave("second", dataset()), actor=REVIEWER)
     message = str(refused.value)
     assert "\n" not in message and SAVED_DATA_MB_ENV in message
     assert message.startswith("saved data sets use 0.0 MB of the 0 MB allowed")
@@ -218,13 +221,13 @@ def test_the_total_size_cap_refuses_in_one_line_and_saves_nothing(root, monkeypa
 def test_a_bad_cap_setting_is_named(root, monkeypatch):
     monkeypatch.setenv(SAVED_DATA_MB_ENV, "lots")
     with pytest.raises(UserError, match=SAVED_DATA_MB_ENV):
-        save_dataset(root, "first", dataset(), actor=REVIEWER)
+        save_dataset(root, DatasetSave("first", dataset()), actor=REVIEWER)
 
 
 def test_the_intake_row_limit_applies_to_a_save(root, monkeypatch):
     monkeypatch.setenv(MAX_ROWS_ENV, "4")
     with pytest.raises(UserError, match="5 rows, above the 4 an upload may have"):
-        save_dataset(root, "big", dataset(), actor=REVIEWER)
+        save_dataset(root, DatasetSave("big", dataset()), actor=REVIEWER)
     assert list_datasets(root) == []
 
 
@@ -250,15 +253,15 @@ def _rewrite(root: Path, name: str, labels: list[str], *, keep_digest: bool) -> 
 
 @pytest.mark.parametrize("keep_digest", [False, True])
 def test_a_file_changed_on_disk_is_refused_by_name(root: Path, keep_digest: bool):
-    save_dataset(root, "complaints", dataset(), actor=REVIEWER)
+    save_dataset(root, DatasetSave("complaints", dataset()), actor=REVIEWER)
     _rewrite(root, "complaints", ["Card Fraud"] * 5, keep_digest=keep_digest)
     with pytest.raises(UserError, match="saved data set 'complaints' changed on disk"):
         load_dataset(root, "complaints")
 
 
 def test_a_damaged_summary_hides_only_its_own_data_set(root: Path):
-    save_dataset(root, "good", dataset(), actor=REVIEWER)
-    save_dataset(root, "bad", dataset(), actor=REVIEWER)
+    save_dataset(root, DatasetSave("good", dataset()), actor=REVIEWER)
+    save_dataset(root, DatasetSave("bad", dataset()), actor=REVIEWER)
     (root / "bad" / SUMMARY_NAME).write_text("{not json")
     with pytest.warns(UserWarning, match="skipping saved data set 'bad'"):
         assert [s.name for s in list_datasets(root)] == ["good"]
@@ -270,8 +273,8 @@ def test_a_damaged_summary_hides_only_its_own_data_set(root: Path):
 
 
 def test_retiring_hides_the_data_set_and_keeps_its_files(root: Path):
-    save_dataset(root, "old", dataset(), actor=REVIEWER)
-    save_dataset(root, "new", dataset(), actor=REVIEWER)
+    save_dataset(root, DatasetSave("old", dataset()), actor=REVIEWER)
+    save_dataset(root, DatasetSave("new", dataset()), actor=REVIEWER)
     retired = retire_dataset(root, "old", actor=ADMIN, reason="  superseded by  new ")
     assert retired.retired and retired.retired_by == ADMIN.user
     assert retired.retired_reason == "superseded by new"
@@ -284,7 +287,7 @@ def test_retiring_hides_the_data_set_and_keeps_its_files(root: Path):
     with pytest.raises(UserError, match="give a reason"):
         retire_dataset(root, "new", actor=ADMIN, reason="   ")
     with pytest.raises(UserError, match="already exists"):  # the name stays taken
-        save_dataset(root, "old", dataset(), actor=REVIEWER)
+        save_dataset(root, DatasetSave("old", dataset()), actor=REVIEWER)
 
 
 # ----------------------------------------------------------------------------- permissions
@@ -292,9 +295,9 @@ def test_retiring_hides_the_data_set_and_keeps_its_files(root: Path):
 
 def test_viewers_cannot_save_and_only_admins_retire(root: Path):
     with pytest.raises(AccessDenied, match="decide needs the reviewer role"):
-        save_dataset(root, "mine", dataset(), actor=VIEWER)
+        save_dataset(root, DatasetSave("mine", dataset()), actor=VIEWER)
     assert not root.exists() or list_datasets(root) == []
-    save_dataset(root, "mine", dataset(), actor=REVIEWER)
+    save_dataset(root, DatasetSave("mine", dataset()), actor=REVIEWER)
     for actor in (VIEWER, REVIEWER):
         with pytest.raises(AccessDenied, match="manage data needs the admin role"):
             retire_dataset(root, "mine", actor=actor, reason="no")
@@ -311,7 +314,7 @@ def store(tmp_path: Path):
 
 
 def test_saves_and_retirements_are_in_the_trail_under_their_actor(root: Path, store: Store):
-    saved = save_and_record(store, root, "v1", dataset(), actor=REVIEWER)
+    saved = save_and_record(store, root, DatasetSave("v1", dataset()), actor=REVIEWER)
     retire_and_record(store, root, "v1", actor=ADMIN, reason="wrong export")
     (saved_event,) = store.events("dataset.saved")
     (retired_event,) = store.events("dataset.retired")
@@ -324,8 +327,8 @@ def test_saves_and_retirements_are_in_the_trail_under_their_actor(root: Path, st
 
 def test_roles_are_checked_before_anything_is_written(root: Path, store: Store):
     with pytest.raises(AccessDenied):
-        save_and_record(store, root, "v1", dataset(), actor=VIEWER)
-    save_and_record(store, root, "v1", dataset(), actor=REVIEWER)
+        save_and_record(store, root, DatasetSave("v1", dataset()), actor=VIEWER)
+    save_and_record(store, root, DatasetSave("v1", dataset()), actor=REVIEWER)
     with pytest.raises(AccessDenied):
         retire_and_record(store, root, "v1", actor=REVIEWER, reason="no")
     assert [e.action for e in store.events("dataset.saved")] == ["dataset.saved"]
@@ -336,10 +339,10 @@ def test_a_change_the_trail_cannot_record_is_undone(root: Path, store: Store, mo
     def broken(*args, **kwargs):
         raise StoreError("the disk is full")
 
-    save_and_record(store, root, "kept", dataset(), actor=REVIEWER)
+    save_and_record(store, root, DatasetSave("kept", dataset()), actor=REVIEWER)
     monkeypatch.setattr(store, "record_event", broken)
     with pytest.raises(StoreError, match="disk is full"):
-        save_and_record(store, root, "lost", dataset(), actor=REVIEWER)
+        save_and_record(store, root, DatasetSave("lost", dataset()), actor=REVIEWER)
     with pytest.raises(StoreError, match="disk is full"):
         retire_and_record(store, root, "kept", actor=ADMIN, reason="old")
     assert [s.name for s in list_datasets(root, include_retired=True)] == ["kept"]
@@ -353,5 +356,5 @@ def test_a_read_only_store_refuses_before_any_file_is_written(root: Path, tmp_pa
         Store.open(tmp_path / "lens.db", read_only=True) as store,
         pytest.raises(StoreError, match="read-only"),
     ):
-        save_and_record(store, root, "v1", dataset(), actor=REVIEWER)
+        save_and_record(store, root, DatasetSave("v1", dataset()), actor=REVIEWER)
     assert list_datasets(root) == []

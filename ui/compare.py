@@ -24,7 +24,7 @@ from core.paths import models_dir
 from core.review.gold import gold_rows
 from core.review.live import LiveModel, format_since, live_model, promote_model
 from core.review.store import Store
-from core.tasks.compare import ComparisonRun, start_comparison
+from core.tasks.compare import ComparisonRequest, ComparisonRun, start_comparison
 from ui.auth import allowed, current_actor
 from ui.figures import show_chart
 from ui.jobs import (
@@ -165,10 +165,11 @@ def render_start(store: Store, picks: Picks) -> None:
     try:
         dataset, name = rows_dataset(picks.rows)
         gold = gold_rows(store, since=picks.gold_since) if picks.gold_since else None
+        request = ComparisonRequest(picks.a.name, picks.b.name, dataset, gold=gold,
+                                    dataset_name=name)  # fmt: skip
         new = start_comparison(
-            store, models_dir(), picks.a.name, picks.b.name, dataset, gold=gold,
-            dataset_name=name, queue=get_job_queue(), requester=job_requester(),
-        )  # fmt: skip
+            store, models_dir(), request, queue=get_job_queue(), requester=job_requester()
+        )
     except UserError as exc:
         st.error(md_escape(exc))
         return

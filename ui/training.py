@@ -74,6 +74,11 @@ def describe_training(job: Job[SavedTraining]) -> JobProgress | None:
     )
 
 
+def toast_cancelling() -> None:
+    """What a Cancel click says at once: the loop stops at its next check, not now."""
+    st.toast("Cancelling at the next step…")
+
+
 def _minutes_or_seconds(eta_s: float | None) -> str:
     if eta_s is None:
         return ""

@@ -83,6 +83,18 @@ class SavedDataset:
     retired_reason: str = ""
 
 
+@dataclass(frozen=True)
+class DatasetSave:
+    """One data set to save: its name, its rows, and where they came from (what summary.json
+    records beside them)."""
+
+    name: str  # untrusted: checked against the data sets folder when saved
+    dataset: Dataset
+    validation: Mapping | None = None  # ValidationReport.to_json() of what is saved
+    parent: str | None = None  # the saved data set it was derived from (must exist)
+    lineage: Mapping | None = None  # how it was derived from `parent`
+
+
 def datasets_root() -> Path:
     """Folder of saved data sets: `<data folder>/datasets` (follows GRIEVANCE_LENS_DATA_DIR)."""
     return data_dir() / "datasets"
@@ -132,17 +144,9 @@ def storage_used(root: str | Path) -> int:
 # ------------------------------------------------------------------------------------ saving
 
 
-def save_dataset(
-    root: str | Path,
-    name: str,
-    dataset: Dataset,
-    *,
-    actor: Actor,
-    validation: Mapping | None = None,
-    parent: str | None = None,
-    lineage: Mapping | None = None,
-) -> SavedDataset:
-    """Save `dataset` as data set `name` of `root`; `actor` needs DECIDE (reviewer or admin).
+def save_dataset(root: str | Path, request: DatasetSave, *, actor: Actor) -> SavedDataset:
+    """Save `request.dataset` as data set `request.name` of `root`; `actor` needs DECIDE
+    (reviewer or admin).
 
     Exclusive: a name that is taken (in any casing, retired data sets included) is refused, and
     of two saves racing for one name exactly one wins. Atomic: everything is written and flushed
@@ -150,12 +154,13 @@ def save_dataset(
     the intake limits (rows, columns, file size) and the total-size cap apply.
     """
     actor.require(Permission.DECIDE)
-    root = Path(root)
+    root, name = Path(root), request.name
     target = dataset_folder(root, name)
-    if parent is not None:
-        read_summary(root, parent)  # a parent that does not exist would be a broken lineage
-    data = _encode(dataset, IntakeLimits.from_env())
-    summary = _summary_document(name, dataset, data, actor, validation, parent, lineage)
+    if request.parent is not None:
+        # a parent that does not exist would be a broken lineage
+        read_summary(root, request.parent)
+    data = _encode(request.dataset, IntakeLimits.from_env())
+    summary = _summary_document(request, data, actor)
     root.mkdir(parents=True, exist_ok=True)
     staging = root / f".{name}.saving-{uuid.uuid4().hex[:8]}"
     try:
@@ -226,15 +231,8 @@ def _arrow_table(frame: pd.DataFrame) -> pa.Table:
         return pa.Table.from_pandas(text, preserve_index=False)
 
 
-def _summary_document(
-    name: str,
-    dataset: Dataset,
-    data: bytes,
-    actor: Actor,
-    validation: Mapping | None,
-    parent: str | None,
-    lineage: Mapping | None,
-) -> bytes:
+def _summary_document(request: DatasetSave, data: bytes, actor: Actor) -> bytes:
+    name, dataset = request.name, request.dataset
     summary = {
         "format": SUMMARY_FORMAT,
         "version": SUMMARY_VERSION,
@@ -242,11 +240,11 @@ def _summary_document(
         "fingerprint": dataset.fingerprint,
         "rows": len(dataset),
         "labels": dict(Counter(dataset.labels).most_common()),
-        "validation": _compact_validation(validation),
+        "validation": _compact_validation(request.validation),
         "saved_by": actor.user,
         "saved_at": datetime.now(UTC).isoformat(timespec="microseconds"),
-        "parent": parent,
-        "lineage": dict(lineage or {}),
+        "parent": request.parent,
+        "lineage": dict(request.lineage or {}),
         "size_bytes": len(data),
         "data_sha256": hashlib.sha256(data).hexdigest(),
         "columns": [str(c) for c in dataset.extra.columns],

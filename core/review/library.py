@@ -8,12 +8,11 @@ disappears without the trail knowing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 from core.access import Actor, Permission
-from core.data.dataset import Dataset
 from core.data.saved import (
+    DatasetSave,
     SavedDataset,
     discard_dataset,
     retire_dataset,
@@ -27,23 +26,13 @@ RETIRED_EVENT = "dataset.retired"
 
 
 def save_and_record(
-    store: Store,
-    root: str | Path,
-    name: str,
-    dataset: Dataset,
-    *,
-    actor: Actor,
-    validation: Mapping | None = None,
-    parent: str | None = None,
-    lineage: Mapping | None = None,
+    store: Store, root: str | Path, request: DatasetSave, *, actor: Actor
 ) -> SavedDataset:
     """`core.data.saved.save_dataset` and the trail event "dataset.saved" (name, fingerprint,
     rows, parent) under `actor`, who needs DECIDE."""
     actor.require(Permission.DECIDE)
     _require_writable(store)
-    saved = save_dataset(
-        root, name, dataset, actor=actor, validation=validation, parent=parent, lineage=lineage
-    )
+    saved = save_dataset(root, request, actor=actor)
     try:
         store.record_event(SAVED_EVENT, _details(saved), actor=actor, permission=Permission.DECIDE)
     except BaseException:

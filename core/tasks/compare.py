@@ -25,6 +25,30 @@ LOAD_PHASE = "load"  # the Progress phase while the two models load (done: model
 
 
 @dataclass(frozen=True)
+class ComparisonRequest:
+    """What to compare: saved model `a` (the one in use) against `b` (the challenger) on
+    `dataset`'s rows and the reviewers' `gold` rows, and how."""
+
+    a: str  # untrusted model names: checked to stay inside the models folder when picked
+    b: str
+    dataset: Dataset
+    gold: Dataset | None = None  # triage verdicts added to the rows (None: none)
+    dataset_name: str = ""  # what the rows are, as the page names them
+    threshold: float = DEFAULT_REVIEW_THRESHOLD  # decisions below it count as review load
+    seed: int = 0
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.a == self.b:
+            raise UserError("pick two different models to compare")
+
+    @property
+    def rows(self) -> int:
+        """Rows scored at most: the data set's and the verdicts'."""
+        return len(self.dataset) + (len(self.gold) if self.gold is not None else 0)
+
+
+@dataclass(frozen=True)
 class ModelPick:
     """A saved model as picked: its folder and the card digest of the version seen then, so the
     task scores that version or refuses (a model saved again meanwhile is another model)."""
@@ -66,51 +90,34 @@ def pick_model(models_root: str | Path, name: str) -> ModelPick:
 def start_comparison(
     store: Store,
     models_root: str | Path,
-    a_name: str,
-    b_name: str,
-    dataset: Dataset,
+    request: ComparisonRequest,
     *,
-    gold: Dataset | None = None,
-    dataset_name: str = "",
-    threshold: float = DEFAULT_REVIEW_THRESHOLD,
-    seed: int = 0,
-    device: str = "auto",
     queue: JobQueue,
     requester: Requester,
 ) -> ComparisonRun:
-    """Queue the comparison of saved model `a_name` (the one in use) with `b_name` (the
-    challenger) on `dataset`'s rows and the `gold` rows (reviewers and admins: RUN_JOBS); the
-    job loads both on `device`, compares them, records "comparison.run" and returns the
-    `Comparison`. Poll `run.snapshot()`; `run.cancel()` stops it between batches."""
+    """Queue the comparison `request` asks for (reviewers and admins: RUN_JOBS); the job loads
+    both saved models on `request.device`, compares them, records "comparison.run" and returns
+    the `Comparison`. Poll `run.snapshot()`; `run.cancel()` stops it between batches."""
     requester.actor.require(Permission.RUN_JOBS)
     if store.read_only:  # refused now, not after minutes of work that could not be recorded
         raise UserError("the review store is read-only, so a comparison cannot be recorded; ask "
                         "the operator to make it writable")  # fmt: skip
-    if a_name == b_name:
-        raise UserError("pick two different models to compare")
-    a, b = pick_model(models_root, a_name), pick_model(models_root, b_name)
-    rows = len(dataset) + (len(gold) if gold is not None else 0)
+    a, b = pick_model(models_root, request.a), pick_model(models_root, request.b)
     job = queue.start(
-        load_and_compare, store, a, b, dataset, gold=gold, dataset_name=dataset_name,
-        threshold=threshold, seed=seed, device=device, actor=requester.actor,
-        requester=requester, title=f"Compare {b.name} against {a.name} on up to {rows:,} rows",
-        kind="compare", permission=Permission.RUN_JOBS, lane=queue.heavy_lane(device),
+        load_and_compare, store, a, b, request, actor=requester.actor, requester=requester,
+        title=f"Compare {b.name} against {a.name} on up to {request.rows:,} rows",
+        kind="compare", permission=Permission.RUN_JOBS, lane=queue.heavy_lane(request.device),
         tokens_per_batch=DEFAULT_BATCH_SIZE * max(a.max_length, b.max_length, 1),
     )  # fmt: skip
-    return ComparisonRun(job, a, b, dataset_name)
+    return ComparisonRun(job, a, b, request.dataset_name)
 
 
 def load_and_compare(
     store: Store,
     a: ModelPick,
     b: ModelPick,
-    dataset: Dataset,
+    request: ComparisonRequest,
     *,
-    gold: Dataset | None,
-    dataset_name: str,
-    threshold: float,
-    seed: int,
-    device: str,
     actor: Actor,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
@@ -121,34 +128,31 @@ def load_and_compare(
         check_cancel(cancel)
         if on_progress is not None:
             on_progress(Progress(done, 2, LOAD_PHASE))
-        loaded.append(load_model(pick.folder, device=device, digest=pick.digest))
+        loaded.append(load_model(pick.folder, device=request.device, digest=pick.digest))
     return compare_and_record(
-        store, *loaded, dataset, gold=gold, dataset_name=dataset_name, threshold=threshold,
-        seed=seed, actor=actor, on_progress=on_progress, cancel=cancel,
-    )  # fmt: skip
+        store, *loaded, request, actor=actor, on_progress=on_progress, cancel=cancel
+    )
 
 
 def compare_and_record(
     store: Store,
     a: LoadedModel,
     b: LoadedModel,
-    dataset: Dataset,
+    request: ComparisonRequest,
     *,
-    gold: Dataset | None = None,
-    dataset_name: str = "",
-    threshold: float = DEFAULT_REVIEW_THRESHOLD,
-    seed: int = 0,
     actor: Actor,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> Comparison:
-    """`compare_models`, then the trail event "comparison.run" (`actor` needs RUN_JOBS)."""
+    """`compare_models` of the loaded `a` and `b` on the request's rows, then the trail event
+    "comparison.run" (`actor` needs RUN_JOBS)."""
     actor.require(Permission.RUN_JOBS)
     comparison = compare_models(
-        a, b, dataset, gold=gold, threshold=threshold, seed=seed, cancel=cancel,
-        on_progress=on_progress,
+        a, b, request.dataset, gold=request.gold, threshold=request.threshold,
+        seed=request.seed, cancel=cancel, on_progress=on_progress,
     )  # fmt: skip
-    record_comparison(store, comparison, actor=actor, dataset=dataset, dataset_name=dataset_name)
+    record_comparison(store, comparison, actor=actor, dataset=request.dataset,
+                      dataset_name=request.dataset_name)  # fmt: skip
     return comparison
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from core.access import Actor, Permission
 from core.analysis.audit_transformer import train_config_from_card
 from core.data.dataset import Dataset, split_inheriting
-from core.data.saved import SavedDataset
+from core.data.saved import DatasetSave, SavedDataset
 from core.errors import UserError
 from core.jobs import JobQueue, Requester
 from core.models.card import read_card
@@ -29,6 +29,22 @@ NO_RECIPE = (
     "no model is live and none is active, so there is no recipe to retrain with: promote a "
     "model, or pick one on Train, first"
 )
+
+
+@dataclass(frozen=True)
+class RetrainRequest:
+    """Which saved data set to correct, the names of its next version and of the challenger,
+    and whose recipe to use when no model was ever promoted."""
+
+    parent: str  # the saved data set the corrections apply to
+    new_name: str  # the next version's data set name
+    challenger_name: str | None = None  # the model name; None: "<new_name>-challenger"
+    fallback_model: str | Path | None = None  # folder of the session's active model
+
+    @property
+    def challenger(self) -> str:
+        """The name the challenger is saved under, before it is checked to be free."""
+        return self.challenger_name or f"{self.new_name}-challenger"
 
 
 @dataclass(frozen=True)
@@ -98,25 +114,23 @@ def prepare_retrain(
     store: Store,
     datasets_root: str | Path,
     models_root: str | Path,
-    parent_name: str,
+    request: RetrainRequest,
     *,
-    new_name: str,
-    challenger_name: str | None = None,
     actor: Actor,
-    fallback_model: str | Path | None = None,
 ) -> PreparedRetrain:
-    """Build and save the next version of saved data set `parent_name` as `new_name`, after
-    every check that can refuse (`actor` needs MANAGE_DATA and TRAIN; the challenger's name
-    must be free; a recipe must exist; the plan must change something, once)."""
+    """Build and save the next version of saved data set `request.parent` as
+    `request.new_name`, after every check that can refuse (`actor` needs MANAGE_DATA and TRAIN;
+    the challenger's name must be free; a recipe must exist; the plan must change something,
+    once)."""
     actor.require(Permission.MANAGE_DATA)
     actor.require(Permission.TRAIN)
-    challenger = check_new_model_name(models_root, challenger_name or f"{new_name}-challenger")
-    recipe = recipe_source(store, models_root, fallback=fallback_model)
-    parent, plan = load_and_plan(store, datasets_root, parent_name, actor=actor)
+    challenger = check_new_model_name(models_root, request.challenger)
+    recipe = recipe_source(store, models_root, fallback=request.fallback_model)
+    parent, plan = load_and_plan(store, datasets_root, request.parent, actor=actor)
     dataset, lineage = build_next_version(parent, plan)
     split = inherited_split(dataset, recipe)
-    saved = save_and_record(store, datasets_root, new_name, dataset, actor=actor,
-                            parent=plan.parent_name, lineage=lineage)  # fmt: skip
+    version = DatasetSave(request.new_name, dataset, parent=plan.parent_name, lineage=lineage)
+    saved = save_and_record(store, datasets_root, version, actor=actor)
     return PreparedRetrain(dataset, saved, plan, recipe, split, challenger)
 
 
@@ -135,28 +149,22 @@ def start_retrain(
     store: Store,
     datasets_root: str | Path,
     models_root: str | Path,
-    parent_name: str,
+    request: RetrainRequest,
     *,
-    new_name: str,
-    challenger_name: str | None = None,
     queue: JobQueue,
     requester: Requester,
-    fallback_model: str | Path | None = None,
 ) -> RetrainRun:
-    """Build and save the next version of saved data set `parent_name` as `new_name`, then queue
-    the challenger's training (saved as `challenger_name`, default "<new_name>-challenger").
+    """Build and save the next version of saved data set `request.parent` as
+    `request.new_name`, then queue the challenger's training (saved as `request.challenger`).
 
     The requester needs MANAGE_DATA and TRAIN (admin). The recipe and settings are the live
-    model's (or, with no model ever promoted, `fallback_model`'s: the session's active model),
-    and so is the split: complaints it held out stay held out. Everything that can be refused
-    is checked before the version is saved. The "retrain.queued" trail event names the parent,
-    the version, the challenger, the recipe's model and the counts of the plan.
+    model's (or, with no model ever promoted, `request.fallback_model`'s: the session's active
+    model), and so is the split: complaints it held out stay held out. Everything that can be
+    refused is checked before the version is saved. The "retrain.queued" trail event names the
+    parent, the version, the challenger, the recipe's model and the counts of the plan.
     """
     actor = requester.actor
-    prepared = prepare_retrain(
-        store, datasets_root, models_root, parent_name, new_name=new_name,
-        challenger_name=challenger_name, actor=actor, fallback_model=fallback_model,
-    )  # fmt: skip
+    prepared = prepare_retrain(store, datasets_root, models_root, request, actor=actor)
     training = _queue_training(prepared, models_root, queue, requester)
     # Recorded once the training is queued: the trail never says "queued" for one that the
     # queue refused (the saved version has its own "dataset.saved" event either way).
