@@ -1,12 +1,13 @@
 """A label audit as a task of the server's queue (the bag-of-words, quick or transformer audit of
 core.analysis), or an audit already finished (from the audit cache) behind the same interface,
-so the Label audit page polls one thing either way."""
+so the Label audit page polls one thing either way; and the run record of a finished audit."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from core.access import Permission
+from core.access import Actor, Permission
 from core.analysis.audit import AuditConfig, AuditResult
 from core.analysis.audit_quick import QUICK_AUDIT
 from core.analysis.audit_transformer import run_chosen_audit
@@ -14,6 +15,11 @@ from core.data.dataset import Dataset
 from core.errors import UserError
 from core.jobs import Job, JobQueue, JobSnapshot, JobStatus, Requester
 from core.models.transformer.config import TrainConfig
+
+if TYPE_CHECKING:
+    from core.review.store import Store
+
+AUDIT_RUN_KIND = "audit"  # the kind of the review store's run record of an audit
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,21 @@ def finished_audit(dataset: Dataset, result: AuditResult, *, key: str = "") -> A
         raise UserError("the cached audit result belongs to another data set; run it again")
     config = AuditConfig(folds=result.folds, model=result.model)
     return AuditRun(key, dataset.fingerprint, config, cached=result)
+
+
+def record_audit_run(store: Store, result: AuditResult, *, actor: Actor) -> int:
+    """Record the finished audit `result` as one "audit" run in the review `store`, under `actor`
+    (who needs RUN_JOBS); returns the run's id.
+
+    The record names the audit's model, folds and data fingerprint, and counts its issues and
+    seconds: the same record whether the app or the command line ran the audit. A cancelled
+    audit is no run and is refused; a read-only store refuses the write (StoreError).
+    """
+    if result.cancelled:
+        raise UserError("a cancelled audit is not recorded as a run: run the audit to the end")
+    parameters = {"model": result.model, "folds": result.folds, "fingerprint": result.fingerprint}
+    metrics = {"issues": len(result.issues), "seconds": round(result.seconds, 3)}
+    return store.record_run(AUDIT_RUN_KIND, parameters=parameters, metrics=metrics, actor=actor)
 
 
 def _tokens_per_batch(config: AuditConfig, train: TrainConfig | None) -> int | None:
