@@ -11,9 +11,9 @@ batches, so a job past its limit or whose caller gave up frees its worker), and 
 whose browser session ended unless it saves its result (a training). A finished job keeps a
 small summary; only the newest `KEEP_RESULTS` finished jobs keep their result objects, and large
 outputs (a classified table) are files in the asking session's scratch folder, deleted with the
-session. No job changes process-wide state: the queue sets no seed and no thread count, and
-heavy workers run at a lower scheduling priority of their own thread. Nothing here imports
-streamlit.
+session (core.scratch_folders); core.eta makes the ETAs. No job changes process-wide state: the
+queue sets no seed and no thread count, and heavy workers run at a lower scheduling priority of
+their own thread. Nothing here imports streamlit.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ import itertools
 import logging
 import os
 import secrets
-import shutil
-import tempfile
 import threading
 import time
 from collections import deque
@@ -37,7 +35,10 @@ from typing import Any, Generic, TypeVar
 
 from core.access import Actor, Permission
 from core.errors import UserError
+from core.eta import PhaseClock, TypicalDurations
 from core.progress import Cancelled, Progress
+from core.queue_config import QueueConfig
+from core.scratch_folders import SessionScratch
 
 log = logging.getLogger(__name__)
 
@@ -105,12 +106,6 @@ class JobSnapshot(Generic[R]):
     result_dropped: bool = False  # ended long ago: its result is no longer kept
 
 
-def eta_seconds(done: float, total: float, elapsed_s: float) -> float | None:
-    """Seconds left if the rest goes at the average rate so far; None before any rate is known."""
-    rate = done / elapsed_s if elapsed_s > 0 else 0.0
-    return max(total - done, 0.0) / rate if rate > 0 else None
-
-
 @dataclass(frozen=True)
 class Requester:
     """Who asks for a job, and from which browser session (None: command line or test)."""
@@ -147,7 +142,7 @@ class Job(Generic[R]):
         self._lock = threading.Lock()
         self._cancel = threading.Event()
         self._history: list[Progress] = []
-        self._phase_start: tuple[str, float, float] | None = None  # (phase, at, done)
+        self._phase_clock = PhaseClock()
         self._result: R | None = None
         self._result_dropped = False
         self._error: str | None = None
@@ -269,18 +264,11 @@ class Job(Generic[R]):
         """Seconds left at the current phase's average rate (under the lock)."""
         if self._status is not JobStatus.RUNNING or not self._history:
             return None
-        latest, (_, since, done_then) = self._history[-1], self._phase_start
-        return eta_seconds(latest.done - done_then, latest.total - done_then,
-                           time.monotonic() - since)  # fmt: skip
+        return self._phase_clock.remaining_s(self._history[-1])
 
     def _on_progress(self, value: Progress) -> None:
         with self._lock:
-            if self._phase_start is None or self._phase_start[0] != value.phase:
-                # A new phase has its own rate: count from its first report (or from the
-                # start when the first report already counts work done).
-                first = self._phase_start is None and self._started is not None
-                at = self._started if first else time.monotonic()
-                self._phase_start = (value.phase, at, 0.0 if first else value.done)
+            self._phase_clock.report(value, started=self._started)
             self._history.append(value)
             if len(self._history) > MAX_HISTORY:
                 del self._history[1:-1:2]  # thin evenly, keep first and last
@@ -308,61 +296,6 @@ def _done_work(**_: Any) -> None:
 
 class QueueFull(UserError):
     """A request the queue refuses by its caps; the message says what to do instead."""
-
-
-@dataclass(frozen=True)
-class QueueConfig:
-    """How much the shared server does at once, and the caps on each job."""
-
-    # Heavy CPU jobs at once; 0: one per two cores (a torch job already uses two threads), so a
-    # 2-core machine runs one. More only oversubscribes the cores and slows every job down.
-    cpu_workers: int = 0
-    gpu_workers: int = 0  # 0: one per visible CUDA GPU (none on a CPU-only machine)
-    # Short tasks at once. Two, with one running per user, so that one user's slow request
-    # never holds the lane for everyone else.
-    short_workers: int = 2
-    max_short_per_user: int = 1  # short tasks running at once per user (more wait their turn)
-    max_jobs_per_user: int = 3  # heavy jobs queued or running, per user
-    max_job_seconds: float = 4 * 3600.0  # wall-clock cap of one job (a task may set less)
-    # Batch size × max length of one forward pass: 64 × 512. Bounds a job's activation memory.
-    max_tokens_per_batch: int = 64 * 512
-    heavy_nice: int = 10  # heavy workers' own thread priority: interactive work goes first
-    finished_kept: int = 200  # finished jobs listed on the Jobs page (as summaries)
-
-    def __post_init__(self) -> None:
-        for name in ("cpu_workers", "gpu_workers", "short_workers"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
-                raise UserError(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")
-        if self.short_workers < 2:
-            raise UserError("short_workers must be at least 2, so one request cannot hold it")
-        minimums = ("max_short_per_user", "max_jobs_per_user", "max_tokens_per_batch")
-        if any(getattr(self, name) < 1 for name in minimums):
-            raise UserError(f"{', '.join(minimums)} must be >= 1")
-        if not self.max_job_seconds > 0:
-            raise UserError(f"max_job_seconds must be > 0, got {self.max_job_seconds!r}")
-        if not 0 <= self.heavy_nice <= 19:
-            raise UserError(f"heavy_nice must be in 0..19, got {self.heavy_nice!r}")
-
-    @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> QueueConfig:
-        """The defaults, changed by GRIEVANCE_LENS_CPU_WORKERS, _SHORT_WORKERS,
-        _MAX_JOBS_PER_USER, _MAX_JOB_SECONDS and _MAX_TOKENS_PER_BATCH where set."""
-        env = os.environ if environ is None else environ
-        fields = {
-            "cpu_workers": ("GRIEVANCE_LENS_CPU_WORKERS", int),
-            "short_workers": ("GRIEVANCE_LENS_SHORT_WORKERS", int),
-            "max_jobs_per_user": ("GRIEVANCE_LENS_MAX_JOBS_PER_USER", int),
-            "max_job_seconds": ("GRIEVANCE_LENS_MAX_JOB_SECONDS", float),
-            "max_tokens_per_batch": ("GRIEVANCE_LENS_MAX_TOKENS_PER_BATCH", int),
-        }
-        values: dict[str, Any] = {}
-        for name, (variable, kind) in fields.items():
-            if env.get(variable, "").strip():
-                try:
-                    values[name] = kind(env[variable])
-                except ValueError:
-                    raise UserError(f"{variable} must be a number, got {env[variable]!r}") from None
-        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -421,9 +354,8 @@ class JobQueue:
         workers = _default_workers(config, cpus or (os.cpu_count() or 1), gpus)
         self._lanes = {lane: _LaneState(n) for lane, n in workers.items() if n > 0}
         self._finished: deque[Job] = deque(maxlen=config.finished_kept)
-        self._durations: dict[str, deque[float]] = {}  # kind → recent run times, for queue ETAs
-        self._scratch = Path(tempfile.mkdtemp(prefix="grievance-lens-jobs-"))
-        self._session_folders: dict[str | None, Path] = {}  # see session_folder
+        self._durations = TypicalDurations()  # for the start ETAs of queued jobs
+        self._scratch = SessionScratch()  # nothing on disk until a session needs a folder
         self._closed = False
         self._threads = [
             threading.Thread(
@@ -451,14 +383,8 @@ class JobQueue:
 
     def session_folder(self, session_id: str | None) -> Path:
         """A scratch folder for the files `session_id`'s jobs write (a classified table): it is
-        deleted when the session ends, and everything at shutdown."""
-        with self._cond:
-            folder = self._session_folders.get(session_id)
-            if folder is None:
-                folder = self._scratch / f"session-{len(self._session_folders) + 1}"
-                folder.mkdir()
-                self._session_folders[session_id] = folder
-            return folder
+        deleted when the session ends, and everything at shutdown or when the process exits."""
+        return self._scratch.folder(session_id)
 
     def submit(self, task: Task, *, actor: Actor, permission: Permission) -> Job:
         """Queue `task` for `actor` (checked for `permission` and the caps); returns its job."""
@@ -566,7 +492,9 @@ class JobQueue:
             if state is None or job not in state.waiting:
                 return None, None
             ahead = list(state.waiting)[: state.waiting.index(job)]
-            return len(ahead) + 1, self._start_eta(state, ahead)
+            running_left = [j.remaining_s() for j in state.running]
+            kinds = [j.task.kind for j in ahead]
+            return len(ahead) + 1, self._durations.start_eta(running_left, state.workers, kinds)
 
     def jobs(self, *, seen_by: Actor) -> list[JobInfo]:
         """Queued, running and finished jobs (newest finished last) as `seen_by` may see them:
@@ -577,7 +505,8 @@ class JobQueue:
         return [_as_seen_by(self._info(job), seen_by) for job in listed]
 
     def shutdown(self, *, timeout: float = 5.0) -> None:
-        """Cancel every job, stop the workers and delete the scratch files (tests, shutdown)."""
+        """Cancel every job, stop the workers and delete the scratch files (tests, and the UI
+        when Streamlit drops the cached queue; the scratch also goes at the process's exit)."""
         with self._cond:
             self._closed = True
             jobs = list(self._active())
@@ -586,7 +515,7 @@ class JobQueue:
             job.cancel()
         for thread in self._threads:
             thread.join(timeout)
-        shutil.rmtree(self._scratch, ignore_errors=True)
+        self._scratch.remove()
 
     # -- inside the queue ---------------------------------------------------------------------
 
@@ -614,25 +543,6 @@ class JobQueue:
             status=status, position=position, submitted_at=job.submitted_at, waited_s=waited,
             run_s=ran, eta_s=eta, error=error, cancel_requested=job.cancel_requested,
         )  # fmt: skip
-
-    def _start_eta(self, state: _LaneState, ahead: list[Job]) -> float | None:
-        """Simulate the lane: each job ahead takes its remaining (running) or typical (queued)
-        time on the first free worker."""
-        free_at = [job.remaining_s() for job in state.running]
-        if any(t is None for t in free_at):
-            return None
-        slots = sorted([*free_at, *[0.0] * (state.workers - len(free_at))])  # type: ignore[list-item]
-        for job in ahead:
-            typical = self._typical_s(job.task.kind)
-            if typical is None:
-                return None
-            slots[0] += typical
-            slots.sort()
-        return slots[0]
-
-    def _typical_s(self, kind: str) -> float | None:
-        runs = self._durations.get(kind)
-        return sum(runs) / len(runs) if runs else None
 
     def _withdraw(self, job: Job) -> None:
         """Take a queued job out of its lane and mark it cancelled (it never ran)."""
@@ -681,7 +591,7 @@ class JobQueue:
         (call with the lock held)."""
         self._finished.append(job)
         if job.status is JobStatus.DONE:
-            self._durations.setdefault(job.task.kind, deque(maxlen=20)).append(job.timings()[1])
+            self._durations.record(job.task.kind, job.timings()[1])
         for old in list(self._finished)[:-KEEP_RESULTS]:
             old._drop_result()
 
@@ -705,18 +615,12 @@ class JobQueue:
 
     def _sweep_scratch(self) -> None:
         """Delete the scratch folders of browser sessions that have ended."""
-        if self._session_alive is None:
+        alive = self._session_alive
+        if alive is None:
             return
         with self._cond:
             working = {j.task.session_id for j in self._active()}  # a job may still be writing
-            ended = [
-                s
-                for s in self._session_folders
-                if s is not None and s not in working and not self._session_alive(s)
-            ]
-            folders = [self._session_folders.pop(s) for s in ended]
-        for folder in folders:
-            shutil.rmtree(folder, ignore_errors=True)
+        self._scratch.sweep(lambda session: session not in working and not alive(session))
 
     def _stop_reason(self, job: Job) -> tuple[str, bool] | None:
         """(why, counts as a failure) for a job the queue must stop now, else None."""

@@ -283,3 +283,21 @@ def test_a_session_scratch_folder_goes_with_the_session(tmp_path):
     finally:
         q.shutdown()
     assert not two.exists()  # everything goes at shutdown
+
+
+def test_a_new_session_never_gets_the_folder_of_a_live_one():
+    """Regression: folders were numbered by the sessions still listed, so once one had ended
+    the next session got a live session's name and failed with FileExistsError."""
+    alive = {"tab-1": True, "tab-2": True, "tab-3": True}
+    q = JobQueue(QueueConfig(), cpus=2, session_alive=lambda s: alive.get(s, False))
+    try:
+        one, two = q.session_folder("tab-1"), q.session_folder("tab-2")
+        (two / "classified.parquet").write_bytes(b"tab-2's complaints")
+        alive["tab-1"] = False
+        _wait_until(lambda: not one.exists())
+        three = q.session_folder("tab-3")
+        assert three.is_dir() and three.name not in (one.name, two.name)
+        assert (two / "classified.parquet").read_bytes() == b"tab-2's complaints"
+        assert q.session_folder("tab-2") == two
+    finally:
+        q.shutdown()

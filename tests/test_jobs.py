@@ -5,7 +5,8 @@ import logging
 import threading
 
 from core.errors import UserError
-from core.jobs import MAX_HISTORY, Job, JobStatus, Task, eta_seconds
+from core.eta import eta_seconds
+from core.jobs import MAX_HISTORY, Job, JobStatus, Task
 from core.progress import Cancelled, Progress
 
 

@@ -27,6 +27,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("core.charts",),
     (
         "core.jobs",
+        "core.eta",  # the queue's ETAs
+        "core.queue_config",  # the queue's caps
+        "core.scratch_folders",  # the queue's per-session scratch folders
         "core.tasks",
         "core.roles",
         "core.exposure",

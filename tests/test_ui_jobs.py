@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+
+import pytest
 from streamlit.testing.v1 import AppTest
 
 
@@ -94,3 +97,23 @@ def test_a_job_not_running_shows_its_place_in_the_queue_or_nothing_once_ended():
     assert "number 2 in the queue, starts in about 40 s" in queued.text
     for ended in (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED):
         assert idle_progress(snapshot(ended)) is None
+
+
+def test_the_cached_queue_is_shut_down_when_streamlit_lets_it_go(tmp_path, monkeypatch):
+    """Regression: the server's queue was never shut down, so its scratch folder and the
+    classified complaints in it stayed on disk after the queue was gone."""
+    from core.access import OPERATOR, Permission
+    from core.errors import UserError
+    from core.jobs import Task
+    from ui.jobs import get_job_queue
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    get_job_queue.clear()  # a queue an earlier test cached would keep its folder elsewhere
+    queue = get_job_queue()
+    folder = queue.session_folder("tab-1")
+    (folder / "classified.parquet").write_bytes(b"complaints")
+    get_job_queue.clear()  # what Streamlit does when it drops the cached resource
+    assert not folder.exists() and list(tmp_path.iterdir()) == []
+    task = Task(work=lambda **_: None, title="t", kind="test", owner=OPERATOR.user)
+    with pytest.raises(UserError, match="shut down"):
+        queue.submit(task, actor=OPERATOR, permission=Permission.RUN_JOBS)

@@ -21,9 +21,10 @@ from ui.auth import current_actor
 from ui.safe import md_escape
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, on_release=JobQueue.shutdown)
 def get_job_queue() -> JobQueue:
-    """The process-wide queue (one per server, shared by every session), created on first use.
+    """The process-wide queue (one per server, shared by every session), created on first use;
+    shut down (jobs cancelled, scratch files deleted) when Streamlit drops it from its cache.
 
     torch's thread count is fixed here, once, before any job runs: a job never changes it."""
     import torch
