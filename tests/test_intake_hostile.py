@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import torch
 from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 
 from core.cli import main
+from core.data import readers
 from core.data.intake import load_table
 from core.data.limits import DataError, IntakeLimits
 from core.data.validation import load_dataset, validate
@@ -142,15 +142,39 @@ def test_xlsx_gap_rows_are_not_padded_and_keep_row_numbers(tmp_path, monkeypatch
     assert [d.row for d in report.dropped] == list(range(3, 9))
 
 
-def test_xlsx_xfd_cell_far_below_is_refused_quickly(tmp_path):
+def test_xlsx_xfd_cell_far_below_is_refused_quickly(tmp_path, monkeypatch):
     path = _sparse_xlsx(
         tmp_path / "bomb.xlsx", {(1, 1): "text", (2, 1): "a", (400_000, 16384): "x"}
     )
     assert path.stat().st_size < 10_000
-    started = time.perf_counter()
+    rows_read, cells_read = _count_sheet_rows(monkeypatch)
+
+    def never(*args, **kwargs):
+        raise AssertionError("a padded row or frame was built for a file that claims too much")
+
+    monkeypatch.setattr(ReadOnlyWorksheet, "_cells_by_row", never)
+    monkeypatch.setattr(readers._SparseSheet, "body", never)
     with pytest.raises(DataError, match="cells"):
         load_table(path, limits=IntakeLimits(max_columns=16384))
-    assert time.perf_counter() - started < 5
+    # Quick by construction: the reader touched the three cells the file holds, not the
+    # 400,000 x 16,384 it claims (a wall-clock bound would fail on a busy machine instead).
+    assert rows_read == [1, 2, 400_000] and sum(cells_read) == 3
+
+
+def _count_sheet_rows(monkeypatch) -> tuple[list[int], list[int]]:
+    """Record each <row> the xlsx reader parses: (its row numbers, its cell counts)."""
+    rows: list[int] = []
+    cells: list[int] = []
+    original = readers._sheet_rows
+
+    def counting(workbook, sheet):
+        for row, present in original(workbook, sheet):
+            rows.append(row)
+            cells.append(len(present))
+            yield row, present
+
+    monkeypatch.setattr(readers, "_sheet_rows", counting)
+    return rows, cells
 
 
 # ----------------------------------------------------------------------------------------------
@@ -227,14 +251,21 @@ def test_tiny_tokenizer_cuts_a_huge_text_before_tokenising(monkeypatch):
     huge = "refund pending " * (2 * 1024**2 // 15)
     cap = token_char_cap(16)
     seen: list[int] = []
-    original_words = tiny.words
+    original_words, original_spans = tiny.words, tiny.word_spans
     monkeypatch.setattr(tiny, "words", lambda text: seen.append(len(text)) or original_words(text))
-    started = time.perf_counter()
+    monkeypatch.setattr(
+        tiny, "word_spans", lambda text: seen.append(len(text)) or original_spans(text)
+    )
     ids = tokenizer.encode(huge)
-    assert time.perf_counter() - started < 1
+    # Bounded by construction: one pass over `cap` characters, not over the 2 MB (a wall-clock
+    # bound would fail on a busy machine instead).
+    assert seen == [cap]
     assert ids == tokenizer.encode(huge[:cap]) and len(ids) == 16
     assert max(seen) <= cap
-    assert tokenizer.word_offsets(huge) == tokenizer.word_offsets(huge[:cap])
+    seen.clear()
+    offsets = tokenizer.word_offsets(huge)
+    assert seen == [cap]
+    assert offsets == tokenizer.word_offsets(huge[:cap])
 
 
 def test_encode_batch_gives_the_tokenizer_only_the_cut_text():
