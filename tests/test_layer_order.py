@@ -43,13 +43,58 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 
 
-def layer_of(module: str) -> int | None:
-    if module == "core":  # the package itself: a docstring, below everything
-        return 0
-    for rank, prefixes in enumerate(LAYERS):
+# Inside core.models, lowest first: the shared base every model uses, each model's package, then
+# the modules that assemble saved models from them. Every module of core.models is listed.
+MODEL_LAYERS: tuple[tuple[str, ...], ...] = (
+    # the shared base: the classifier contract, devices, seeds, weight headers, cards, the
+    # from-scratch base, and the bag of words with its blend, flags and evaluation (the
+    # transformer package's training uses those four)
+    (
+        "core.models.classifier",
+        "core.models.device",
+        "core.models.seeding",
+        "core.models.weights",
+        "core.models.card",
+        "core.models.scratch",
+        "core.models.baseline",
+        "core.models.blend",
+        "core.models.flagging",
+        "core.models.evaluation",
+    ),  # fmt: skip
+    ("core.models.tiny",),  # the tiny transformer and the word tokenizer
+    ("core.models.lstm",),  # reads with the tiny package's word tokenizer
+    ("core.models.transformer",),  # fine-tuning, and the training that builds every backbone
+    # assembly: saved models, the classify service, their cache and the training job
+    (
+        "core.models.registry",
+        "core.models.classify",
+        "core.models.cache",
+        "core.models.training_job",
+    ),  # fmt: skip
+)
+
+
+def rank_in(layers: tuple[tuple[str, ...], ...], module: str) -> int | None:
+    """The index of the first layer of `layers` one of whose prefixes names `module`."""
+    for rank, prefixes in enumerate(layers):
         if any(module == p or module.startswith(p + ".") for p in prefixes):
             return rank
     return None
+
+
+def layer_of(module: str) -> int | None:
+    if module == "core":  # the package itself: a docstring, below everything
+        return 0
+    return rank_in(LAYERS, module)
+
+
+def model_layer_of(module: str) -> int | None:
+    """The level of a core.models module (None outside core.models)."""
+    if module == "core.models":  # the package itself: a docstring, in the base
+        return 0
+    if not module.startswith("core.models."):
+        return None
+    return rank_in(MODEL_LAYERS, module)
 
 
 def module_name(path: Path) -> str:
@@ -73,6 +118,16 @@ def upward_imports(module: str, source: str) -> list[str]:
     """The imports of `module` (its `source`) that reach a layer above its own."""
     here = layer_of(module)
     above = [name for name in imported(source) if (layer_of(name) or 0) > here]
+    return [f"{module} imports {name}" for name in sorted(above)]
+
+
+def upward_model_imports(module: str, source: str) -> list[str]:
+    """The imports of a core.models `module` (its `source`) that reach a level of core.models
+    above its own (a model's package from the base, another package above it)."""
+    here = model_layer_of(module)
+    if here is None:  # outside core.models: LAYERS alone orders it
+        return []
+    above = [name for name in imported(source) if (model_layer_of(name) or 0) > here]
     return [f"{module} imports {name}" for name in sorted(above)]
 
 
@@ -109,3 +164,42 @@ def test_the_checker_sees_an_upward_import():
     assert upward_imports("ui.jobs", "from pages import train")
     assert upward_imports("core.models.loop", "from core.metrics import evaluate_proba") == []
     assert upward_imports("pages.train", "from core.tasks.training import start_training") == []
+
+
+def model_sources() -> list[Path]:
+    return sorted((ROOT / "core" / "models").rglob("*.py"))
+
+
+def test_every_model_module_has_a_level():
+    """A new module of core.models is placed in MODEL_LAYERS on purpose."""
+    unplaced = [module_name(p) for p in model_sources() if model_layer_of(module_name(p)) is None]
+    assert unplaced == [], f"add these to MODEL_LAYERS in {Path(__file__).name}: {unplaced}"
+
+
+def test_model_imports_never_go_up_a_level():
+    upward = [
+        line
+        for path in model_sources()
+        for line in upward_model_imports(module_name(path), path.read_text(encoding="utf-8"))
+    ]
+    assert upward == [], (
+        "core.models imports one way: base < tiny < lstm < transformer < assembly "
+        "(MODEL_LAYERS); move what both sides need down to the lower one:\n" + "\n".join(upward)
+    )
+
+
+def test_the_model_checker_sees_an_upward_import():
+    """The base never reaches into a model's package (the import this change removed), and
+    a package never reaches into one above it; assembly may import them all."""
+    up = upward_model_imports
+    helper_from_tiny = "from core.models.tiny.tokenizer import read_saved_json"
+    assert up("core.models.scratch", helper_from_tiny) == [
+        "core.models.scratch imports core.models.tiny.tokenizer",
+        "core.models.scratch imports core.models.tiny.tokenizer.read_saved_json",
+    ]
+    assert up("core.models.tiny.model", "import core.models.lstm.model")
+    assert up("core.models.lstm.model", "from core.models.transformer import head")
+    assert up("core.models.transformer.training", "import core.models.registry")
+    assert up("core.models.lstm.model", "from core.models.tiny import tokenizer") == []
+    assert up("core.models.registry", "from core.models.lstm import model") == []
+    assert up("core.analysis.explain", "from core.models import registry") == []
