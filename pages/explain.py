@@ -11,18 +11,15 @@ from core.analysis.explain import AttentionMaps, ExplainConfig, Explanation
 from core.analysis.lstm_explain import explain_any
 from core.analysis.probe_compare import DEMO_TEXT
 from core.analysis.story import TOP_HEADS
-from core.charts.explain import (
-    WordRow,
+from core.charts.attention_maps import (
     attention_grid_chart,
     attention_head_chart,
     cls_attention_chart,
-    escaped_explanation_document,
-    escaped_highlight_html,
-    explanation_chart,
     rollout_chart,
-    word_scores_chart,
-    word_strip_chart,
 )
+from core.charts.explain import explanation_chart, word_scores_chart
+from core.charts.explain_html import escaped_explanation_document, escaped_highlight_html
+from core.charts.word_strip import WordRow, word_strip_chart
 from core.checks import MAX_COMPLAINT_CHARS
 from core.data.dataset import Dataset
 from core.errors import UserError

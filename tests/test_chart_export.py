@@ -18,8 +18,10 @@ from streamlit.testing.v1 import AppTest
 import ui.figures
 from core.analysis.explain import AttentionMaps
 from core.charts import export
-from core.charts.explain import attention_grid_chart, explanation_chart, word_strip_chart
+from core.charts.attention_maps import attention_grid_chart
+from core.charts.explain import explanation_chart
 from core.charts.export import chart_png, chart_spec, chart_svg
+from core.charts.word_strip import word_strip_chart
 from core.errors import UserError
 
 SVG = "{http://www.w3.org/2000/svg}"

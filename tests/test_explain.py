@@ -1,6 +1,6 @@
-"""core.analysis.explain and core.charts.explain: attention maps, rollout, Integrated Gradients, the
-word merge, the side-by-side result and its escaped HTML, on a tiny random BERT and the tiny
-model."""
+"""core.analysis.explain and its charts (core.charts.attention_maps, .explain, .explain_html,
+.word_strip): attention maps, rollout, Integrated Gradients, the word merge, the side-by-side
+result, what each chart shows and the escaped HTML, on a tiny random BERT and the tiny model."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import torch
 from core.analysis.explain import (
     AttentionMaps,
     ExplainConfig,
+    Explanation,
+    TokenAttribution,
     attention_rollout,
     embedding_layer,
     encode_text,
@@ -22,17 +24,18 @@ from core.analysis.explain import (
     merge_to_words,
     pad_baseline,
 )
-from core.charts.explain import (
+from core.charts.attention_maps import (
+    GRID_GAP,
     GRID_MARGIN_PX,
     GRID_WIDTH,
     attention_grid_chart,
     attention_head_chart,
     cls_attention_chart,
-    escaped_explanation_document,
-    escaped_highlight_html,
     rollout_chart,
-    word_scores_chart,
 )
+from core.charts.explain import word_scores_chart
+from core.charts.explain_html import escaped_explanation_document, escaped_highlight_html
+from core.charts.word_strip import word_strip_chart
 from core.cli import main
 from core.models.baseline import BagOfWordsClassifier
 from core.models.classifier import Prediction
@@ -292,16 +295,66 @@ def test_charts_build_and_carry_position_prefixed_labels(bert_cls, baseline):
     zoom = attention_head_chart(maps, 1, 0)
     assert sorted(set(zoom.data["query"])) == maps.labels()
     assert zoom.data["weight"].sum() == pytest.approx(len(maps.tokens), abs=1e-5)
-    for chart in (
-        zoom,
-        attention_grid_chart(maps),
-        cls_attention_chart(maps),
-        rollout_chart(maps),
-        word_scores_chart(expl),
-    ):
-        assert isinstance(chart.to_dict(), dict)
+    _assert_grid_shows(attention_grid_chart(maps), maps, n=len(maps.tokens))
+    _assert_cls_rows_show(cls_attention_chart(maps), maps)
+    _assert_rollout_shows(rollout_chart(maps), maps)
+    bars = word_scores_chart(expl)
+    _assert_word_bars_show(bars, expl, ["1 card", "2 card", "3 card", "4 upi"])
     with pytest.raises(ValueError, match="out of range"):
         attention_head_chart(maps, 5, 0)
+
+
+def _assert_grid_shows(chart, maps: AttentionMaps, *, n: int) -> None:
+    """One record per cell: every (layer, head) block of the first `n` tokens, each cell the
+    weight of its (layer, head, query, key), placed by its head (x) and layer (y)."""
+    data = chart.data
+    layer, head = data["layer"].to_numpy() - 1, data["head"].to_numpy() - 1  # 1-based there
+    query, key = data["query"].to_numpy(), data["key"].to_numpy()
+    assert len(data) == maps.n_layers * maps.n_heads * n * n
+    blocks = {(a, b) for a in range(maps.n_layers) for b in range(maps.n_heads)}
+    assert set(zip(layer.tolist(), head.tolist(), strict=True)) == blocks
+    assert query.max() == key.max() == n - 1
+    np.testing.assert_array_equal(data["weight"], maps.weights[layer, head, query, key])
+    step = n * (1 + GRID_GAP)
+    np.testing.assert_allclose(data["x"], head * step + key)
+    np.testing.assert_allclose(data["y"], layer * step + query)
+    spec = chart.to_dict()
+    assert spec["encoding"]["color"]["field"] == "weight"
+    assert spec["title"]["text"] == f"Every head (first {n} tokens)"
+
+
+def _assert_cls_rows_show(chart, maps: AttentionMaps) -> None:
+    """One row per layer and head ("L1 H2", in model order): where position 0 looks."""
+    data, labels = chart.data, maps.labels()
+    order = [f"L{a + 1} H{b + 1}" for a in range(maps.n_layers) for b in range(maps.n_heads)]
+    for name, (layer, head) in zip(order, np.ndindex(maps.n_layers, maps.n_heads), strict=True):
+        row = data[data["head"] == name]
+        assert list(row["key"]) == labels
+        np.testing.assert_array_equal(row["weight"], maps.weights[layer, head, 0])
+    spec = chart.to_dict()
+    assert spec["encoding"]["y"]["sort"] == order and spec["encoding"]["x"]["sort"] == labels
+    assert spec["title"] == "[CLS] attention, every head"
+
+
+def _assert_rollout_shows(chart, maps: AttentionMaps) -> None:
+    labels = maps.labels()
+    matrix = chart.data.pivot(index="query", columns="key", values="weight").loc[labels, labels]
+    np.testing.assert_allclose(matrix.to_numpy(), maps.rollout())
+    assert chart.to_dict()["title"] == "Attention rollout"
+
+
+def _assert_word_bars_show(chart, expl: Explanation, labels: list[str]) -> None:
+    """Both models' scores per word, words in text order under their position-prefixed labels."""
+    data = chart.data
+    for model, scores in (("transformer", expl.transformer_scores),
+                          ("bag of words", expl.bow_scores)):  # fmt: skip
+        rows = data[data["model"] == model]
+        assert list(rows["word"]) == labels
+        np.testing.assert_array_equal(rows["score"], scores)
+    spec = chart.to_dict()
+    assert spec["encoding"]["x"]["sort"] == labels and spec["encoding"]["row"]["field"] == "model"
+    assert spec["encoding"]["y"]["field"] == "score"
+    assert spec["title"] == f"Word scores for {expl.target}"
 
 
 def _random_maps(layers: int, heads: int, seq: int) -> AttentionMaps:
@@ -334,6 +387,47 @@ def test_grid_is_one_view_that_fits_the_column_with_every_head(layers, heads):
         extents[channel] = high - low
     per_token = (chart.width - GRID_MARGIN_PX) / extents["x"], chart.height / extents["y"]
     assert per_token[0] == pytest.approx(per_token[1], rel=0.02)  # square cells
+
+
+def _hand_explanation(maps: AttentionMaps) -> Explanation:
+    """Three words with chosen scores over `maps` (4 tokens: a [CLS] and one token per word);
+    the last word cut off by truncation."""
+    text = "card fee upi"
+    return Explanation(
+        text=text, words=tuple(word_spans(text)),
+        transformer_scores=(0.5, -0.25, 0.0), bow_scores=(-1.0, 0.75, 0.125),
+        transformer_seen=(True, True, False),
+        transformer=Prediction("Card Fraud", {"Card Fraud": 0.7, "UPI Dispute": 0.3}),
+        bow=Prediction("UPI Dispute", {"Card Fraud": 0.4, "UPI Dispute": 0.6}),
+        target="Card Fraud", unassigned=0.0, bow_intercept=0.0,
+        tokens=TokenAttribution(maps.tokens, np.zeros(4), 0.25, 0.0, 2),
+        token_offsets=((0, 0), (0, 4), (5, 8), (9, 12)), attention=maps,
+    )  # fmt: skip
+
+
+def test_charts_show_the_numbers_of_a_hand_built_explanation():
+    maps = _random_maps(2, 3, 4)
+    expl = _hand_explanation(maps)
+    _assert_grid_shows(attention_grid_chart(maps), maps, n=4)
+    _assert_grid_shows(attention_grid_chart(maps, max_tokens=2), maps, n=2)  # a corner of each
+    _assert_cls_rows_show(cls_attention_chart(maps), maps)
+    _assert_rollout_shows(rollout_chart(maps), maps)
+    _assert_word_bars_show(word_scores_chart(expl), expl, ["1 card", "2 fee", "3 upi"])
+    strip = word_strip_chart(expl).layer[0].data  # the cells: each row over its largest |score|
+    cells = strip[["model", "word", "shade", "seen"]].itertuples(index=False, name=None)
+    assert list(cells) == [
+        ("Transformer", "card", 1.0, True), ("Transformer", "fee", -0.5, True),
+        ("Transformer", "upi", 0.0, False),  # cut off: no shade
+        ("Bag of words", "card", -1.0, True), ("Bag of words", "fee", 0.75, True),
+        ("Bag of words", "upi", 0.125, True),
+    ]  # fmt: skip
+
+
+def test_the_explanation_keeps_the_offsets_of_the_tokens_it_read(transformer, baseline):
+    """The presenter's story finds the order words among the attention's tokens by them."""
+    expl = explain_text(transformer, baseline, TRICKY, ExplainConfig(max_relative_delta=None))
+    assert expl.token_offsets == encode_text(transformer, expl.text).offsets
+    assert len(expl.token_offsets) == len(expl.attention.tokens) == len(expl.tokens.tokens)
 
 
 def test_cli_explain_prints_the_contract_json(tiny_model_dir, capsys):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from core.analysis.explain import AttentionMaps
-from core.charts.explain import attention_grid_chart
+from core.charts.attention_maps import attention_grid_chart
 from core.errors import UserError
 
 

@@ -23,7 +23,8 @@ from core.analysis.lstm_explain import (
     gradient_x_input,
     is_lstm_classifier,
 )
-from core.charts.explain import WordRow, escaped_explanation_document, escaped_highlight_html
+from core.charts.explain_html import escaped_explanation_document, escaped_highlight_html
+from core.charts.word_strip import WordRow
 from core.errors import UserError
 from core.models.lstm.model import create_lstm_classifier
 from tests.helpers import TINY_LABELS, TINY_TEXTS, run_cli
@@ -196,6 +197,15 @@ def test_a_saved_lstm_explains_with_its_runtime_answer(lstm_dir):
     assert expl.transformer_scores == result.scores
     assert (expl.attention.n_layers, expl.attention.n_heads) == (0, 0)
     assert expl.attention.tokens == tuple(TEXT.split())
+
+
+def test_an_lstm_explanation_keeps_the_offsets_of_the_tokens_it_read(lstm_dir):
+    from core.models.registry import load_model
+
+    loaded = load_model(lstm_dir, device="cpu")
+    expl = explain_any(loaded.transformer, loaded.baseline, TEXT)
+    assert len(expl.token_offsets) == len(expl.attention.tokens)
+    assert [expl.text[a:b] for a, b in expl.token_offsets] == list(expl.attention.tokens)
 
 
 def test_cli_explains_an_lstm_model_without_attention(lstm_dir):

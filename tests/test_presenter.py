@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.analysis.explain import AttentionMaps, encode_text, explain_text
+from core.analysis.explain import AttentionMaps, explain_text
 from core.analysis.perturbations import ARGUMENT_SWAP, SHUFFLE, TYPO, Perturbation
 from core.analysis.probe_compare import DEMO_TEXT, ProbeOutcome, ProbeResult, run_probes
 from core.analysis.story import (
@@ -106,9 +106,8 @@ def tiny_story_parts(tiny_model_dir):
 
 
 def test_story_of_the_demo_complaint_follows_card_and_upi(tiny_story_parts):
-    model, expl, probe = tiny_story_parts
-    offsets = encode_text(model.transformer, expl.text).offsets
-    story = build_story(expl, probe, offsets=offsets)
+    _, expl, probe = tiny_story_parts
+    story = build_story(expl, probe)
     spot = story.blind_spot
     assert spot is not None and spot.outcome.perturbation.kind == ARGUMENT_SWAP
     assert spot.outcome.bow.probabilities == probe.bow.probabilities  # blind, exactly
@@ -124,9 +123,9 @@ def test_story_of_the_demo_complaint_follows_card_and_upi(tiny_story_parts):
 
 
 def test_a_story_without_a_blind_spot_says_why(tiny_story_parts):
-    model, expl, probe = tiny_story_parts
+    _, expl, probe = tiny_story_parts
     bare = ProbeResult(probe.text, probe.transformer, probe.bow, ())
-    story = build_story(expl, bare, offsets=encode_text(model.transformer, expl.text).offsets)
+    story = build_story(expl, bare)
     assert story.blind_spot is None and story.heads == () and "No reordering" in story.note
 
 

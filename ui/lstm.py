@@ -34,7 +34,7 @@ from ui.state import get_active_dataset, load_shared_model, saved_models
 if TYPE_CHECKING:  # types only: a page without an LSTM imports no torch through this module
     from core.analysis.explain import Explanation
     from core.analysis.lstm_explain import LstmWordScores
-    from core.charts.explain import WordRow
+    from core.charts.word_strip import WordRow
     from core.lab.order_readers import OrderReaders
     from core.models.blend import Blend
     from core.models.classifier import Prediction
@@ -139,7 +139,7 @@ def lstm_scores(lstm: LoadedModel, text: str, expl: Explanation) -> LstmWordScor
 def render_lstm_beside(active: LoadedModel, text: str, expl: Explanation) -> WordRow | None:
     """Explain: the "LSTM beside" selector, the chosen LSTM's desk, and its row for the word
     grid (None without an LSTM, or when it cannot explain the desk)."""
-    from core.charts.explain import WordRow
+    from core.charts.word_strip import WordRow
 
     lstm = choose_lstm("explain", active)
     if lstm is None:
@@ -171,11 +171,8 @@ def render_lstm_explanation(expl: Explanation, blend: Blend) -> None:
     """Explain, for an active LSTM: both models' answers, the word grid (the LSTM's gradient ×
     input above the bag of words), the report, and why there is no attention to show."""
     from core.analysis.lstm_explain import METHOD
-    from core.charts.explain import (
-        escaped_explanation_document,
-        escaped_highlight_html,
-        word_strip_chart,
-    )
+    from core.charts.explain_html import escaped_explanation_document, escaped_highlight_html
+    from core.charts.word_strip import word_strip_chart
 
     decided, left, right = st.columns(3)
     decided.metric("Decision", md_escape(blend.decide(expl.transformer, expl.bow).label))

@@ -14,11 +14,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core.analysis.explain import Explanation, encode_text
+from core.analysis.explain import Explanation
 from core.analysis.perturbations import ProbeConfig
 from core.analysis.probe_compare import ProbeResult, run_probes
 from core.analysis.story import BlindSpot, Story, build_story
-from core.charts.explain import attention_head_chart, escaped_highlight_html
+from core.charts.attention_maps import attention_head_chart
+from core.charts.explain_html import escaped_highlight_html
 from core.errors import UserError
 from core.models.registry import LoadedModel
 from ui.caches import PROBES
@@ -105,8 +106,7 @@ def render_explain_story(model: LoadedModel, text: str, expl: Explanation) -> No
     st.header("The story of one complaint")
     try:
         probe = probed(model, text)
-        offsets = encode_text(model.transformer, expl.text).offsets
-        story = build_story(expl, probe, offsets=offsets)
+        story = build_story(expl, probe)
     except UserError as exc:
         st.error(md_escape(exc))
         return
@@ -160,7 +160,7 @@ def render_answer(story: Story, expl: Explanation) -> None:
                 f"{story.transformer.confidence:.0%} sure", delta_color="off")  # fmt: skip
     right.metric("Bag of words", md_escape(story.bow.label), f"{story.bow.confidence:.0%} sure",
                  delta_color="off")  # fmt: skip
-    # Every word and label in the strip is html.escape'd by its builder (core.charts.explain).
+    # Every word and label in the strip is html.escape'd by its builder (core.charts.explain_html).
     st.html(escaped_highlight_html(expl))
 
 

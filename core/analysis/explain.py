@@ -155,6 +155,8 @@ class Explanation:
     `transformer_scores[i]` and `bow_scores[i]` belong to `words[i]` (the words of
     core.text.word_spans, original casing). Words cut off by the transformer's truncation have
     `transformer_seen[i] = False` and a transformer score of 0.
+    `token_offsets[t]` is the character span in `text` of token t of `tokens` and `attention`
+    ((0, 0) for [CLS] and [SEP]): the model's own reading, kept so no consumer re-encodes.
     """
 
     text: str
@@ -168,6 +170,7 @@ class Explanation:
     unassigned: float  # attribution of tokens inside no word: punctuation, symbols, emoji
     bow_intercept: float  # the baseline's centred intercept for the target (not in any word)
     tokens: TokenAttribution
+    token_offsets: tuple[tuple[int, int], ...]
     attention: AttentionMaps
 
     @property
@@ -602,19 +605,15 @@ def explain_text(
     word_scores, seen, unassigned = merge_to_words(text, encoded.offsets, tokens.scores)
     bow = baseline.word_contributions(text, target=classes[target_index])
     return Explanation(
-        text=text,
-        words=tuple(bow.words),
+        text=text, words=tuple(bow.words),
         transformer_scores=tuple(float(s) for s in word_scores),
         bow_scores=tuple(float(s) for s in bow.scores),
         transformer_seen=tuple(bool(s) for s in seen),
         transformer=Prediction.of(classes, pred_probs),
         bow=Prediction.of(classes, np.array([bow.probabilities[c] for c in classes])),
-        target=classes[target_index],
-        unassigned=unassigned,
-        bow_intercept=bow.intercept,
-        tokens=tokens,
-        attention=attention,
-    )
+        target=classes[target_index], unassigned=unassigned, bow_intercept=bow.intercept,
+        tokens=tokens, token_offsets=encoded.offsets, attention=attention,
+    )  # fmt: skip
 
 
 def _pad_token_id(tokenizer: Any) -> int:

@@ -66,6 +66,7 @@ class LstmWordScores:
     target: str  # the desk the scores are for
     seen: tuple[bool, ...]
     tokens: tuple[str, ...]  # the tokens the LSTM read ([UNK] for unknown words)
+    offsets: tuple[tuple[int, int], ...]  # character span of each token in `text`; (0, 0) special
     token_scores: tuple[float, ...]  # (seq,) gradient × input per token
     unassigned: float  # scores of tokens inside no word (none for the word tokenizer)
     logit_gap: float  # centred target logit of the text minus that of the [PAD] baseline
@@ -249,7 +250,8 @@ def explain_lstm(
         label=answer.label, probabilities=answer.probabilities,
         words=tuple(s.text for s in spans), scores=tuple(float(s) for s in word_scores),
         target=classes[gradients.target_index], seen=tuple(bool(s) for s in seen),
-        tokens=read.tokens, token_scores=tuple(float(s) for s in gradients.scores),
+        tokens=read.tokens, offsets=read.offsets,
+        token_scores=tuple(float(s) for s in gradients.scores),
         unassigned=float(unassigned), logit_gap=gradients.logit_gap, text=text,
     )  # fmt: skip
 
@@ -298,6 +300,7 @@ def explain_lstm_text(
         bow=Prediction.of(classes, np.array([bow.probabilities[c] for c in classes])),
         target=lstm.target, unassigned=lstm.unassigned, bow_intercept=bow.intercept,
         tokens=TokenAttribution(lstm.tokens, scores, lstm.logit_gap, lstm.delta, 1),
+        token_offsets=lstm.offsets,
         attention=AttentionMaps(lstm.tokens, np.zeros((0, 0, n, n), np.float32), has_cls=False),
     )  # fmt: skip
 

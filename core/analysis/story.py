@@ -12,7 +12,6 @@ import numpy as np
 from core.analysis.explain import AttentionMaps, Explanation
 from core.analysis.perturbations import ORDER_KINDS
 from core.analysis.probe_compare import ProbeOutcome, ProbeResult
-from core.errors import UserError
 from core.models.classifier import Prediction
 from core.text import WordSpan, word_spans
 
@@ -146,18 +145,10 @@ def _aligned(expl: Explanation, probe: ProbeResult, moved: tuple[int, ...]) -> t
     return tuple(i for i in moved if i < len(expl.words) and expl.words[i].text == probed[i].text)
 
 
-def build_story(
-    expl: Explanation,
-    probe: ProbeResult,
-    *,
-    offsets: Sequence[tuple[int, int]],
-    top: int = TOP_HEADS,
-) -> Story:
+def build_story(expl: Explanation, probe: ProbeResult, *, top: int = TOP_HEADS) -> Story:
     """The story of the complaint `expl` explains, from an order probe of the same complaint
-    (core.analysis.probe_compare.run_probes) and the character offsets of the tokens of its
-    attention maps (core.analysis.explain.encode_text of `expl.text`)."""
-    if len(offsets) != len(expl.attention.tokens):
-        raise UserError("the token offsets do not belong to this explanation; explain it again")
+    (core.analysis.probe_compare.run_probes); the order words are found among the tokens of its
+    attention maps by the explanation's own `token_offsets`."""
     outcome = pick_blind_spot(probe)
     common = {"text": expl.text, "transformer": expl.transformer, "bow": expl.bow,
               "target": expl.target}  # fmt: skip
@@ -169,7 +160,7 @@ def build_story(
         return Story(**common, blind_spot=None, order_words=(), order_tokens=(), heads=(),
                      note=note)  # fmt: skip
     moved = _aligned(expl, probe, moved_words(probe.text, outcome.perturbation.text))
-    tokens = token_positions(offsets, expl.words, moved)
+    tokens = token_positions(expl.token_offsets, expl.words, moved)
     return Story(
         **common,
         blind_spot=BlindSpot(outcome, moved),

@@ -13,7 +13,7 @@ from PIL import Image
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
-from core.charts.explain import GRID_WIDTH
+from core.charts.attention_maps import GRID_WIDTH
 from tests.browser.steps import FIRST_LOAD_MS, use_saved_model
 from tests.conftest import make_dataset, save_random_bert, separable_rows
 
