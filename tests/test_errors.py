@@ -15,7 +15,7 @@ import pytest
 
 from core import cli
 from core.access import AccessDenied
-from core.cli import CommandError
+from core.cli.common import CommandError
 from core.data import contained
 from core.data.limits import DataError, IntakeLimits
 from core.errors import UserError
@@ -56,7 +56,7 @@ def _failing(monkeypatch, exc: BaseException) -> None:
     def handler(args):
         raise exc
 
-    monkeypatch.setattr(cli, "_cmd_demo_data", handler)
+    monkeypatch.setattr("core.cli.data._cmd_demo_data", handler)
 
 
 def test_a_user_error_is_one_line_and_exit_2(monkeypatch, capsys, caplog):
@@ -99,7 +99,7 @@ def test_the_traceback_of_a_bug_reaches_stderr():
     script = (
         "import sys\nfrom core import cli\n"
         "def broken(args):\n    raise KeyError('boom')\n"
-        "cli._cmd_demo_data = broken\nsys.exit(cli.main(['demo-data', 'out.csv']))\n"
+        "cli.data._cmd_demo_data = broken\nsys.exit(cli.main(['demo-data', 'out.csv']))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120

@@ -23,7 +23,7 @@ def test_an_unexpected_cli_error_is_one_line_plus_a_logged_traceback(monkeypatch
     def broken(args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli, "_cmd_demo_data", broken)
+    monkeypatch.setattr("core.cli.data._cmd_demo_data", broken)
     with caplog.at_level(logging.ERROR, logger="core.cli"):
         code = cli.main(["demo-data", "out.csv"])
     assert code == cli.EXIT_INTERNAL
