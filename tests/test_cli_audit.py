@@ -106,3 +106,18 @@ def test_audit_with_a_saved_model_fine_tunes_its_settings_per_fold(demo_csv, tin
     assert document["model_dir"] == str(tiny_model_dir)
     assert all(set(issue) >= ISSUE_KEYS for issue in document["issues"])
     assert "audit (tiny)" in result.stderr and "fold=2/2" in result.stderr  # tqdm steps
+
+
+def test_an_audit_from_the_command_line_is_recorded_as_one_from_the_app(demo_csv: Path):
+    from core.access import OPERATOR
+    from core.review.store import Store, default_db_path
+
+    run = run_cli("audit", str(demo_csv), "--folds", "3", "--json")
+    assert run.returncode == 0, run.stderr
+    document = json.loads(run.stdout)
+    with Store.open(default_db_path()) as store:
+        (record,) = store.runs(kind="audit")
+        (event,) = store.trail(actor=OPERATOR)
+    assert record.parameters == {"model": "bow", "folds": 3, "fingerprint": document["fingerprint"]}
+    assert record.metrics["issues"] == len(document["issues"])
+    assert (event.action, event.entity_id, event.actor) == ("run.recorded", record.id, "operator")

@@ -23,6 +23,27 @@ from core.cli.common import (
 
 
 def _cmd_audit(args: argparse.Namespace) -> None:
+    """Run the audit and record it in the review store as one "audit" run, as the app does."""
+    from core.access import OPERATOR
+    from core.review.store import Store, default_db_path
+    from core.tasks.audit import record_audit_run
+
+    with Store.open(default_db_path()) as store:
+        if store.read_only:  # refused before hours of folds, not after
+            raise CommandError(
+                f"the review store {store.path} is read-only, so the audit could not be "
+                "recorded; make it writable or point GRIEVANCE_LENS_DATA_DIR at a writable folder"
+            )
+        result, document = _run_audit(args)
+        record_audit_run(store, result, actor=OPERATOR)
+    if args.json:
+        _emit_json(document)
+        return
+    _print_issues(result, args.show)
+
+
+def _run_audit(args: argparse.Namespace):
+    """The audit `args` ask for: its AuditResult and its --json document."""
     from core.analysis.audit import AuditConfig, check_auditable, run_audit
     from core.data.validation import load_dataset
 
@@ -45,18 +66,19 @@ def _cmd_audit(args: argparse.Namespace) -> None:
     else:
         with _operator_precision(args.precision):
             result, document = _transformer_audit(dataset, config, folder, args.device)
-    if args.json:
-        _emit_json(document)
-        return
+    return result, document
+
+
+def _print_issues(result, show: int) -> None:
     print(f"{len(result.issues)} suspected label issues ({result.model}, {result.folds} folds)")
-    for issue in result.issues[: args.show]:
+    for issue in result.issues[:show]:
         text = " ".join(issue.text.split())
         print(
             f"  row {issue.row}: {issue.given_label} -> {issue.suggested_label} "
             f"(quality {issue.quality:.3f}) {issue.reason}\n      {text[:100]}"
         )
-    if len(result.issues) > args.show:
-        print(f"  ... and {len(result.issues) - args.show} more (see --json)")
+    if len(result.issues) > show:
+        print(f"  ... and {len(result.issues) - show} more (see --json)")
 
 
 def _quick_settings(args: argparse.Namespace):
