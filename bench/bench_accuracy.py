@@ -9,7 +9,7 @@ The file is split into train / validation / test (stratified, seeded; `--test` g
 test file instead). Every model learns from the train rows only; the validation rows pick the
 transformer's best epoch, the quick head's regularisation and the blend's weight, and *choose
 between variants*; the test rows are scored once, at the end, and never choose anything. Models:
-- bag of words: the project's baseline (`BaselineConfig()`), as `core train` fits it;
+- bag of words: the project's baseline (`BagOfWordsConfig()`), as `core train` fits it;
 - full: `train_models` with `TrainConfig()` (plus any overrides given here);
 - full, VARIANT (`--variants`): the same with one lever changed: `probe` (head_init="probe":
   the quick head first, then fine-tune), `head_tail` (truncation="head_tail": long texts keep
@@ -48,7 +48,7 @@ from core.data.demo import DemoConfig, write_demo_data
 from core.data.privacy import mask_texts
 from core.data.validation import load_dataset
 from core.metrics import EvalReport, evaluate_predictions
-from core.models.baseline import BagOfWordsClassifier
+from core.models.bag_of_words import BagOfWordsClassifier
 from core.models.blend import Blend
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
@@ -158,7 +158,7 @@ def variant_config(name: str, config: TrainConfig) -> TrainConfig:
 
 def chunk_probabilities(model, tokenizer, texts: list[str], max_length: int) -> np.ndarray:
     """Each text's probabilities averaged over its chunks of `max_length` word pieces (the
-    tokenizer's pieces, decoded), up to CHUNK_PIECES pieces; `model` is a TransformerClassifier."""
+    tokenizer's pieces, decoded), up to CHUNK_PIECES pieces; `model` is a NeuralClassifier."""
     room = max_length - 2  # [CLS] and [SEP]
     pieces = tokenizer(mask_texts(texts), add_special_tokens=False, verbose=False)["input_ids"]
     chunks, owners = [], []
@@ -230,15 +230,15 @@ def main() -> int:
         variant = name.removeprefix("full, ") if name != "full" else ""
         used = variant_splits(variant, data, tokenizer, config)
         trained = train_models(used.train, used.val, variant_config(variant, config))
-        record(name, trained.transformer, trained.train_seconds, used,
+        record(name, trained.neural, trained.train_seconds, used,
                best_epoch=trained.best_epoch,
                val_macro_f1=[round(r.val_macro_f1, 4) for r in trained.history])  # fmt: skip
         if name == "full":
-            full_model = trained.transformer
+            full_model = trained.neural
             record_blend(name, trained.blend)
     if not args.no_quick:
         trained = train_models(data.train, data.val, replace(config, recipe="quick"))
-        record("quick", trained.transformer, trained.train_seconds, data,
+        record("quick", trained.neural, trained.train_seconds, data,
                C=trained.head_strength)  # fmt: skip
         record_blend("quick", trained.blend)
     classes = list(data.train.classes)

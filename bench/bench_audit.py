@@ -7,12 +7,12 @@ from its label ("argmax != given"). Run from the repo root:
 
     python -m bench.bench_audit [--rows 3000] [--share 0.05] [--folds 5] [--force]
 
-With `--transformer tiny` (or minilm, or a model folder) it also runs the transformer-based audit
+With `--transformer tiny` (or minilm, or a model folder) it also runs the fine-tune audit
 (fine-tuned afresh on each fold with `--epochs`, `--lr`, ...) on the same flipped data and prints
 it beside the bag-of-words audit, slice by slice. With `--quick` (default backbone minilm, or
-`--quick FOLDER`) it runs the quick audit (core.analysis.audit_quick: frozen embeddings computed
-once, a linear head per fold) on the same flipped data and prints it beside the bag of words,
-with the seconds of both.
+`--quick FOLDER`) it runs the embedding audit (core.analysis.audit_embedding: frozen embeddings
+computed once, a linear head per fold) on the same flipped data and prints it beside the bag of
+words, with the seconds of both.
 
 The load is recorded around the run (bench.machine); the figures of a busy run are withheld
 unless --force, which prints them marked busy.
@@ -44,8 +44,8 @@ from core.analysis.audit import (
     plant_label_flips,
     run_audit,
 )
-from core.analysis.audit_quick import quick_train_config, run_quick_audit
-from core.analysis.audit_transformer import transformer_audit_config, transformer_fit
+from core.analysis.audit_embedding import embedding_train_config, run_embedding_audit
+from core.analysis.audit_fine_tune import fine_tune_audit_config, fine_tune_fit
 from core.analysis.label_conflicts import SAME_BAG
 from core.data.dataset import Dataset
 from core.data.demo import DemoConfig, generate_demo_data
@@ -133,30 +133,30 @@ def run(args: argparse.Namespace) -> None:
     report_ranking(data, result.pred_probs, config, planted)
     report_clean(clean, config, regular)
     if args.transformer:
-        report_transformer(data, clean.labels, planted, (regular, twins), result, args)
+        report_neural(data, clean.labels, planted, (regular, twins), result, args)
     if args.quick:
         report_quick(data, clean.labels, planted, (regular, twins), (result, seconds), args)
 
 
 def report_quick(data, true_labels, planted, slices, bow, args) -> None:
-    """The quick audit (frozen embeddings once, a head per fold) beside the bag-of-words audit."""
+    """The embedding audit (frozen embeddings once, a head per fold) beside the bag of words'."""
     bow_result, bow_seconds = bow
-    train_config = quick_train_config(args.quick, max_length=args.max_length)
+    train_config = embedding_train_config(args.quick, max_length=args.max_length)
     config = AuditConfig(folds=args.folds, seed=args.seed)
     embedded: list[float] = []
     started = time.perf_counter()
-    result = run_quick_audit(
+    result = run_embedding_audit(
         data, config, train_config, on_embed=lambda p: embedded.append(p.elapsed_s)
     )
     seconds = time.perf_counter() - started
     print(
-        f"quick audit ({args.quick}, max_length {args.max_length}): {seconds:.1f} s "
+        f"embedding audit ({args.quick}, max_length {args.max_length}): {seconds:.1f} s "
         f"(embedding {embedded[-1]:.1f} s) against bag of words {bow_seconds:.1f} s"
     )
     compare({"bow": bow_result, "quick": result}, true_labels, planted, slices)
 
 
-def report_transformer(data, true_labels, planted, slices, bow_result, args) -> None:
+def report_neural(data, true_labels, planted, slices, bow_result, args) -> None:
     """The transformer-based audit on the same data, beside the bag-of-words audit."""
     train_config = TrainConfig(
         backbone=args.transformer,
@@ -167,11 +167,11 @@ def report_transformer(data, true_labels, planted, slices, bow_result, args) -> 
         patience=args.epochs,  # no early stop: each fold trains for the same budget
         seed=args.seed,
     )
-    config = transformer_audit_config(AuditConfig(folds=args.folds, seed=args.seed))
+    config = fine_tune_audit_config(AuditConfig(folds=args.folds, seed=args.seed))
     started = time.perf_counter()
-    result = run_audit(data, config, fit=transformer_fit(train_config))
+    result = run_audit(data, config, fit=fine_tune_fit(train_config))
     seconds = time.perf_counter() - started
-    print(f"transformer audit ({train_config}): {seconds:.0f} s")
+    print(f"fine-tune audit ({train_config}): {seconds:.0f} s")
     compare({"bow": bow_result, "transformer": result}, true_labels, planted, slices)
 
 
@@ -252,7 +252,7 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument(
         "--quick", nargs="?", const="minilm",
-        help="also run the quick audit over this backbone's frozen embeddings (default minilm)",
+        help="also run the embedding audit over this backbone's frozen embeddings (default minilm)",
     )  # fmt: skip
     parser.add_argument("--epochs", type=int, default=10, help="transformer epochs per fold")
     parser.add_argument("--lr", type=float, default=3e-3, help="transformer learning rate")

@@ -67,7 +67,7 @@ def complaints(loaded, n: int) -> list[str]:
     chosen = []
     for text in texts:
         text = mask_personal_data(text)
-        if 50 <= len(encode_text(loaded.transformer, text).tokens) <= 70:
+        if 50 <= len(encode_text(loaded.neural, text).tokens) <= 70:
             chosen.append(text)
         if len(chosen) == n:
             return chosen
@@ -114,11 +114,11 @@ class Row:
 def run_settings(settings, loaded, texts: list[str], repeats: int) -> list[Row]:
     """Every setting on every complaint, interleaved (text by text, all settings in turn), so a
     slower minute of the machine weighs on every setting alike rather than on one."""
-    model = loaded.transformer.model
+    model = loaded.neural.model
     calls = [
         ("attention maps only (one eager pass)",
-         lambda t: attention_maps(model, encode_text(loaded.transformer, t))),
-        *[(name, lambda t, c=config: explain_text(loaded.transformer, loaded.baseline, t, c))
+         lambda t: attention_maps(model, encode_text(loaded.neural, t))),
+        *[(name, lambda t, c=config: explain_text(loaded.neural, loaded.bow, t, c))
           for name, config in settings],
     ]  # fmt: skip
     found = {name: ([], [], []) for name, _ in calls}
@@ -132,21 +132,21 @@ def run_settings(settings, loaded, texts: list[str], repeats: int) -> list[Row]:
     return [Row(name, *found[name]) for name, _ in calls]
 
 
-def baseline_comparison(loaded, texts) -> dict:
+def bow_comparison(loaded, texts) -> dict:
     """PAD against [MASK] as the IG baseline, adaptive default: delta and word-ranking change."""
-    transformer = loaded.transformer
-    mask_id = transformer.tokenizer.mask_token_id
-    pad_id = transformer.tokenizer.pad_token_id
+    neural = loaded.neural
+    mask_id = neural.tokenizer.mask_token_id
+    pad_id = neural.tokenizer.pad_token_id
     config = ExplainConfig()
     rhos, same_top, deltas = [], [], {"pad": [], "mask": []}
     for text in texts:
-        encoded = encode_text(transformer, text)
-        _, logits = attention_maps(transformer.model, encoded)
+        encoded = encode_text(neural, text)
+        _, logits = attention_maps(neural.model, encoded)
         target = int(np.argmax(logits))
         words = {}
         for name, token in (("pad", pad_id), ("mask", mask_id)):
             tokens = integrated_gradients(
-                transformer.model, encoded, target, pad_token_id=token, n_steps=config.n_steps,
+                neural.model, encoded, target, pad_token_id=token, n_steps=config.n_steps,
                 max_relative_delta=config.max_relative_delta, max_steps=config.max_steps,
                 logits=logits,
             )  # fmt: skip
@@ -176,7 +176,7 @@ def main() -> int:
         return 1
     loaded = load_model(args.model, precision="fp32")
     texts = complaints(loaded, args.texts)
-    pieces = [len(encode_text(loaded.transformer, t).tokens) for t in texts]
+    pieces = [len(encode_text(loaded.neural, t).tokens) for t in texts]
     print(
         f"{len(texts)} complaints, {min(pieces)}-{max(pieces)} word pieces "
         f"(median {statistics.median(pieces)}), {torch.get_num_threads()} torch threads"
@@ -194,7 +194,7 @@ def main() -> int:
     example = run_settings([("page example", ExplainConfig())], loaded, [DEMO_TEXT], args.repeats)[
         1
     ]
-    comparison = baseline_comparison(loaded, texts) if args.mask_baseline else None
+    comparison = bow_comparison(loaded, texts) if args.mask_baseline else None
     load = guard.finish()
     if shows_figures(load):
         report(rows, example, comparison, load)

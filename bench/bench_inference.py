@@ -1,5 +1,5 @@
 """Batch classification throughput, like for like: the project's `python -m core classify` and its
-`TransformerClassifier.predict_proba` against transformers' `pipeline("text-classification")` on
+`NeuralClassifier.predict_proba` against transformers' `pipeline("text-classification")` on
 the same saved model and the same texts, warm in one process and as whole processes.
 
     .venv/bin/python -m bench.bench_inference --model models/NAME [--short 3000] [--long 2000]
@@ -52,7 +52,7 @@ from bench.machine import (
 )
 from core.data.demo import DemoConfig, generate_demo_data
 from core.models.registry import load_model
-from core.models.transformer.inference import TransformerClassifier, inference_view
+from core.models.transformer.inference import NeuralClassifier, inference_view
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,12 +122,12 @@ def timed(name: str, fn: Callable[[], np.ndarray], n: int) -> Timing:
     return Timing(name, n, time.perf_counter() - started, probs)
 
 
-def int8_copy(classifier: TransformerClassifier) -> TransformerClassifier:
+def int8_copy(classifier: NeuralClassifier) -> NeuralClassifier:
     """The classifier with every nn.Linear of its inference view dynamically quantised to int8."""
     quantised = torch.ao.quantization.quantize_dynamic(
         inference_view(classifier.model), {torch.nn.Linear}, dtype=torch.qint8
     )
-    copy = TransformerClassifier(
+    copy = NeuralClassifier(
         classifier.model, classifier.tokenizer, classifier.classes_, precision="fp32",
         max_length=classifier.max_length,
     )  # fmt: skip
@@ -135,7 +135,7 @@ def int8_copy(classifier: TransformerClassifier) -> TransformerClassifier:
     return copy
 
 
-def useful_gflop(classifier: TransformerClassifier, texts: list[str]) -> float:
+def useful_gflop(classifier: NeuralClassifier, texts: list[str]) -> float:
     """FLOPs the texts need without padding: 2 x linear weights per token, plus attention."""
     model = classifier.model
     linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
@@ -151,7 +151,7 @@ def useful_gflop(classifier: TransformerClassifier, texts: list[str]) -> float:
 
 
 def warm_rows(loaded, texts: list[str], label: str, pipeline_n: int) -> list[Timing]:
-    ours = loaded.transformer
+    ours = loaded.neural
     classes = [str(c) for c in ours.classes_]
     classify = pipeline_for(loaded.path)
     pipeline_proba(classify, texts[:16], classes)  # warm-up, as for ours below
@@ -213,7 +213,7 @@ def main() -> int:
     long = long[: args.long]
     rows = warm_rows(loaded, short, "short", args.pipeline_n)
     rows += warm_rows(loaded, long, "long", args.pipeline_n)
-    quantised = int8_copy(loaded.transformer)
+    quantised = int8_copy(loaded.neural)
     quantised.predict_proba(long[:64])
     rows += [
         timed("short: predict_proba int8", lambda: quantised.predict_proba(short), len(short)),
@@ -221,8 +221,8 @@ def main() -> int:
     ]
     processes = None if args.no_processes else whole_processes(args, short)
     flops = {
-        "short": useful_gflop(loaded.transformer, short) / len(short),
-        "long": useful_gflop(loaded.transformer, long) / len(long),
+        "short": useful_gflop(loaded.neural, short) / len(short),
+        "long": useful_gflop(loaded.neural, long) / len(long),
     }
     load = guard.finish()
     if shows_figures(load):

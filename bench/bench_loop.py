@@ -41,7 +41,7 @@ from bench.machine import (
 )
 from core.access import OPERATOR
 from core.analysis.audit import AuditConfig, plant_label_flips, run_audit
-from core.analysis.audit_quick import quick_train_config, run_quick_audit
+from core.analysis.audit_embedding import embedding_train_config, run_embedding_audit
 from core.data.dataset import Dataset, split_dataset, split_inheriting
 from core.data.demo import DemoConfig, generate_demo_data
 from core.data.saved import DatasetSave
@@ -77,7 +77,7 @@ class Scored:
 
     result: TrainResult
     accuracy: float
-    transformer: float
+    neural: float
     bow: float
     seconds: float
 
@@ -118,9 +118,9 @@ def decide(result: TrainResult, texts: Sequence[str]) -> tuple[np.ndarray, np.nd
     """The routing decision's labels (n,) and confidences (n,) for `texts`."""
     texts = list(texts)
     probs = result.blend.combine(
-        result.transformer.predict_proba(texts), result.baseline.predict_proba(texts)
+        result.neural.predict_proba(texts), result.bow.predict_proba(texts)
     )
-    classes = np.asarray([str(c) for c in result.transformer.classes_])
+    classes = np.asarray([str(c) for c in result.neural.classes_])
     return classes[probs.argmax(axis=1)], probs.max(axis=1)
 
 
@@ -129,13 +129,13 @@ def train_scored(train: Dataset, val: Dataset, config: TrainConfig, test: Datase
     result = train_models(train, val, config)
     seconds = time.perf_counter() - started
     texts, truth = list(test.texts), np.asarray(test.labels)
-    classes = np.asarray([str(c) for c in result.transformer.classes_])
-    transformer = result.transformer.predict_proba(texts)
-    bow = result.baseline.predict_proba(texts)
-    decision = result.blend.combine(transformer, bow)
+    classes = np.asarray([str(c) for c in result.neural.classes_])
+    neural = result.neural.predict_proba(texts)
+    bow = result.bow.predict_proba(texts)
+    decision = result.blend.combine(neural, bow)
     accuracy = {
         name: float(np.mean(classes[probs.argmax(axis=1)] == truth))
-        for name, probs in (("decision", decision), ("transformer", transformer), ("bow", bow))
+        for name, probs in (("decision", decision), ("transformer", neural), ("bow", bow))
     }
     return Scored(result, accuracy["decision"], accuracy["transformer"], accuracy["bow"], seconds)
 
@@ -147,7 +147,7 @@ def audit_order(noisy: Dataset, args: argparse.Namespace) -> tuple[list[int], in
     config = AuditConfig(folds=args.folds, seed=0)
     started = time.perf_counter()
     if args.audit == "quick":
-        result = run_quick_audit(noisy, config, quick_train_config())
+        result = run_embedding_audit(noisy, config, embedding_train_config())
     else:
         result = run_audit(noisy, config)
     seconds = time.perf_counter() - started
@@ -286,7 +286,7 @@ def run_recipe(corpus: Corpus, recipe: str, args: argparse.Namespace, scratch: P
         share = recovered(noisy[0], got[0], clean.accuracy)
         print(f"| corrected | {budget} | {fixed:.0f} of {flips} | {got[0]:.3f} | {share} | "
               f"{got[1]:.3f} | {got[2]:.3f} |")  # fmt: skip
-    print(f"| clean labels | - | - | {clean.accuracy:.3f} | 100% | {clean.transformer:.3f} | "
+    print(f"| clean labels | - | - | {clean.accuracy:.3f} | 100% | {clean.neural:.3f} | "
           f"{clean.bow:.3f} |")  # fmt: skip
     per_seed = ", ".join(
         f"{r.noisy.accuracy:.3f}/"
@@ -310,7 +310,7 @@ def _mean(values) -> float:
 
 def _means(scores: Sequence[Scored]) -> tuple[float, float, float]:
     """Mean decision, transformer and bag-of-words accuracy."""
-    return (_mean(s.accuracy for s in scores), _mean(s.transformer for s in scores),
+    return (_mean(s.accuracy for s in scores), _mean(s.neural for s in scores),
             _mean(s.bow for s in scores))  # fmt: skip
 
 

@@ -6,8 +6,8 @@ complaint of the LSTM against the tiny transformer as the complaint grows.
     .venv/bin/python -m bench.bench_lstm --split-seeds 0 --json
     .venv/bin/python -m bench.bench_lstm --rows 300 --epochs 1 --lengths 16 64 --force  # smoke
 
-Every reader is trained by core.lab.order_readers.compare_order_readers on one split per seed
-that holds out whole twin groups (validation rows pick each reader's best epoch; the test rows
+Every model is trained by core.lab.order_models.compare_order_models on one split per seed
+that holds out whole twin groups (validation rows pick each model's best epoch; the test rows
 never choose anything), with each backbone's defaults (BACKBONE_DEFAULTS) unless --epochs caps
 them. Timing: forward pass only, batch of one, fp32, median of --repeats, on the training device
 and --threads torch threads. Results: BENCHMARKS.md.
@@ -35,12 +35,12 @@ from bench.machine import (
 )
 from core.data.demo import DemoConfig, write_demo_data
 from core.data.validation import load_dataset
-from core.lab.order_readers import (
-    LSTM_READER,
+from core.lab.order_models import (
+    LSTM_MODEL,
     TINY_ON,
-    OrderReaders,
-    OrderReadersConfig,
-    compare_order_readers,
+    OrderModels,
+    OrderModelsConfig,
+    compare_order_models,
 )
 
 MODULE = "bench.bench_lstm"
@@ -51,7 +51,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=DemoConfig.rows, help="demo data rows")
     parser.add_argument("--seed", type=int, default=DemoConfig.seed, help="demo data seed")
     parser.add_argument("--split-seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--epochs", type=int, help="cap every reader (default: its own)")
+    parser.add_argument("--epochs", type=int, help="cap every model (default: its own)")
     parser.add_argument("--lengths", type=int, nargs="+", default=[16, 32, 64, 128, 256])
     parser.add_argument("--repeats", type=int, default=20, help="timed passes per point")
     parser.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"))
@@ -61,26 +61,26 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def run(args: argparse.Namespace) -> list[tuple[int, OrderReaders]]:
-    """compare_order_readers on the demo data, once per split seed."""
+def run(args: argparse.Namespace) -> list[tuple[int, OrderModels]]:
+    """compare_order_models on the demo data, once per split seed."""
     with tempfile.TemporaryDirectory() as scratch:
         demo = DemoConfig(rows=args.rows, seed=args.seed)
         path = write_demo_data(Path(scratch) / "demo.csv", demo)
         data, _ = load_dataset(path)
     results = []
     for seed in args.split_seeds:
-        config = OrderReadersConfig(
+        config = OrderModelsConfig(
             seed=seed, epochs=args.epochs, lengths=tuple(args.lengths), repeats=args.repeats,
             device=args.device,
         )  # fmt: skip
-        print(f"split seed {seed}: training four readers", file=sys.stderr)
-        results.append((seed, compare_order_readers(data, config)))
+        print(f"split seed {seed}: training four models", file=sys.stderr)
+        results.append((seed, compare_order_models(data, config)))
     return results
 
 
-def to_json(seed: int, result: OrderReaders) -> dict:
+def to_json(seed: int, result: OrderModels) -> dict:
     timing = result.timing
-    ratio = timing.ratio(LSTM_READER, TINY_ON)
+    ratio = timing.ratio(LSTM_MODEL, TINY_ON)
     return {
         "split_seed": seed, "split": result.split, "test_rows": result.test_rows,
         "twin_groups_held_out": result.twin_groups_held_out,
@@ -90,20 +90,20 @@ def to_json(seed: int, result: OrderReaders) -> dict:
     }  # fmt: skip
 
 
-def report_text(seed: int, result: OrderReaders) -> None:
+def report_text(seed: int, result: OrderModels) -> None:
     print(f"\nsplit seed {seed}: {result.split}")
-    print(f"{'reader':34s} {'test acc':>8} {'twin acc':>8} {'twin rows':>9} {'max |dp|':>8} "
+    print(f"{'model':34s} {'test acc':>8} {'twin acc':>8} {'twin rows':>9} {'max |dp|':>8} "
           f"{'train s':>7}")  # fmt: skip
     for s in result.scores:
         print(f"{s.name:34s} {s.accuracy:8.3f} {s.twin_accuracy:8.3f} {s.twin_rows:9d} "
               f"{s.twin_spread:8.1e} {s.train_seconds:7.1f}")  # fmt: skip
-    wide = result.timing.table.pivot(index="tokens", columns="reader", values="ms_per_complaint")
-    ratio = result.timing.ratio(LSTM_READER, TINY_ON)
+    wide = result.timing.table.pivot(index="tokens", columns="model", values="ms_per_complaint")
+    ratio = result.timing.ratio(LSTM_MODEL, TINY_ON)
     print(f"time per complaint (ms, batch 1, fp32, {result.timing.device}, median of "
           f"{result.timing.repeats}):")  # fmt: skip
     print(f"{'tokens':>6} {'tiny transformer':>16} {'LSTM':>8} {'LSTM / transformer':>18}")
     for tokens, row in wide.iterrows():
-        print(f"{tokens:6d} {row[TINY_ON]:16.3f} {row[LSTM_READER]:8.3f} {ratio[tokens]:18.2f}")
+        print(f"{tokens:6d} {row[TINY_ON]:16.3f} {row[LSTM_MODEL]:8.3f} {ratio[tokens]:18.2f}")
 
 
 def main() -> int:
@@ -122,7 +122,7 @@ def main() -> int:
     return 0
 
 
-def report(args: argparse.Namespace, results: list[tuple[int, OrderReaders]], load) -> None:
+def report(args: argparse.Namespace, results: list[tuple[int, OrderModels]], load) -> None:
     if args.json:
         document = {
             "command": command_line(MODULE), "machine": machine(), "threads": args.threads,

@@ -73,13 +73,13 @@ def accuracy(probs: np.ndarray, classes: list[str], data: Dataset) -> float:
 def scored(result: TrainResult, test: Dataset) -> dict[str, float]:
     """Test accuracy of a run's transformer, its bag of words and its decision."""
     texts = list(test.texts)
-    classes = [str(c) for c in result.transformer.classes_]
-    transformer = result.transformer.predict_proba(texts)
-    bow = result.baseline.predict_proba(texts)
+    classes = [str(c) for c in result.neural.classes_]
+    neural = result.neural.predict_proba(texts)
+    bow = result.bow.predict_proba(texts)
     return {
-        "model": accuracy(transformer, classes, test),
+        "model": accuracy(neural, classes, test),
         "bow": accuracy(bow, classes, test),
-        "decision": accuracy(result.blend.combine(transformer, bow), classes, test),
+        "decision": accuracy(result.blend.combine(neural, bow), classes, test),
         "val_decision": round(result.decision_report.accuracy, 4),
         "seconds": round(result.train_seconds, 1),
     }

@@ -175,15 +175,15 @@ def twin_scores(test: Dataset, pred_probs: np.ndarray, classes: tuple[str, ...])
 
 def score(result: TrainResult, test: Dataset) -> dict:
     """Test figures of the trained transformer (all rows and held-out twins), and validation."""
-    model = result.transformer
+    model = result.neural
     pred_probs = model.predict_proba(list(test.texts))
     predicted = list(np.asarray(model.classes_)[pred_probs.argmax(axis=1)])
     report = evaluate_predictions(list(test.labels), predicted, labels=list(model.classes_))
-    val_twin = result.transformer_twin_report
+    val_twin = result.neural_twin_report
     return {
         "test_accuracy": round(report.accuracy, 4), "test_macro_f1": round(report.macro_f1, 4),
         **twin_scores(test, pred_probs, tuple(model.classes_)),
-        "val_macro_f1": round(result.transformer_report.macro_f1, 4),
+        "val_macro_f1": round(result.neural_report.macro_f1, 4),
         "val_twin_accuracy": round(val_twin.accuracy, 4) if val_twin else None,
         "best_epoch": result.best_epoch, "train_seconds": round(result.train_seconds, 1),
     }  # fmt: skip
@@ -191,8 +191,8 @@ def score(result: TrainResult, test: Dataset) -> dict:
 
 def bow_twin_accuracy(result: TrainResult, test: Dataset) -> dict:
     """The bag-of-words baseline (fitted by `train_models` on the same rows) on the test rows."""
-    pred_probs = result.baseline.predict_proba(list(test.texts))
-    return twin_scores(test, pred_probs, tuple(result.baseline.classes_))
+    pred_probs = result.bow.predict_proba(list(test.texts))
+    return twin_scores(test, pred_probs, tuple(result.bow.classes_))
 
 
 # ------------------------------------------------------------------------------ runs

@@ -43,7 +43,7 @@ from core.data.dataset import Dataset, split_dataset
 from core.data.demo import DemoConfig, write_demo_data
 from core.data.privacy import mask_texts
 from core.data.validation import load_dataset
-from core.models.baseline import BagOfWordsClassifier
+from core.models.bag_of_words import BagOfWordsClassifier
 from core.models.blend import calibrated_temperature, choose_blend, tempered
 from core.models.device import Runtime
 from core.models.flagging import (
@@ -252,12 +252,12 @@ def full_runs(splits: Splits, groups: list[list[str]], args: argparse.Namespace)
         train, val = subset(splits.train, ids["train"]), subset(splits.val, ids["val"])
         started = time.perf_counter()
         result = train_models(train, val, TrainConfig(recipe=FULL, seed=args.seed, **options))
-        transformer = result.transformer
-        layer = transformer.model.classifier
+        neural = result.neural
+        layer = neural.model.classifier
         weight = layer.weight.detach().float().numpy().astype(np.float64)
         bias = layer.bias.detach().float().numpy().astype(np.float64)
         parts = (("train", train), ("val", splits.val), ("test", splits.test))
-        feats = {name: transformer.predict_proba_and_features(list(part.texts))[1]
+        feats = {name: neural.predict_proba_and_features(list(part.texts))[1]
                  for name, part in parts}  # fmt: skip
         scored = Scored(feats["val"] @ weight.T + bias, feats["test"] @ weight.T + bias,
                         feats["train"], feats["val"], feats["test"])  # fmt: skip

@@ -7,7 +7,7 @@ with random weights, over short queries and whole demo complaints; bf16 autocast
 What runs is the code of `python -m core train` and `classify`: `fine_tune` (load_backbone:
 MeanPoolForSequenceClassification around a BertModel, eager attention; seeded dropout;
 `fit_classifier`: AdamW, length-grouped batches, dynamic padding, bf16 autocast on CUDA, the
-validation pass that ends each epoch) and `TransformerClassifier.predict_proba` with precision
+validation pass that ends each epoch) and `NeuralClassifier.predict_proba` with precision
 "auto", called as `classify` calls it (`predict_in_batches`) and once over all texts. Only the
 inputs are made here, because a bare GPU machine has neither the bundled weights nor a network:
 - the backbone: bench/minilm_config.json with random weights (speed does not depend on their
@@ -62,7 +62,7 @@ try:  # core's own requirements (scikit-learn, openpyxl, ...) may be missing on 
     from core.models.classifier import predict_in_batches
     from core.models.device import configure_cpu_threads
     from core.models.transformer.config import TrainConfig
-    from core.models.transformer.inference import DEFAULT_BATCH_SIZE, TransformerClassifier
+    from core.models.transformer.inference import DEFAULT_BATCH_SIZE, NeuralClassifier
     from core.models.transformer.training import fine_tune
     from core.text import cut_for_tokens
 except ModuleNotFoundError as exc:
@@ -208,10 +208,10 @@ def timed_epoch(train: Dataset, val: Dataset, config: TrainConfig):
     warm_train = train.subset(range(min(len(train), 64)))
     fine_tune(warm_train, val.subset(range(min(len(val), 32))), replace(config, max_steps=3))
     started, last = time.perf_counter(), [0.0]
-    transformer, outcome = fine_tune(
+    neural, outcome = fine_tune(
         train, val, config, on_progress=lambda _: last.__setitem__(0, time.perf_counter())
     )
-    return transformer, last[0] - started, outcome.steps
+    return neural, last[0] - started, outcome.steps
 
 
 def seconds_of(fn, *args, **kwargs) -> float:
@@ -235,22 +235,22 @@ def run_workload(kind: str, data, tokenizer, folder: Path, args, peak: float) ->
         backbone=str(folder), epochs=1, batch_size=args.batch_size,
         max_length=args.max_length, device=args.device, seed=0,
     )  # fmt: skip
-    transformer, epoch_s, steps = timed_epoch(train, val, config)
-    val_s = seconds_of(transformer.predict, list(val.texts))  # the epoch's validation pass
-    transformer.predict_proba(infer[:256])  # warm-up at inference batch shapes
-    classify_s = seconds_of(predict_in_batches, transformer, infer)
-    one_call_s = seconds_of(transformer.predict_proba, infer, batch_size=args.infer_batch_size)
-    return figures(kind, transformer, tokenizer, (train, val, infer), args, peak,
+    neural, epoch_s, steps = timed_epoch(train, val, config)
+    val_s = seconds_of(neural.predict, list(val.texts))  # the epoch's validation pass
+    neural.predict_proba(infer[:256])  # warm-up at inference batch shapes
+    classify_s = seconds_of(predict_in_batches, neural, infer)
+    one_call_s = seconds_of(neural.predict_proba, infer, batch_size=args.infer_batch_size)
+    return figures(kind, neural, tokenizer, (train, val, infer), args, peak,
                    {"epoch": epoch_s, "val": val_s, "classify": classify_s,
                     "one_call": one_call_s, "steps": steps})  # fmt: skip
 
 
-def figures(kind, transformer: TransformerClassifier, tokenizer, data, args, peak, t) -> dict:
+def figures(kind, neural: NeuralClassifier, tokenizer, data, args, peak, t) -> dict:
     """Rates, word-piece lengths and achieved GFLOP/s (and their share of `peak`) of a workload."""
     train, val, infer = data
     named = {"train": train.texts, "val": val.texts, "infer": infer}
     lengths = {name: token_lengths(tokenizer, x, args.max_length) for name, x in named.items()}
-    fwd = {name: forward_gflop(transformer.model, x) for name, x in lengths.items()}
+    fwd = {name: forward_gflop(neural.model, x) for name, x in lengths.items()}
     train_gflop = 3 * fwd["train"] + fwd["val"]  # backward ~ 2 forwards
     train_rate, infer_rate = train_gflop / t["epoch"], fwd["infer"] / t["classify"]
     return {
@@ -265,7 +265,7 @@ def figures(kind, transformer: TransformerClassifier, tokenizer, data, args, pea
             "gflop_per_s": round(train_rate, 1), "share_of_peak": round(train_rate / peak, 4),
         },
         "classify": {
-            "texts": len(infer), "precision": transformer.precision,
+            "texts": len(infer), "precision": neural.precision,
             "seconds": round(t["classify"], 3),
             "per_s": round(len(infer) / t["classify"], 1),
             "gflop_per_s": round(infer_rate, 1), "share_of_peak": round(infer_rate / peak, 4),

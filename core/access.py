@@ -3,7 +3,7 @@ before any action that changes shared state or takes the shared CPUs.
 
 Pages hide what a role may not use, but the check that counts is here, in core: a page that
 forgets to hide a button still cannot act beyond its user's role. The command line is the
-operator's own tool (trusted, see DESIGN.md "Security model") and acts as `OPERATOR`.
+operator's own tool (trusted, see ARCHITECTURE.md "Security model") and acts as `OPERATOR`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The one error type a user can fix (DESIGN.md, "Errors"). Everything else raised is a bug: the
-command line logs its traceback and exits 1, the app logs it under a reference and says so.
+"""The one error type a user can fix (ARCHITECTURE.md, "Errors"). Everything else raised is a
+bug: the command line logs its traceback and exits 1, the app logs it under a reference and says
+so.
 
 The bottom layer: it imports nothing from core, so every module may raise it."""
 

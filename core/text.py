@@ -1,7 +1,7 @@
 """The project's single definition of a word and of a bag of words.
 
 "The same bag of words" means the same multiset of lower-cased `\\w+` tokens, everywhere:
-the baseline, the demo twins, the probes and the data set scans all call these functions.
+the bag of words, the demo twins, the probes and the data set scans all call these functions.
 """
 
 # `regex` rather than `re`: its \w follows Unicode TR18 and includes combining marks, so a

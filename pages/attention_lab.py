@@ -45,7 +45,7 @@ from core.numeric import positional_encoding
 from ui.auth import current_actor
 from ui.figures import show_chart
 from ui.jobs import run_short
-from ui.lstm import render_trained_readers
+from ui.lstm import render_trained_order_models
 from ui.presenter import presenter_on, presenter_sections
 from ui.safe import md_escape
 
@@ -514,4 +514,4 @@ with position_tab:
 with cost_tab:
     render_cost()
 with lstm_tab:
-    render_trained_readers()  # the LSTM beside attention, trained (a job on the queue)
+    render_trained_order_models()  # the LSTM beside attention, trained (a job on the queue)

@@ -75,10 +75,10 @@ def render_single(model: LoadedModel, threshold: float) -> None:
         st.error(md_escape(exc))
         return
     row = routed.row
-    decision, transformer, bow = st.columns(3)
+    decision, neural, bow = st.columns(3)
     decision.metric("Decision", md_escape(row["predicted_label"]), f"{row['confidence']:.0%} sure",
                     delta_color="off")  # fmt: skip
-    transformer.metric(model.reader_name, md_escape(row["transformer_label"]),
+    neural.metric(model.neural_name, md_escape(row["transformer_label"]),
                        f"{row['transformer_confidence']:.0%} sure", delta_color="off")  # fmt: skip
     bow.metric("Bag of words", md_escape(row["bow_label"]), f"{row['bow_confidence']:.0%} sure",
                delta_color="off")  # fmt: skip

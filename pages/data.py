@@ -1,5 +1,5 @@
 """Data page: load a complaint spreadsheet, the demo data or a data set saved on the server,
-validate it, save it for the team, and train the baseline."""
+validate it, save it for the team, and train the bag of words."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from core.access import Actor, Permission
-from core.analysis.baseline_eval import BaselineEvaluation
+from core.analysis.bag_of_words_eval import BagOfWordsEvaluation
 from core.charts.results import (
     confusion_chart,
     label_counts_chart,
@@ -28,11 +28,11 @@ from core.data.saved import (
 )
 from core.errors import UserError
 from core.jobs import Job, JobStatus
-from core.models.baseline import BaselineConfig
+from core.models.bag_of_words import BagOfWordsConfig
 from core.review.library import retire_and_record, save_and_record
-from core.tasks.baseline import start_baseline
+from core.tasks.bag_of_words import start_bow
 from ui.auth import allowed, current_actor
-from ui.caches import BASELINES
+from ui.caches import BOW_EVALUATIONS
 from ui.datasets import (
     DEMO_KEY,
     DEMO_NAME,
@@ -49,12 +49,12 @@ from ui.state import (
     ActiveDataset,
     get_active_dataset,
     get_active_model,
-    get_baseline_job,
-    get_baseline_run,
+    get_bow_job,
+    get_bow_run,
     get_store,
     set_active_dataset,
-    set_baseline_job,
-    set_baseline_run,
+    set_bow_job,
+    set_bow_run,
 )
 from ui.training import render_first_model
 from ui.uploads import Upload, read_upload
@@ -68,41 +68,42 @@ SAVED_OUTCOME = "data.saved_outcome"  # SaveOutcome of the last save, load or re
 LISTED = 20  # saved data sets shown one per line; older ones are picked from a list
 
 
-def start_baseline_job(dataset: Dataset, config: BaselineConfig, val_fraction: float) -> None:
-    """The baseline evaluation, from the cache when one of the same data set and settings was
+def start_bow_job(dataset: Dataset, config: BagOfWordsConfig, val_fraction: float) -> None:
+    """The bag-of-words evaluation, from the cache when one of the same data set and settings was
     made on this server, otherwise queued (long work on the shared CPUs)."""
     key = (dataset.fingerprint, config, val_fraction)
-    found = BASELINES.get(key)
+    found = BOW_EVALUATIONS.get(key)
     if found is not None:
-        set_baseline_run(found)
+        set_bow_run(found)
         return
-    run = start_baseline(
+    run = start_bow(
         dataset, config, val_fraction=val_fraction, queue=get_job_queue(),
         requester=job_requester(),
     )  # fmt: skip
-    set_baseline_job(run)
+    set_bow_job(run)
 
 
-def describe_baseline(job: Job[BaselineEvaluation]) -> JobProgress | None:
-    return describe_job(job, lambda snapshot, eta: f"Training the bag-of-words baseline{eta}")
+def describe_bow(job: Job[BagOfWordsEvaluation]) -> JobProgress | None:
+    return describe_job(job, lambda snapshot, eta: f"Training the bag of words{eta}")
 
 
-def render_baseline_job(active: ActiveDataset) -> None:
-    """The queued baseline's progress; its result kept in the session (and the cache) once done."""
-    run = get_baseline_job()
+def render_bow_job(active: ActiveDataset) -> None:
+    """The queued bag of words' progress; its result kept in the session (and the cache) once
+    done."""
+    run = get_bow_job()
     if run is None or run.dataset_fingerprint != active.dataset.fingerprint:
         return
     snapshot = run.job.snapshot()
     if snapshot.status.active:
-        render_job_progress(run.job, describe=describe_baseline, key="data.baseline_cancel",
+        render_job_progress(run.job, describe=describe_bow, key="data.bow_cancel",
                             every=0.5)  # fmt: skip
         return
-    set_baseline_job(None)
+    set_bow_job(None)
     if snapshot.status is JobStatus.FAILED:
         st.error(md_escape(snapshot.error))
     elif snapshot.result is not None:
         key = (run.dataset_fingerprint, run.config, run.val_fraction)
-        set_baseline_run(BASELINES.put(key, snapshot.result))
+        set_bow_run(BOW_EVALUATIONS.put(key, snapshot.result))
 
 
 def render_source() -> Upload | None:
@@ -195,8 +196,8 @@ def render_downloads(active: ActiveDataset) -> None:
     st.caption("Cells that a spreadsheet would run as formulas are prefixed with ' for safety.")
 
 
-def render_baseline_form(active: ActiveDataset) -> None:
-    with st.form("data.baseline_form"):
+def render_bow_form(active: ActiveDataset) -> None:
+    with st.form("data.bow_form"):
         cols = st.columns(4)
         kind = cols[0].selectbox(
             "Model",
@@ -215,16 +216,16 @@ def render_baseline_form(active: ActiveDataset) -> None:
         )
         val_fraction = cols[2].slider("Validation share", 0.1, 0.5, 0.2, 0.05, key="data.val")
         seed = cols[3].number_input("Seed", 0, 2**31 - 1, 0, key="data.seed")
-        submitted = st.form_submit_button("Train the baseline", type="primary")
+        submitted = st.form_submit_button("Train the bag of words", type="primary")
     if submitted:
-        config = BaselineConfig(kind=kind, ngram_max=ngram_max, seed=int(seed))
+        config = BagOfWordsConfig(kind=kind, ngram_max=ngram_max, seed=int(seed))
         try:
-            start_baseline_job(active.dataset, config, float(val_fraction))
+            start_bow_job(active.dataset, config, float(val_fraction))
         except UserError as exc:
             st.error(md_escape(exc))
 
 
-def render_baseline_result(run: BaselineEvaluation) -> None:
+def render_bow_result(run: BagOfWordsEvaluation) -> None:
     cols = st.columns(4)
     cols[0].metric("Accuracy", f"{run.report.accuracy:.1%}")
     cols[1].metric("Macro F1", f"{run.report.macro_f1:.3f}")
@@ -398,7 +399,7 @@ def render_retire_form(actor: Actor, items: list[SavedDataset]) -> None:
 
 
 st.title("Data")
-st.write("Load labelled complaints, check them, and train the bag-of-words baseline.")
+st.write("Load labelled complaints, check them, and train the bag of words.")
 actor = current_actor()  # the frame's check again: a page reached without app.py stops here too
 try:
     source = render_source()
@@ -421,10 +422,10 @@ render_downloads(active)
 if get_active_model() is None:
     st.subheader("A transformer model")
     render_first_model(active, "data", stop=False)
-st.subheader("Bag-of-words baseline")
-if allowed(actor, Permission.RUN_JOBS, "Training the baseline on the shared CPUs"):
-    render_baseline_form(active)
-render_baseline_job(active)
-run = get_baseline_run()
+st.subheader("Bag of words")
+if allowed(actor, Permission.RUN_JOBS, "Training the bag of words on the shared CPUs"):
+    render_bow_form(active)
+render_bow_job(active)
+run = get_bow_run()
 if run is not None and run.dataset_fingerprint == active.dataset.fingerprint:
-    render_baseline_result(run)
+    render_bow_result(run)

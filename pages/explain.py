@@ -75,7 +75,7 @@ def explained(model: LoadedModel, text: str, target: str | None, max_steps: int)
     config = ExplainConfig(target=target, max_steps=max_steps)
     return run_short_cached(
         EXPLANATIONS, (model.key, text, config),
-        lambda cancel: explain_any(model.transformer, model.baseline, text, config, cancel=cancel),
+        lambda cancel: explain_any(model.neural, model.bow, text, config, cancel=cancel),
         title="Explain one complaint", kind="explain", spinner="Explaining…",
     )  # fmt: skip
 
@@ -108,7 +108,7 @@ def current_review(
         or (run.model_path, run.dataset_fingerprint, run.max_rows, run.include) != wanted
     ):
         run = start_review(
-            model.transformer, model.baseline, dataset, max_rows=size, include=include,
+            model.neural, model.bow, dataset, max_rows=size, include=include,
             model_path=model.key, dataset_fingerprint=dataset.fingerprint,
             queue=get_job_queue(), requester=job_requester(),
         )  # fmt: skip
@@ -172,14 +172,14 @@ def render_picked(model: LoadedModel, actor: Actor) -> str | None:
 
 
 def render_target(model: LoadedModel) -> str | None:
-    options = [PREDICTED] + [str(c) for c in model.transformer.classes_]
+    options = [PREDICTED] + [str(c) for c in model.neural.classes_]
     choice = st.selectbox("Explain the desk", options, key="explain.target")
     return None if choice == PREDICTED else choice
 
 
 def render_predictions(expl: Explanation, blend: Blend) -> None:
     decided, left, right = st.columns(3)
-    t, b = expl.transformer, expl.bow
+    t, b = expl.neural, expl.bow
     decision = blend.decide(t, b)
     decided.metric("Decision", md_escape(decision.label))
     left.metric("Transformer", md_escape(t.label))
@@ -219,7 +219,7 @@ def render_words(expl: Explanation, extra: WordRow | None = None) -> None:
         f"Transformer: Integrated Gradients on the word embeddings ({expl.tokens.n_steps} steps, "
         f"added where the path needed them until the delta was at most {CONVERGED:.0%} of the "
         f"gap; PAD baseline keeping [CLS]/[SEP]); convergence delta {expl.delta:+.4f}, {share} of "
-        f"the logit gap {expl.logit_gap:+.3f}. Bag of words: each word's share of the baseline's "
+        f"the logit gap {expl.logit_gap:+.3f}. Bag of words: each word's share of its "
         "centred logit. Both rows are in log-odds against the average desk, each row scaled to "
         "its own largest value. Grey dashed words were cut off by the transformer's length limit."
     )

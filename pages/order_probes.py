@@ -57,7 +57,7 @@ def probed(model: LoadedModel, text: str, config: ProbeConfig) -> ProbeResult:
     """Both models on `text` and its perturbations: on the short lane, kept in the probe cache."""
     return run_short_cached(
         PROBES, ("probe", model.key, text, config),
-        lambda cancel: run_probes(model.transformer, model.baseline, text, config, cancel=cancel),
+        lambda cancel: run_probes(model.neural, model.bow, text, config, cancel=cancel),
         title="Probe one complaint", kind="probe",
         spinner="Running both models on the perturbations…",
     )  # fmt: skip
@@ -66,7 +66,7 @@ def probed(model: LoadedModel, text: str, config: ProbeConfig) -> ProbeResult:
 def demonstrated(model: LoadedModel) -> ProbeResult:
     return run_short_cached(
         PROBES, ("demo", model.key),
-        lambda cancel: order_demo(model.transformer, model.baseline),
+        lambda cancel: order_demo(model.neural, model.bow),
         title="Word-order demonstration", kind="probe",
     )  # fmt: skip
 
@@ -76,7 +76,7 @@ def ablated(model: LoadedModel, text: str) -> OrderAblation:
     kept in the ablation cache, so a rerun of the page costs no model call."""
     return run_short_cached(
         ABLATIONS, (model.key, text),
-        lambda cancel: order_ablation_of(model.transformer, text),  # as the model predicts
+        lambda cancel: order_ablation_of(model.neural, text),  # as the model predicts
         title="Positional ablation", kind="probe",
     )  # fmt: skip
 
@@ -90,17 +90,17 @@ def twins_of(_dataset: Dataset, fingerprint: str) -> tuple:
 
 
 def render_bow_note(model: LoadedModel) -> None:
-    if bow_is_order_blind(model.baseline):
+    if bow_is_order_blind(model.bow):
         st.info(
             "Rows marked *same bag of words* contain exactly the same words as the complaint, "
-            "only in another order. The bag-of-words baseline sees only which words occur and how "
+            "only in another order. The bag of words sees only which words occur and how "
             "often, so on those rows it **cannot** change its answer, by construction. Any change "
             "there is the transformer reading word order."
         )
     else:
         st.info(
-            "This baseline also counts pairs of neighbouring words (bigrams), so reordering can "
-            "move it a little; a pure bag of words could not change on the *same bag of words* "
+            "This bag of words also counts pairs of neighbouring words (bigrams), so reordering "
+            "can move it a little; a pure bag of words could not change on the *same bag of words* "
             "rows."
         )
 
@@ -121,7 +121,7 @@ def render_probe_form() -> tuple[str, ProbeConfig]:
 
 
 def render_probe_result(result: ProbeResult) -> None:
-    t, b = result.transformer, result.bow
+    t, b = result.neural, result.bow
     left, right = st.columns(2)
     left.metric("Transformer on the original", md_escape(t.label))
     right.metric("Bag of words on the original", md_escape(b.label))
@@ -182,8 +182,8 @@ def render_demo(model: LoadedModel) -> None:
     except UserError as exc:  # e.g. the short lane timed out on a very busy server
         st.error(md_escape(exc))
         return
-    rows = [(result.text, result.transformer, result.bow)]
-    rows += [(o.perturbation.text, o.transformer, o.bow) for o in result.outcomes]
+    rows = [(result.text, result.neural, result.bow)]
+    rows += [(o.perturbation.text, o.neural, o.bow) for o in result.outcomes]
     frame = pd.DataFrame(
         [
             {"complaint": text, "a reader's desk": DEMO_DESKS.get(text, ""),
@@ -229,7 +229,7 @@ def render_scan_form(model: LoadedModel, dataset: Dataset) -> None:
         config = ScanConfig(max_rows=int(max_rows), perturb_rows=int(perturb_rows), seed=int(seed))
         try:
             run = start_scan(
-                model.transformer, model.baseline, dataset, config,
+                model.neural, model.bow, dataset, config,
                 model_path=model.key, dataset_fingerprint=dataset.fingerprint,
                 queue=get_job_queue(), requester=job_requester(),
             )  # fmt: skip
@@ -254,21 +254,21 @@ def describe_scan(job: Job[ScanResult]) -> JobProgress | None:
 def render_scan_result(result: ScanResult) -> None:
     if result.cancelled:
         st.warning("The scan was cancelled; these are the results so far.")
-    if result.transformer_accuracy is not None:
+    if result.neural_accuracy is not None:
         cols = st.columns(3)
         cols[0].metric("Rows classified", f"{len(result.scanned):,}")
-        cols[1].metric("Transformer accuracy", f"{result.transformer_accuracy:.1%}")
+        cols[1].metric("Transformer accuracy", f"{result.neural_accuracy:.1%}")
         cols[2].metric("Bag-of-words accuracy", f"{result.bow_accuracy:.1%}")
         st.caption(
             "On a sample (same-bag twins first). Rows the models were trained on flatter both."
         )
         only_t, only_b = st.tabs(
             [
-                f"Only the transformer is right ({len(result.transformer_only)})",
+                f"Only the transformer is right ({len(result.neural_only)})",
                 f"Only the bag of words is right ({len(result.bow_only)})",
             ]
         )
-        only_t.dataframe(shown_frame(one_right_table(result.transformer_only)), hide_index=True)
+        only_t.dataframe(shown_frame(one_right_table(result.neural_only)), hide_index=True)
         only_b.dataframe(shown_frame(one_right_table(result.bow_only)), hide_index=True)
     if result.kind_stats:
         st.markdown("**Flip rates over the perturbations**")

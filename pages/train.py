@@ -1,4 +1,4 @@
-"""Train page: fine-tune a transformer and its bag-of-words baseline; save, load, manage models."""
+"""Train page: fine-tune a transformer and its bag of words; save, load, manage models."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ui.train_form import render_training_section
 st.title("Train")
 st.write(
     "Build a transformer model on the active data set: a quick model in about a minute, or full "
-    "fine-tuning for the best accuracy and word order. A bag-of-words baseline is trained on "
+    "fine-tuning for the best accuracy and word order. A bag of words is trained on "
     "the same split so the two can be compared. Or load a saved model."
 )
 actor = current_actor()

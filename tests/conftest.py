@@ -252,7 +252,7 @@ def one_thread():
 
     Tiny models gain nothing from threads; on the shared, busy 2-core machine OpenMP threads
     waiting for each other made tiny fits ten times slower (the MiniLM test: 40 s, not 4 s).
-    numpy's and scipy's OpenBLAS get one thread too: the bag-of-words baseline's fit on the demo
+    numpy's and scipy's OpenBLAS get one thread too: the bag of words' fit on the demo
     data took 7 s with two BLAS threads on the busy machine, 0.3 s with one."""
     from threadpoolctl import threadpool_limits
 

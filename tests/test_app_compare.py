@@ -48,7 +48,7 @@ def lens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path) 
     monkeypatch.setenv("GRIEVANCE_LENS_MODELS_DIR", str(models))
     monkeypatch.setenv("GRIEVANCE_LENS_DATA_DIR", str(tmp_path / "data"))
     shutil.copytree(tiny_model_dir, models / "live")
-    challenger = with_blend(tiny_model_dir, models / "challenger", Blend(transformer_weight=0.0))
+    challenger = with_blend(tiny_model_dir, models / "challenger", Blend(neural_weight=0.0))
     card = json.loads((challenger / "card.json").read_text())
     card["created_at"] = "2999-01-01T00:00:00+00:00"  # the newest model: B by default
     (challenger / "card.json").write_text(json.dumps(card))

@@ -1,11 +1,12 @@
-"""AppTest for the Data page: upload through the file uploader, the demo button, the baseline."""
+"""AppTest for the Data page: upload through the file uploader, the demo button, the bag of
+words."""
 
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui.state import BASELINE_JOB
+from ui.state import BOW_JOB
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 CSV = (
@@ -69,15 +70,15 @@ def test_wrong_label_column_is_reported_not_crashed(app: AppTest):
     assert app.error or app.warning
 
 
-def test_demo_button_then_baseline(app: AppTest):
+def test_demo_button_then_bag_of_words(app: AppTest):
     app.button(key="data.demo").click().run()
     assert not app.exception
     assert int(_metric(app, "Rows kept").replace(",", "")) >= 2000
     assert _metric(app, "Desks") == "5"
-    app.button(key="FormSubmitter:data.baseline_form-Train the baseline").click().run()
+    app.button(key="FormSubmitter:data.bow_form-Train the bag of words").click().run()
     assert not app.exception
-    if BASELINE_JOB in app.session_state and app.session_state[BASELINE_JOB] is not None:
-        app.session_state[BASELINE_JOB].job.wait(60)  # the fit runs on the queue's CPU lane
+    if BOW_JOB in app.session_state and app.session_state[BOW_JOB] is not None:
+        app.session_state[BOW_JOB].job.wait(60)  # the fit runs on the queue's CPU lane
         app.run()  # (a fit of the same data and settings on this server comes from the cache)
     accuracy = float(_metric(app, "Accuracy").rstrip("%")) / 100
     twins = float(_metric(app, "Accuracy on word-order twins").rstrip("%")) / 100

@@ -169,21 +169,21 @@ def test_a_blended_model_says_who_decides_and_shows_the_decision(tiny_bert_cls_m
     blended = with_blend(tiny_bert_cls_model_dir, tmp_path / "blended", Blend(0.5))
     at = _open(blended)
     labels = {m.label: m.value for m in at.metric}
-    transformer, bow = predictions_of(*_models(blended), DEMO_TEXT)
-    assert labels["Decision"] == Blend(0.5).decide(transformer, bow).label
+    neural, bow = predictions_of(*_models(blended), DEMO_TEXT)
+    assert labels["Decision"] == Blend(0.5).decide(neural, bow).label
     assert any("a blend of 50% transformer and 50% bag of words" in c.value for c in at.caption)
     assert "decision" in at.dataframe[0].value.columns
 
 
 def _models(folder: Path):
     loaded = load_model(folder)
-    return loaded.transformer, loaded.baseline
+    return loaded.neural, loaded.bow
 
 
-def predictions_of(transformer, baseline, text: str):
+def predictions_of(neural, bow, text: str):
     """Both models' predictions of `text`, as the Explain page shows them."""
     from core.models.classifier import Prediction
 
-    classes = [str(c) for c in transformer.classes_]
-    return (Prediction.of(classes, transformer.predict_proba([text])[0]),
-            Prediction.of(classes, baseline.predict_proba([text])[0]))  # fmt: skip
+    classes = [str(c) for c in neural.classes_]
+    return (Prediction.of(classes, neural.predict_proba([text])[0]),
+            Prediction.of(classes, bow.predict_proba([text])[0]))  # fmt: skip

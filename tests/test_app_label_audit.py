@@ -1,5 +1,5 @@
 """AppTest for the Label audit page: audit the demo data, relabel a row, the decision is stored;
-the cached audit is reused; the transformer audit runs (and cancels) with a saved tiny model."""
+the cached audit is reused; the fine-tune audit runs (and cancels) with a saved tiny model."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def test_the_same_audit_again_is_served_from_the_cache():
     assert "3 folds" in app.subheader[0].value
 
 
-def test_the_transformer_audit_needs_an_active_model(app: AppTest):
+def test_the_fine_tune_audit_needs_an_active_model(app: AppTest):
     app.button(key="audit.use_demo").click().run()
     app.radio(key="audit.model").set_value("transformer")
     app.button(key=RUN).click().run()
@@ -153,7 +153,7 @@ def test_the_transformer_audit_needs_an_active_model(app: AppTest):
     assert AUDIT_JOB not in app.session_state
 
 
-def test_transformer_audit_with_a_saved_tiny_model(tiny_model_dir: Path):
+def test_fine_tune_audit_with_a_saved_tiny_model(tiny_model_dir: Path):
     at = open_page(
         PAGE, {ACTIVE_DATASET: toy_active(), ACTIVE_MODEL: str(tiny_model_dir), REVIEWER: "Ben"}
     ).run()
@@ -169,7 +169,7 @@ def test_transformer_audit_with_a_saved_tiny_model(tiny_model_dir: Path):
     assert at.subheader[0].value.startswith("Suspected issues (transformer, 2 folds")
 
 
-def test_the_quick_audit_embeds_with_minilm_beside_the_other_two():
+def test_the_embedding_audit_embeds_with_minilm_beside_the_other_two():
     """The bundled MiniLM's frozen embeddings of 90 toy rows and a head per fold: seconds."""
     at = open_page(PAGE, {ACTIVE_DATASET: toy_active()}).run()
     assert at.radio(key="audit.model").options == [
@@ -200,7 +200,7 @@ def slow_model(tiny_model_dir: Path, tmp_path: Path) -> Path:
     return folder
 
 
-def test_a_running_transformer_audit_shows_progress_and_can_be_cancelled(slow_model: Path):
+def test_a_running_fine_tune_audit_shows_progress_and_can_be_cancelled(slow_model: Path):
     at = open_page(PAGE, {ACTIVE_DATASET: toy_active(), ACTIVE_MODEL: str(slow_model)}).run()
     at.radio(key="audit.model").set_value("transformer")
     at.number_input(key="audit.folds").set_value(3)

@@ -53,7 +53,7 @@ def _lstm_answer(folder: Path, text: str):
     from core.analysis.lstm_explain import explain_lstm_classifier
     from core.models.registry import load_model
 
-    return explain_lstm_classifier(load_model(folder, device="cpu").transformer, text)
+    return explain_lstm_classifier(load_model(folder, device="cpu").neural, text)
 
 
 def test_classify_shows_the_saved_lstm_beside_the_bag_of_words(models: Path):
@@ -91,7 +91,7 @@ def test_explain_adds_the_lstm_row_to_the_word_grid(models: Path):
     from core.analysis.lstm_explain import explain_lstm_classifier
     from core.models.registry import load_model
 
-    lstm = load_model(models / "lstm-test", device="cpu").transformer
+    lstm = load_model(models / "lstm-test", device="cpu").neural
     expected = explain_lstm_classifier(lstm, TEXT, target=html.unescape(target))
     for word, score in zip(expected.words, expected.scores, strict=True):
         assert html.escape(f"{word} · {LSTM_ROW} {score:+.4f}", quote=True) in fragment
@@ -113,23 +113,23 @@ def test_explain_with_an_active_lstm_shows_no_attention_and_no_error(models: Pat
 
 
 def _readers():
-    from core.lab.order_readers import OrderReaders, ReaderScore, ReaderTiming
+    from core.lab.order_models import OrderModels, OrderModelScore, OrderModelTiming
 
     scores = (
-        ReaderScore("bag of words", 0.81, 0.5, 40, 0.2),
-        ReaderScore("tiny transformer, positions off", 0.82, 0.5, 40, 3.0),
-        ReaderScore("tiny transformer, positions on", 0.84, 0.775, 40, 3.1),
-        ReaderScore("LSTM", 0.83, 0.725, 40, 2.5),
+        OrderModelScore("bag of words", 0.81, 0.5, 40, 0.2),
+        OrderModelScore("tiny transformer, positions off", 0.82, 0.5, 40, 3.0),
+        OrderModelScore("tiny transformer, positions on", 0.84, 0.775, 40, 3.1),
+        OrderModelScore("LSTM", 0.83, 0.725, 40, 2.5),
     )
     timing = pd.DataFrame({
-        "reader": ["tiny transformer, positions on"] * 2 + ["LSTM"] * 2,
+        "model": ["tiny transformer, positions on"] * 2 + ["LSTM"] * 2,
         "tokens": [16, 32, 16, 32], "ms_per_complaint": [0.5, 0.6, 0.7, 1.3],
     })  # fmt: skip
-    return OrderReaders(scores, ReaderTiming(timing), "a seeded split", 160, 20)
+    return OrderModels(scores, OrderModelTiming(timing), "a seeded split", 160, 20)
 
 
 def test_attention_lab_trains_the_readers_as_a_job_and_shows_them(monkeypatch):
-    from core.lab import order_readers
+    from core.lab import order_models
 
     calls = []
 
@@ -137,7 +137,7 @@ def test_attention_lab_trains_the_readers_as_a_job_and_shows_them(monkeypatch):
         calls.append((len(dataset), config))
         return _readers()
 
-    monkeypatch.setattr(order_readers, "compare_order_readers", stub)
+    monkeypatch.setattr(order_models, "compare_order_models", stub)
     at = open_page(LAB).run()
     assert not at.exception
     at.button(key="attention.readers_start").click().run()
@@ -146,7 +146,7 @@ def test_attention_lab_trains_the_readers_as_a_job_and_shows_them(monkeypatch):
     assert not at.exception
     assert calls and calls[0][0] > 1000  # the demo data, made the active data set
     table = next(d.value for d in at.dataframe if "twin accuracy" in d.value.columns)
-    assert table["reader"].tolist()[-1] == "LSTM"
+    assert table["model"].tolist()[-1] == "LSTM"
     assert table["twin accuracy"].tolist() == [0.5, 0.5, 0.775, 0.725]
     assert any("n sequential steps" in c.value for c in at.caption)
     specs = [chart.proto.spec for chart in at.get("vega_lite_chart")]
@@ -169,4 +169,4 @@ def test_a_viewer_cannot_start_the_readers(tmp_path: Path, monkeypatch: pytest.M
     at.switch_page(LAB).run()
     assert not at.exception
     assert not [b for b in at.button if b.key == "attention.readers_start"]
-    assert any("Training the readers needs the reviewer role" in c.value for c in at.caption)
+    assert any("Training the models needs the reviewer role" in c.value for c in at.caption)

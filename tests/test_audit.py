@@ -30,7 +30,7 @@ from core.analysis.audit import (
 from core.analysis.label_conflicts import IDENTICAL, SAME_BAG, SAME_SEQUENCE, conflict_reasons
 from core.data.dataset import Dataset
 from core.data.demo import DemoConfig, generate_demo_data
-from core.models.baseline import BaselineConfig
+from core.models.bag_of_words import BagOfWordsConfig
 
 DEMO_ROWS, FLIP_SHARE, FLIP_SEED = 600, 0.05, 1
 
@@ -297,7 +297,7 @@ def test_cache_key_follows_data_and_settings():
     assert key == audit_cache_key(Dataset(texts=data.texts, labels=data.labels), AuditConfig())
     assert key != audit_cache_key(other, AuditConfig())
     assert key != audit_cache_key(data, AuditConfig(folds=3))
-    assert key != audit_cache_key(data, AuditConfig(baseline_config=BaselineConfig(C=1.0)))
+    assert key != audit_cache_key(data, AuditConfig(bow_config=BagOfWordsConfig(C=1.0)))
 
 
 @pytest.mark.parametrize(

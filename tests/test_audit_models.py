@@ -1,4 +1,4 @@
-"""Tests for core.analysis.audit_transformer (the per-fold transformer fit, one progress of a whole
+"""Tests for core.analysis.audit_fine_tune (the per-fold transformer fit, one progress of a whole
 audit) and core.tasks.audit (the audit as a task of the queue).
 
 Models are the tiny random BERT of tests/conftest.py (built from a config, never downloaded) and
@@ -13,17 +13,17 @@ import pytest
 
 from core.access import Permission
 from core.analysis.audit import MODEL, AuditConfig, plant_label_flips, run_audit
-from core.analysis.audit_transformer import (
+from core.analysis.audit_fine_tune import (
     EMBED_SHARE,
-    TRANSFORMER,
+    FINE_TUNE_AUDIT,
     _AuditMeter,
+    fine_tune_audit_config,
+    fine_tune_fit,
     train_config_from_card,
-    transformer_audit_config,
-    transformer_fit,
 )
 from core.jobs import JobStatus
 from core.models.transformer.config import TrainConfig
-from core.models.transformer.inference import TransformerClassifier
+from core.models.transformer.inference import NeuralClassifier
 from core.progress import Progress
 from core.tasks.audit import finished_audit, start_audit
 from tests.conftest import make_dataset, separable_rows
@@ -46,7 +46,7 @@ def noisy():
     return make_dataset(texts, list(noisy_labels)), set(flipped.tolist())
 
 
-def test_transformer_audit_finds_planted_flips(noisy):
+def test_fine_tune_audit_finds_planted_flips(noisy):
     """The from-scratch tiny backbone, 4 epochs per fold: measured 8 or 9 of the 9 flips found
     with no false flag; the test asks for recall >= 2/3 and precision >= 0.6."""
     data, planted = noisy
@@ -54,9 +54,9 @@ def test_transformer_audit_finds_planted_flips(noisy):
     train_config = TrainConfig(
         backbone="tiny", epochs=4, lr=1e-2, batch_size=6, max_length=32, patience=10, device="cpu"
     )
-    fit = transformer_fit(train_config, on_progress=steps.append)
-    result = run_audit(data, transformer_audit_config(AuditConfig(folds=3)), fit=fit)
-    assert (result.model, result.folds, result.cancelled) == (TRANSFORMER, 3, False)
+    fit = fine_tune_fit(train_config, on_progress=steps.append)
+    result = run_audit(data, fine_tune_audit_config(AuditConfig(folds=3)), fit=fit)
+    assert (result.model, result.folds, result.cancelled) == (FINE_TUNE_AUDIT, 3, False)
     flagged = {x.index for x in result.issues if MODEL in x.kinds}
     hits = len(flagged & planted)
     assert len(planted) == 9 and hits >= 6
@@ -66,10 +66,10 @@ def test_transformer_audit_finds_planted_flips(noisy):
 
 def test_each_fold_fine_tunes_a_fresh_model_on_its_training_rows_only(tiny_bert_dir, noisy):
     data, _ = noisy
-    fit = transformer_fit(quick_config(tiny_bert_dir, max_steps=2))
+    fit = fine_tune_fit(quick_config(tiny_bert_dir, max_steps=2))
     first, second = data.subset(range(0, 45)), data.subset(range(45, 90))
     model_a, model_b = fit(first), fit(second)
-    assert isinstance(model_a, TransformerClassifier) and model_a.model is not model_b.model
+    assert isinstance(model_a, NeuralClassifier) and model_a.model is not model_b.model
     assert model_a.classes_.tolist() == sorted(set(first.labels))
     assert model_a.predict_proba(["upi payment failed"]).shape == (1, len(model_a.classes_))
 
@@ -77,7 +77,7 @@ def test_each_fold_fine_tunes_a_fresh_model_on_its_training_rows_only(tiny_bert_
 def test_the_tiny_backbone_fits_per_fold_too(noisy):
     data, _ = noisy
     config = TrainConfig(backbone="tiny", lr=3e-3, batch_size=8, max_steps=3, device="cpu")
-    result = run_audit(data, AuditConfig(folds=2, model=TRANSFORMER), fit=transformer_fit(config))
+    result = run_audit(data, AuditConfig(folds=2, model=FINE_TUNE_AUDIT), fit=fine_tune_fit(config))
     assert result.pred_probs.shape == (90, 3) and not result.cancelled
 
 
@@ -85,8 +85,8 @@ def test_cancel_during_a_fold_stops_after_that_fit(tiny_bert_dir, noisy):
     data, _ = noisy
     cancel = threading.Event()
     stop_at_step_two = lambda p: cancel.set() if p.done == 2 else None  # noqa: E731
-    fit = transformer_fit(quick_config(tiny_bert_dir), on_progress=stop_at_step_two, cancel=cancel)
-    result = run_audit(data, AuditConfig(folds=3, model=TRANSFORMER), fit=fit, cancel=cancel)
+    fit = fine_tune_fit(quick_config(tiny_bert_dir), on_progress=stop_at_step_two, cancel=cancel)
+    result = run_audit(data, AuditConfig(folds=3, model=FINE_TUNE_AUDIT), fit=fit, cancel=cancel)
     assert result.cancelled and result.issues == () and result.pred_probs is None
 
 
@@ -100,25 +100,25 @@ def test_train_config_from_card_keeps_known_fields_only():
         train_config_from_card({"train_config": {"epochs": 0}})
 
 
-def test_transformer_fit_needs_a_train_config():
+def test_fine_tune_fit_needs_a_train_config():
     with pytest.raises(TypeError, match="TrainConfig"):
-        transformer_fit({"backbone": "tiny"})
+        fine_tune_fit({"backbone": "tiny"})
 
 
 # ------------------------------------------------------------------------------ the job
 
 
-def test_job_runs_the_transformer_audit_on_the_queue_with_step_progress(
+def test_job_runs_the_fine_tune_audit_on_the_queue_with_step_progress(
     tiny_bert_dir, noisy, job_queue, requester
 ):
     data, _ = noisy
-    config = transformer_audit_config(AuditConfig(folds=3))
+    config = fine_tune_audit_config(AuditConfig(folds=3))
     train_config = quick_config(tiny_bert_dir, max_steps=3)
     run = start_audit(data, config, train_config=train_config, key="k1", queue=job_queue,
                       requester=requester)  # fmt: skip
     snapshot = run.job.wait(300)
     assert snapshot.status is JobStatus.DONE and snapshot.error is None
-    assert snapshot.result.model == TRANSFORMER and snapshot.elapsed_s > 0
+    assert snapshot.result.model == FINE_TUNE_AUDIT and snapshot.elapsed_s > 0
     assert snapshot.latest == Progress(3, 3, "audit", "Fold 3 of 3")  # the whole audit, in folds
     assert (run.key, run.fingerprint) == ("k1", data.fingerprint)
 
@@ -132,7 +132,7 @@ def test_audit_progress_counts_steps_within_the_current_fold():
     assert seen[-1].fraction == pytest.approx((1 + 0.5) / 4)
 
 
-def test_a_quick_audit_counts_embedding_as_most_of_its_time():
+def test_an_embedding_audit_counts_embedding_as_most_of_its_time():
     seen: list[Progress] = []
     meter = _AuditMeter(4, quick=True, on_progress=seen.append)
     meter.on_embed(Progress(45, 90, "embed"))

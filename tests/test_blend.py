@@ -10,8 +10,8 @@ from core.models.blend import (
     BLEND,
     MIN_GAIN,
     MIN_GAIN_ROWS,
-    TRANSFORMER,
-    TRANSFORMER_ONLY,
+    NEURAL,
+    NEURAL_ONLY,
     Blend,
     calibrated_temperature,
     choose_blend,
@@ -35,18 +35,18 @@ def names(label_ids: list[int]) -> list[str]:
 
 def test_a_transformer_that_gets_every_row_right_decides_alone():
     truth = [0, 1, 2, 0, 1, 2]
-    transformer = one_hot_ish(truth, 0.9)
+    neural = one_hot_ish(truth, 0.9)
     bow = one_hot_ish([1, 1, 2, 2, 1, 2], 0.8)  # wrong on two rows
-    blend = choose_blend(transformer, bow, names(truth), CLASSES)
-    assert blend == TRANSFORMER_ONLY
-    assert blend.decided_by == TRANSFORMER
+    blend = choose_blend(neural, bow, names(truth), CLASSES)
+    assert blend == NEURAL_ONLY
+    assert blend.decided_by == NEURAL
     assert blend.describe() == "the transformer alone"
 
 
 def test_a_tie_goes_to_the_transformer():
     truth = [0, 1, 2]
     both = one_hot_ish(truth, 0.7)
-    assert choose_blend(both, both.copy(), names(truth), CLASSES) == TRANSFORMER_ONLY
+    assert choose_blend(both, both.copy(), names(truth), CLASSES) == NEURAL_ONLY
 
 
 def rescue(n_sure: int, n_rescued: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
@@ -54,62 +54,62 @@ def rescue(n_sure: int, n_rescued: int) -> tuple[np.ndarray, np.ndarray, list[in
     and a bag of words that is wrong but timid on the first and right and sure on the second."""
     truth = [i % 3 for i in range(n_sure + n_rescued)]
     wrong = [(t + 1) % 3 for t in truth]
-    transformer = np.vstack([one_hot_ish(truth[:n_sure], 0.95),
+    neural = np.vstack([one_hot_ish(truth[:n_sure], 0.95),
                              one_hot_ish(wrong[n_sure:], 0.40)])  # fmt: skip
     bow = np.vstack([one_hot_ish(wrong[:n_sure], 0.40), one_hot_ish(truth[n_sure:], 0.95)])
-    return transformer, bow, truth
+    return neural, bow, truth
 
 
 def test_the_bag_of_words_is_mixed_in_where_it_clearly_gets_more_rows_right():
-    transformer, bow, truth = rescue(20, 10)
-    blend = choose_blend(transformer, bow, names(truth), CLASSES)
+    neural, bow, truth = rescue(20, 10)
+    blend = choose_blend(neural, bow, names(truth), CLASSES)
     assert blend.decided_by == BLEND
-    assert 0 < blend.transformer_weight < 1
-    decision = blend.combine(transformer, bow)
+    assert 0 < blend.neural_weight < 1
+    decision = blend.combine(neural, bow)
     assert (decision.argmax(1) == truth).all()  # the 10 rescued rows, and no row broken
     np.testing.assert_allclose(decision.sum(axis=1), 1.0)
-    share = round(100 * blend.transformer_weight)
+    share = round(100 * blend.neural_weight)
     assert blend.describe() == f"a blend of {share}% transformer and {100 - share}% bag of words"
 
 
 def test_a_few_rows_more_are_not_worth_a_mix_and_leave_the_call_to_the_transformer():
-    transformer, bow, truth = rescue(400, 2)  # the best mix fixes 2 rows of 402, breaks none
-    assert Blend(0.5).combine(transformer, bow).argmax(1).tolist() == truth
-    assert choose_blend(transformer, bow, names(truth), CLASSES) == TRANSFORMER_ONLY
+    neural, bow, truth = rescue(400, 2)  # the best mix fixes 2 rows of 402, breaks none
+    assert Blend(0.5).combine(neural, bow).argmax(1).tolist() == truth
+    assert choose_blend(neural, bow, names(truth), CLASSES) == NEURAL_ONLY
 
 
 def test_one_row_in_a_hundred_and_three_rows_are_the_least_a_mix_must_gain():
     assert (MIN_GAIN, MIN_GAIN_ROWS) == (0.01, 3)
-    transformer, bow, truth = rescue(297, 3)  # the mix fixes 3 rows of 300: exactly both
-    assert choose_blend(transformer, bow, names(truth), CLASSES).decided_by == BLEND
-    transformer, bow, truth = rescue(301, 3)  # 3 rows of 304: short of one in a hundred
-    assert choose_blend(transformer, bow, names(truth), CLASSES) == TRANSFORMER_ONLY
-    transformer, bow, truth = rescue(19, 2)  # 2 rows of 21: 10%, but two rows are a coin's toss
-    assert choose_blend(transformer, bow, names(truth), CLASSES) == TRANSFORMER_ONLY
+    neural, bow, truth = rescue(297, 3)  # the mix fixes 3 rows of 300: exactly both
+    assert choose_blend(neural, bow, names(truth), CLASSES).decided_by == BLEND
+    neural, bow, truth = rescue(301, 3)  # 3 rows of 304: short of one in a hundred
+    assert choose_blend(neural, bow, names(truth), CLASSES) == NEURAL_ONLY
+    neural, bow, truth = rescue(19, 2)  # 2 rows of 21: 10%, but two rows are a coin's toss
+    assert choose_blend(neural, bow, names(truth), CLASSES) == NEURAL_ONLY
 
 
 def test_a_sure_but_always_wrong_transformer_is_calibrated_down_and_outvoted():
     truth = [0, 1, 2, 0, 1, 2]
-    transformer = one_hot_ish([1, 2, 0, 1, 2, 0], 0.99)
+    neural = one_hot_ish([1, 2, 0, 1, 2, 0], 0.99)
     bow = one_hot_ish(truth, 0.6)
-    blend = choose_blend(transformer, bow, names(truth), CLASSES)
-    assert blend.decided_by != TRANSFORMER
-    assert blend.transformer_temperature > 1 > blend.bow_temperature or blend == Blend(0.0)
-    assert blend.combine(transformer, bow).argmax(1).tolist() == truth
+    blend = choose_blend(neural, bow, names(truth), CLASSES)
+    assert blend.decided_by != NEURAL
+    assert blend.neural_temperature > 1 > blend.bow_temperature or blend == Blend(0.0)
+    assert blend.combine(neural, bow).argmax(1).tolist() == truth
 
 
 def test_the_bag_of_words_alone_returns_its_own_numbers():
     rng = np.random.default_rng(1)
-    transformer, bow = rng.dirichlet(np.ones(3), size=4), rng.dirichlet(np.ones(3), size=4)
+    neural, bow = rng.dirichlet(np.ones(3), size=4), rng.dirichlet(np.ones(3), size=4)
     assert Blend(0.0).decided_by == BAG_OF_WORDS
     assert Blend(0.0).describe() == "the bag of words alone"
-    np.testing.assert_array_equal(Blend(0.0).combine(transformer, bow), bow)
+    np.testing.assert_array_equal(Blend(0.0).combine(neural, bow), bow)
 
 
 def test_the_transformer_alone_returns_its_own_numbers_unchanged():
     rng = np.random.default_rng(0)
-    transformer, bow = rng.dirichlet(np.ones(3), size=5), rng.dirichlet(np.ones(3), size=5)
-    np.testing.assert_array_equal(TRANSFORMER_ONLY.combine(transformer, bow), transformer)
+    neural, bow = rng.dirichlet(np.ones(3), size=5), rng.dirichlet(np.ones(3), size=5)
+    np.testing.assert_array_equal(NEURAL_ONLY.combine(neural, bow), neural)
 
 
 def test_models_that_scored_different_rows_cannot_be_combined():
@@ -138,11 +138,11 @@ def test_an_overconfident_model_is_calibrated_by_a_temperature_above_one():
 
 
 def test_the_card_round_trip_and_older_cards():
-    blend = Blend(0.3, transformer_temperature=2.0, bow_temperature=0.5)
+    blend = Blend(0.3, neural_temperature=2.0, bow_temperature=0.5)
     saved = blend.to_json()
     assert saved["decided_by"] == BLEND
     assert Blend.from_card({"blend": saved}) == blend
-    assert Blend.from_card({}) == TRANSFORMER_ONLY  # cards saved before blends
+    assert Blend.from_card({}) == NEURAL_ONLY  # cards saved before blends
     with pytest.raises(ValueError, match="damaged"):
         Blend.from_card({"blend": "0.3"})
     with pytest.raises(ValueError, match="transformer_weight"):
@@ -150,10 +150,10 @@ def test_the_card_round_trip_and_older_cards():
 
 
 def test_the_decision_for_one_text_from_both_predictions():
-    transformer = Prediction.of(CLASSES, np.array([0.2, 0.3, 0.5]))
+    neural = Prediction.of(CLASSES, np.array([0.2, 0.3, 0.5]))
     bow = Prediction.of(CLASSES, np.array([0.9, 0.05, 0.05]))
-    assert TRANSFORMER_ONLY.decide(transformer, bow) == transformer
-    decision = Blend(0.5).decide(transformer, bow)
+    assert NEURAL_ONLY.decide(neural, bow) == neural
+    decision = Blend(0.5).decide(neural, bow)
     assert decision.label == "Card Fraud"
     assert decision.probabilities["Card Fraud"] == pytest.approx(0.55)
 

@@ -105,7 +105,7 @@ def tiny_explanation(tiny_model_dir):
     from core.models.registry import load_model
 
     model = load_model(str(tiny_model_dir))
-    return explain_text(model.transformer, model.baseline, DEMO_TEXT)
+    return explain_text(model.neural, model.bow, DEMO_TEXT)
 
 
 def test_word_strip_chart_has_every_word_on_both_rows(tiny_explanation):
@@ -113,13 +113,13 @@ def test_word_strip_chart_has_every_word_on_both_rows(tiny_explanation):
     chart = word_strip_chart(expl)
     frame = chart.layer[0].data
     assert len(frame) == 2 * len(expl.words)
-    transformer = frame[frame["model"] == "Transformer"]
-    assert transformer["word"].tolist() == [w.text for w in expl.words]
-    largest = int(np.argmax(np.abs(expl.transformer_scores)))
-    assert transformer["shade"].iloc[largest] == pytest.approx(
-        np.sign(expl.transformer_scores[largest])
+    neural = frame[frame["model"] == "Transformer"]
+    assert neural["word"].tolist() == [w.text for w in expl.words]
+    largest = int(np.argmax(np.abs(expl.neural_scores)))
+    assert neural["shade"].iloc[largest] == pytest.approx(
+        np.sign(expl.neural_scores[largest])
     )  # each row is scaled to its own largest |score|
-    assert (transformer["x"].iloc[1:].to_numpy() > transformer["x"].iloc[:-1].to_numpy()).all()
+    assert (neural["x"].iloc[1:].to_numpy() > neural["x"].iloc[:-1].to_numpy()).all()
     texts = svg_texts(chart_svg(chart))
     assert {w.text for w in expl.words} <= set(texts)
 
@@ -131,7 +131,7 @@ def test_explanation_chart_is_one_picture(tiny_explanation):
     image.verify()
     texts = svg_texts(chart_svg(chart))
     assert "Why the models routed this complaint" in texts
-    assert any(expl.transformer.label in t and expl.bow.label in t for t in texts)
+    assert any(expl.neural.label in t and expl.bow.label in t for t in texts)
     assert "Every head (first 15 tokens)" in texts
 
 

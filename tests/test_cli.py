@@ -1,4 +1,4 @@
-"""The command-line contract of DESIGN.md for `validate` and `demo-data`.
+"""The command-line contract of ARCHITECTURE.md for `validate` and `demo-data`.
 
 Commands run in-process through `core.cli.main`; one test per command runs `python -m core` as
 users run it.

@@ -1,5 +1,5 @@
-"""The `python -m core audit` contract of DESIGN.md: JSON keys, --folds checks, one-line errors,
-and the transformer audit of a saved (tiny) model.
+"""The `python -m core audit` contract of ARCHITECTURE.md: JSON keys, --folds checks, one-line
+errors, the fine-tune audit of a saved (tiny) model, and the run recorded in the review store.
 
 Commands run in-process through `core.cli.main`; the first test runs `python -m core audit` as
 users run it.

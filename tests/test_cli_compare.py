@@ -1,4 +1,4 @@
-"""`python -m core compare --model A --model B FILE [--json]` (DESIGN.md, "Command line"): two
+"""`python -m core compare --model A --model B FILE [--json]` (ARCHITECTURE.md, "Command line"): two
 saved models scored on the rows of FILE that neither trained on, in-process through core.cli.main
 on copies of the session's tiny model."""
 

@@ -1,4 +1,4 @@
-"""The command line's `--model live`, `--model NAME` and `python -m core promote` (DESIGN.md,
+"""The command line's `--model live`, `--model NAME` and `python -m core promote` (ARCHITECTURE.md,
 "Command line"), in-process through core.cli.main, on copies of the session's tiny model."""
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def test_classify_reads_the_lstm_folder_and_writes_its_probabilities(lstm_folder
     assert result.returncode == 0, result.stderr
     frame = pd.read_csv(written)
     texts = frame["complaint"].tolist()
-    expected = load_model(out, device="cpu").transformer.predict_proba(texts)
+    expected = load_model(out, device="cpu").neural.predict_proba(texts)
     classes = json.loads((out / "card.json").read_text(encoding="utf-8"))["labels"]
     probs = frame[[f"prob_{c}" for c in classes]].to_numpy()
     assert len(frame) == json.loads(result.stdout)["rows"] == len(texts)

@@ -1,4 +1,4 @@
-"""The command-line contract of DESIGN.md for `train`, `evaluate` and `classify`.
+"""The command-line contract of ARCHITECTURE.md for `train`, `evaluate` and `classify`.
 
 The backbone is the tiny random BERT of conftest (a local folder), trained for a few steps.
 Commands run in-process through `core.cli.main` (importing torch per subprocess costs seconds);

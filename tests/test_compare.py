@@ -60,8 +60,8 @@ class TableClassifier:
 def fake_model(name, answers, *, bow_answers=None, blend=Blend(), card=None, classes=DESKS):
     """A LoadedModel stand-in: what core.models.classify reads of one."""
     return SimpleNamespace(
-        transformer=TableClassifier(answers, classes),
-        baseline=TableClassifier(bow_answers or answers, classes),
+        neural=TableClassifier(answers, classes),
+        bow=TableClassifier(bow_answers or answers, classes),
         blend=blend,
         card={"labels": list(classes), **(card or {})},
         path=Path("models") / name,
@@ -189,7 +189,7 @@ def test_decisions_are_the_blends_as_classify_routes():
     right = answers_right_on(data, set(range(30)))
     wrong = answers_right_on(data, set())
     # B's transformer is always wrong, but its card says the bag of words decides (right)
-    b = fake_model("b", wrong, bow_answers=right, blend=Blend(transformer_weight=0.0))
+    b = fake_model("b", wrong, bow_answers=right, blend=Blend(neural_weight=0.0))
     result = compare_models(fake_model("a", right), b, data)
     assert result.b.accuracy == 1.0 and result.changed == ()
 
@@ -352,7 +352,7 @@ def two_models(tiny_model_dir: Path, root: Path) -> tuple[Path, Path]:
     """The tiny model and a copy whose bag of words decides, both in `root`."""
     a = root / "live"
     shutil.copytree(tiny_model_dir, a)
-    b = with_blend(tiny_model_dir, root / "challenger", Blend(transformer_weight=0.0))
+    b = with_blend(tiny_model_dir, root / "challenger", Blend(neural_weight=0.0))
     return a, b
 
 

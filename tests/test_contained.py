@@ -156,12 +156,12 @@ def test_children_reading_uploads_at_once_are_bounded(monkeypatch):
 
 
 def test_the_number_of_upload_readers_is_a_setting(monkeypatch):
-    from core.data.contained import UPLOAD_READERS_ENV, ReaderSlots, default_reader_count
+    from core.data.contained import UPLOAD_READERS_ENV, ReaderSlots, default_order_model_count
 
     assert ReaderSlots.from_env({UPLOAD_READERS_ENV: " 3 "}).count == 3
-    assert ReaderSlots.from_env({}).count == default_reader_count() >= 1
-    assert default_reader_count(cpus=16, memory_bytes=64 * 2**30) == 8
-    assert default_reader_count(cpus=2, memory_bytes=4 * 2**30) == 1
-    assert default_reader_count(cpus=4, memory_bytes=16 * 2**30) == 2
+    assert ReaderSlots.from_env({}).count == default_order_model_count() >= 1
+    assert default_order_model_count(cpus=16, memory_bytes=64 * 2**30) == 8
+    assert default_order_model_count(cpus=2, memory_bytes=4 * 2**30) == 1
+    assert default_order_model_count(cpus=4, memory_bytes=16 * 2**30) == 2
     with pytest.raises(UserError, match=r"^GRIEVANCE_LENS_UPLOAD_READERS must be a positive"):
         ReaderSlots.from_env({UPLOAD_READERS_ENV: "0"})

@@ -1,6 +1,7 @@
-"""Typed errors (DESIGN.md, "Errors"): only a `UserError` is the user's to fix (one line, exit 2
-on the command line); anything else is a bug (traceback logged, exit 1, a reference in the app).
-A command piped into `head` ends quietly, and the contained reader's stderr reaches the log."""
+"""Typed errors (ARCHITECTURE.md, "Errors"): only a `UserError` is the user's to fix (one line,
+exit 2 on the command line); anything else is a bug (traceback logged, exit 1, a reference in the
+app). A command piped into `head` ends quietly, and the contained reader's stderr reaches the
+log."""
 
 from __future__ import annotations
 

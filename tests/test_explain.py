@@ -37,13 +37,13 @@ from core.charts.explain import word_scores_chart
 from core.charts.explain_html import escaped_explanation_document, escaped_highlight_html
 from core.charts.word_strip import word_strip_chart
 from core.cli import main
-from core.models.baseline import BagOfWordsClassifier
+from core.models.bag_of_words import BagOfWordsClassifier
 from core.models.classifier import Prediction
 from core.models.registry import load_model
 from core.models.tiny.model import create_tiny_classifier
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
-from core.models.transformer.inference import TransformerClassifier
+from core.models.transformer.inference import NeuralClassifier
 from core.progress import Cancelled
 from core.text import word_spans
 from tests.conftest import separable_rows
@@ -58,29 +58,29 @@ def corpus():
 
 
 @pytest.fixture(scope="module")
-def baseline(corpus):
+def bow(corpus):
     return BagOfWordsClassifier().fit(*corpus)
 
 
-def _bert(tiny_bert_dir, corpus, pooling: str, max_length: int = 48) -> TransformerClassifier:
+def _bert(tiny_bert_dir, corpus, pooling: str, max_length: int = 48) -> NeuralClassifier:
     torch.manual_seed(0)
     classes = sorted(set(corpus[1]))
     config = TrainConfig(backbone=str(tiny_bert_dir), pooling=pooling, max_length=max_length)
     model, tokenizer = load_backbone(config, classes)
     # fp32 like explain's own forward pass; "auto" picks bf16 on a CPU with AMX or AVX512-BF16.
-    return TransformerClassifier(model, tokenizer, classes, max_length=max_length, precision="fp32")
+    return NeuralClassifier(model, tokenizer, classes, max_length=max_length, precision="fp32")
 
 
-def _tiny(corpus, pooling: str) -> TransformerClassifier:
+def _tiny(corpus, pooling: str) -> NeuralClassifier:
     classes = sorted(set(corpus[1]))
     model, tokenizer = create_tiny_classifier(
         corpus[0], classes, pooling=pooling, n_layers=2, dropout=0.0, seed=1
     )
-    return TransformerClassifier(model, tokenizer, classes, max_length=64, precision="fp32")
+    return NeuralClassifier(model, tokenizer, classes, max_length=64, precision="fp32")
 
 
 @pytest.fixture(scope="module", params=["bert-cls", "bert-mean", "tiny-cls", "tiny-mean"])
-def transformer(request, tiny_bert_dir, corpus):
+def neural(request, tiny_bert_dir, corpus):
     kind, pooling = request.param.split("-")
     return _bert(tiny_bert_dir, corpus, pooling) if kind == "bert" else _tiny(corpus, pooling)
 
@@ -98,11 +98,11 @@ def _config_shape(model) -> tuple[int, int]:
     return encoder.num_hidden_layers, encoder.num_attention_heads
 
 
-def test_attention_shapes_match_the_model_and_rows_sum_to_one(transformer, baseline):
-    expl = explain_text(transformer, baseline, TEXT, ExplainConfig(n_steps=8))
+def test_attention_shapes_match_the_model_and_rows_sum_to_one(neural, bow):
+    expl = explain_text(neural, bow, TEXT, ExplainConfig(n_steps=8))
     maps = expl.attention
-    layers, heads = _config_shape(transformer.model)
-    seq = len(encode_text(transformer, TEXT).tokens)
+    layers, heads = _config_shape(neural.model)
+    seq = len(encode_text(neural, TEXT).tokens)
     assert maps.weights.shape == (layers, heads, seq, seq)
     np.testing.assert_allclose(maps.weights.sum(axis=-1), 1.0, atol=1e-5)
     assert maps.cls_rows().shape == (layers, heads, seq)
@@ -116,16 +116,16 @@ def _centred(model, ids, mask, target: int) -> float:
     return float(logits[target] - logits.mean())
 
 
-def test_attributions_sum_to_the_logit_gap_within_the_reported_delta(transformer, baseline):
+def test_attributions_sum_to_the_logit_gap_within_the_reported_delta(neural, bow):
     target = "Card Fraud"
-    expl = explain_text(transformer, baseline, TEXT, ExplainConfig(target=target, n_steps=64))
-    encoded = encode_text(transformer, TEXT)
-    index = list(transformer.classes_).index(target)
-    pad = int(transformer.tokenizer.pad_token_id)
-    gap = _centred(transformer.model, encoded.input_ids, encoded.attention_mask, index) - _centred(
-        transformer.model, pad_baseline(encoded, pad), encoded.attention_mask, index
+    expl = explain_text(neural, bow, TEXT, ExplainConfig(target=target, n_steps=64))
+    encoded = encode_text(neural, TEXT)
+    index = list(neural.classes_).index(target)
+    pad = int(neural.tokenizer.pad_token_id)
+    gap = _centred(neural.model, encoded.input_ids, encoded.attention_mask, index) - _centred(
+        neural.model, pad_baseline(encoded, pad), encoded.attention_mask, index
     )
-    total = sum(expl.transformer_scores) + expl.unassigned
+    total = sum(expl.neural_scores) + expl.unassigned
     assert expl.logit_gap == pytest.approx(gap, abs=1e-4)  # the gap is measured, not assumed
     assert total - gap == pytest.approx(expl.delta, abs=1e-4)
     assert abs(total - gap) <= 0.05 * abs(gap) + 1e-3  # and 64 steps integrate it closely
@@ -133,9 +133,9 @@ def test_attributions_sum_to_the_logit_gap_within_the_reported_delta(transformer
     np.testing.assert_allclose(expl.tokens.scores[special], 0.0, atol=1e-6)  # [CLS]/[SEP] kept
 
 
-def test_fewer_steps_report_a_larger_delta_not_a_wrong_sum(bert_cls, baseline):
-    coarse = explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=2))
-    fine = explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=64))
+def test_fewer_steps_report_a_larger_delta_not_a_wrong_sum(bert_cls, bow):
+    coarse = explain_text(bert_cls, bow, TEXT, ExplainConfig(n_steps=2))
+    fine = explain_text(bert_cls, bow, TEXT, ExplainConfig(n_steps=64))
     assert coarse.logit_gap == pytest.approx(fine.logit_gap, abs=1e-5)
     for expl in (coarse, fine):
         total = float(np.sum(expl.tokens.scores))
@@ -143,14 +143,12 @@ def test_fewer_steps_report_a_larger_delta_not_a_wrong_sum(bert_cls, baseline):
     assert abs(fine.delta) <= abs(coarse.delta) + 1e-6
 
 
-def test_steps_are_added_until_the_delta_fits_and_never_past_the_limit(transformer, baseline):
-    one_pass = explain_text(
-        transformer, baseline, TEXT, ExplainConfig(n_steps=2, max_relative_delta=None)
-    )
+def test_steps_are_added_until_the_delta_fits_and_never_past_the_limit(neural, bow):
+    one_pass = explain_text(neural, bow, TEXT, ExplainConfig(n_steps=2, max_relative_delta=None))
     assert one_pass.tokens.n_steps == 2
     adaptive = explain_text(
-        transformer,
-        baseline,
+        neural,
+        bow,
         TEXT,
         ExplainConfig(n_steps=2, max_relative_delta=0.001, max_steps=256),
     )
@@ -160,7 +158,7 @@ def test_steps_are_added_until_the_delta_fits_and_never_past_the_limit(transform
     total = float(np.sum(adaptive.tokens.scores))
     assert total - adaptive.logit_gap == pytest.approx(adaptive.delta, abs=1e-6)
     capped = explain_text(
-        transformer, baseline, TEXT, ExplainConfig(n_steps=2, max_relative_delta=1e-9, max_steps=10)
+        neural, bow, TEXT, ExplainConfig(n_steps=2, max_relative_delta=1e-9, max_steps=10)
     )
     assert capped.tokens.n_steps <= 10
 
@@ -172,16 +170,16 @@ def test_adaptive_settings_are_checked():
         ExplainConfig(max_relative_delta=0.0)
 
 
-def test_words_follow_the_shared_word_grid_on_tricky_text(transformer, baseline):
-    expl = explain_text(transformer, baseline, TRICKY, ExplainConfig(n_steps=4))
+def test_words_follow_the_shared_word_grid_on_tricky_text(neural, bow):
+    expl = explain_text(neural, bow, TRICKY, ExplainConfig(n_steps=4))
     spans = word_spans(TRICKY)
     assert [w.text for w in expl.words] == [s.text for s in spans]
     assert "UPI" in [w.text for w in expl.words]  # original casing kept
-    assert len(expl.transformer_scores) == len(expl.bow_scores) == len(spans)
-    total = sum(expl.transformer_scores) + expl.unassigned
+    assert len(expl.neural_scores) == len(expl.bow_scores) == len(spans)
+    total = sum(expl.neural_scores) + expl.unassigned
     assert total == pytest.approx(float(expl.tokens.scores.sum()), abs=1e-9)
-    assert all(expl.transformer_seen)
-    bow = baseline.word_contributions(TRICKY, target=expl.target)
+    assert all(expl.neural_seen)
+    bow = bow.word_contributions(TRICKY, target=expl.target)
     assert expl.bow_scores == pytest.approx(bow.scores)
 
 
@@ -197,48 +195,46 @@ def test_merge_shares_a_token_across_the_words_it_spans():
     assert seen.all()
 
 
-def test_truncated_words_are_marked_unseen(tiny_bert_dir, corpus, baseline):
+def test_truncated_words_are_marked_unseen(tiny_bert_dir, corpus, bow):
     short = _bert(tiny_bert_dir, corpus, "cls", max_length=6)
-    expl = explain_text(short, baseline, TEXT, ExplainConfig(n_steps=4))
-    assert expl.transformer_seen[:4] == (True,) * 4
-    assert not any(expl.transformer_seen[4:])
-    assert all(s == 0.0 for s in expl.transformer_scores[4:])
+    expl = explain_text(short, bow, TEXT, ExplainConfig(n_steps=4))
+    assert expl.neural_seen[:4] == (True,) * 4
+    assert not any(expl.neural_seen[4:])
+    assert all(s == 0.0 for s in expl.neural_scores[4:])
     assert len(expl.bow_scores) == len(word_spans(TEXT))
 
 
-def test_target_defaults_to_the_prediction_and_can_be_chosen(bert_cls, baseline):
-    default = explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=4))
-    assert default.target == default.transformer.label
-    assert default.transformer.probabilities == pytest.approx(
+def test_target_defaults_to_the_prediction_and_can_be_chosen(bert_cls, bow):
+    default = explain_text(bert_cls, bow, TEXT, ExplainConfig(n_steps=4))
+    assert default.target == default.neural.label
+    assert default.neural.probabilities == pytest.approx(
         dict(zip(bert_cls.classes_, bert_cls.predict_proba([TEXT])[0], strict=True)), abs=1e-5
     )
     other = next(c for c in bert_cls.classes_ if c != default.target)
-    chosen = explain_text(bert_cls, baseline, TEXT, ExplainConfig(target=str(other), n_steps=4))
+    chosen = explain_text(bert_cls, bow, TEXT, ExplainConfig(target=str(other), n_steps=4))
     assert chosen.target == other
     assert chosen.bow_scores == pytest.approx(
-        baseline.word_contributions(TEXT, target=str(other)).scores
+        bow.word_contributions(TEXT, target=str(other)).scores
     )
     with pytest.raises(ValueError, match="unknown target desk"):
-        explain_text(bert_cls, baseline, TEXT, ExplainConfig(target="Nope"))
+        explain_text(bert_cls, bow, TEXT, ExplainConfig(target="Nope"))
 
 
-def test_bad_input_is_refused_with_a_clear_message(bert_cls, baseline):
+def test_bad_input_is_refused_with_a_clear_message(bert_cls, bow):
     with pytest.raises(ValueError, match="no words"):
-        explain_text(bert_cls, baseline, "!!! 😀", ExplainConfig(n_steps=4))
+        explain_text(bert_cls, bow, "!!! 😀", ExplainConfig(n_steps=4))
     with pytest.raises(ValueError, match="n_steps"):
         ExplainConfig(n_steps=1)
     with pytest.raises(ValueError, match="internal_batch_size"):
         ExplainConfig(internal_batch_size=0)
     other = BagOfWordsClassifier().fit(["a b", "c d"], ["X", "Y"])
-    with pytest.raises(ValueError, match="differ from the baseline"):
+    with pytest.raises(ValueError, match="differ from the bag of words"):
         explain_text(bert_cls, other, TEXT)
 
 
-def test_shared_model_keeps_no_hooks_and_internal_batches_agree(bert_cls, baseline):
-    whole = explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=8))
-    batched = explain_text(
-        bert_cls, baseline, TEXT, ExplainConfig(n_steps=8, internal_batch_size=3)
-    )
+def test_shared_model_keeps_no_hooks_and_internal_batches_agree(bert_cls, bow):
+    whole = explain_text(bert_cls, bow, TEXT, ExplainConfig(n_steps=8))
+    batched = explain_text(bert_cls, bow, TEXT, ExplainConfig(n_steps=8, internal_batch_size=3))
     np.testing.assert_allclose(batched.tokens.scores, whole.tokens.scores, atol=1e-5)
     layer = embedding_layer(bert_cls.model)
     assert not layer._forward_hooks and not layer._forward_pre_hooks
@@ -260,8 +256,8 @@ def test_rollout_follows_abnar_and_zuidema():
         attention_rollout(np.ones((2, 3, 3)))
 
 
-def test_to_json_has_the_contract_keys_and_is_valid_json(bert_cls, baseline):
-    expl = explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=4))
+def test_to_json_has_the_contract_keys_and_is_valid_json(bert_cls, bow):
+    expl = explain_text(bert_cls, bow, TEXT, ExplainConfig(n_steps=4))
     document = json.loads(json.dumps(expl.to_json(), allow_nan=False))
     assert {"words", "transformer_scores", "bow_scores", "transformer", "bow", "target"} <= set(
         document
@@ -277,8 +273,8 @@ def test_to_json_has_the_contract_keys_and_is_valid_json(bert_cls, baseline):
 HOSTILE = '<img src=x onerror=alert(1)> ![x](http://127.0.0.1:9/x.png) "quoted" UPI'
 
 
-def test_html_escapes_every_word_and_label(bert_cls, baseline):
-    expl = explain_text(bert_cls, baseline, HOSTILE, ExplainConfig(n_steps=4))
+def test_html_escapes_every_word_and_label(bert_cls, bow):
+    expl = explain_text(bert_cls, bow, HOSTILE, ExplainConfig(n_steps=4))
     fragment = escaped_highlight_html(expl)
     document = escaped_explanation_document(expl)
     for markup in (fragment, document):
@@ -289,8 +285,8 @@ def test_html_escapes_every_word_and_label(bert_cls, baseline):
     assert fragment.count('title="') == 2 * len(expl.words)
 
 
-def test_charts_build_and_carry_position_prefixed_labels(bert_cls, baseline):
-    expl = explain_text(bert_cls, baseline, "card card card upi", ExplainConfig(n_steps=4))
+def test_charts_build_and_carry_position_prefixed_labels(bert_cls, bow):
+    expl = explain_text(bert_cls, bow, "card card card upi", ExplainConfig(n_steps=4))
     maps = expl.attention
     zoom = attention_head_chart(maps, 1, 0)
     assert sorted(set(zoom.data["query"])) == maps.labels()
@@ -346,7 +342,7 @@ def _assert_rollout_shows(chart, maps: AttentionMaps) -> None:
 def _assert_word_bars_show(chart, expl: Explanation, labels: list[str]) -> None:
     """Both models' scores per word, words in text order under their position-prefixed labels."""
     data = chart.data
-    for model, scores in (("transformer", expl.transformer_scores),
+    for model, scores in (("transformer", expl.neural_scores),
                           ("bag of words", expl.bow_scores)):  # fmt: skip
         rows = data[data["model"] == model]
         assert list(rows["word"]) == labels
@@ -395,9 +391,9 @@ def _hand_explanation(maps: AttentionMaps) -> Explanation:
     text = "card fee upi"
     return Explanation(
         text=text, words=tuple(word_spans(text)),
-        transformer_scores=(0.5, -0.25, 0.0), bow_scores=(-1.0, 0.75, 0.125),
-        transformer_seen=(True, True, False),
-        transformer=Prediction("Card Fraud", {"Card Fraud": 0.7, "UPI Dispute": 0.3}),
+        neural_scores=(0.5, -0.25, 0.0), bow_scores=(-1.0, 0.75, 0.125),
+        neural_seen=(True, True, False),
+        neural=Prediction("Card Fraud", {"Card Fraud": 0.7, "UPI Dispute": 0.3}),
         bow=Prediction("UPI Dispute", {"Card Fraud": 0.4, "UPI Dispute": 0.6}),
         target="Card Fraud", unassigned=0.0, bow_intercept=0.0,
         tokens=TokenAttribution(maps.tokens, np.zeros(4), 0.25, 0.0, 2),
@@ -423,10 +419,10 @@ def test_charts_show_the_numbers_of_a_hand_built_explanation():
     ]  # fmt: skip
 
 
-def test_the_explanation_keeps_the_offsets_of_the_tokens_it_read(transformer, baseline):
+def test_the_explanation_keeps_the_offsets_of_the_tokens_it_read(neural, bow):
     """The presenter's story finds the order words among the attention's tokens by them."""
-    expl = explain_text(transformer, baseline, TRICKY, ExplainConfig(max_relative_delta=None))
-    assert expl.token_offsets == encode_text(transformer, expl.text).offsets
+    expl = explain_text(neural, bow, TRICKY, ExplainConfig(max_relative_delta=None))
+    assert expl.token_offsets == encode_text(neural, expl.text).offsets
     assert len(expl.token_offsets) == len(expl.attention.tokens) == len(expl.tokens.tokens)
 
 
@@ -474,10 +470,10 @@ def test_the_explain_command_states_the_config_defaults(capsys):
     assert f"(default {config.max_relative_delta}; 0: one pass)" in shown
 
 
-def test_a_cancelled_explanation_stops_between_integration_steps(bert_cls, baseline):
+def test_a_cancelled_explanation_stops_between_integration_steps(bert_cls, bow):
     """The Explain page's short-lane work gives its worker back when its caller gives up."""
     cancel = threading.Event()
     cancel.set()
     with pytest.raises(Cancelled):
-        explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=8), cancel=cancel)
-    assert explain_text(bert_cls, baseline, TEXT, ExplainConfig(n_steps=8)).target  # unset: runs
+        explain_text(bert_cls, bow, TEXT, ExplainConfig(n_steps=8), cancel=cancel)
+    assert explain_text(bert_cls, bow, TEXT, ExplainConfig(n_steps=8)).target  # unset: runs

@@ -252,9 +252,9 @@ def test_a_large_training_set_is_drawn_down_and_every_desk_keeps_a_row(
     from tests.conftest import make_dataset, separable_rows
 
     monkeypatch.setattr(training, "MAX_REFERENCE_ROWS", 2)  # of 12 rows over 3 desks
-    transformer = tiny_bert_result.transformer
+    neural = tiny_bert_result.neural
     data = make_dataset(*separable_rows(4))
-    val_probs, val_features = transformer.predict_proba_and_features(list(data.texts))
-    detector = training.fit_unknown_desk(transformer, data, val_features, val_probs, seed=0)
+    val_probs, val_features = neural.predict_proba_and_features(list(data.texts))
+    detector = training.fit_unknown_desk(neural, data, val_features, val_probs, seed=0)
     assert 2 <= len(detector.neighbours) <= 4  # the draw, plus a row of each desk it missed
     assert np.isfinite(detector.means).all() and detector.means.shape[0] == 3

@@ -13,7 +13,7 @@ import torch
 from core.models.classifier import predict_in_batches, predict_with_features_in_batches
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
-from core.models.transformer.inference import FUSED_ATTENTION, TransformerClassifier
+from core.models.transformer.inference import FUSED_ATTENTION, NeuralClassifier
 from tests.conftest import separable_rows
 
 TEXTS = [
@@ -26,16 +26,16 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module", params=["mean", "cls"])
-def classifier(request, tiny_bert_dir) -> TransformerClassifier:
+def classifier(request, tiny_bert_dir) -> NeuralClassifier:
     torch.manual_seed(0)
     config = TrainConfig(
         backbone=str(tiny_bert_dir), pooling=request.param, classifier_dropout=0.5, max_length=32
     )
     model, tokenizer = load_backbone(config, ["Card Fraud", "Loan Query", "UPI Dispute"])
-    return TransformerClassifier(model, tokenizer, model.config.id2label.values(), precision="fp32")
+    return NeuralClassifier(model, tokenizer, model.config.id2label.values(), precision="fp32")
 
 
-def _eager_proba(classifier: TransformerClassifier, texts: list[str]) -> np.ndarray:
+def _eager_proba(classifier: NeuralClassifier, texts: list[str]) -> np.ndarray:
     batch = classifier.tokenizer(texts, padding=True, return_tensors="pt")
     with torch.inference_mode():
         logits = classifier.model(**batch).logits
@@ -104,17 +104,17 @@ def test_chunks_are_cut_from_the_whole_input_sorted_by_length():
 def test_probabilities_and_embeddings_come_back_together_in_input_order(tiny_model_dir):
     from core.models.registry import load_model
 
-    transformer = load_model(tiny_model_dir, device="cpu", precision="fp32").transformer
+    neural = load_model(tiny_model_dir, device="cpu", precision="fp32").neural
     texts = ["card blocked after a fraud alert", "kyc", "loan emi deducted twice this month"]
-    probs, features = predict_with_features_in_batches(transformer, texts, chunk=2)
-    np.testing.assert_allclose(probs, transformer.predict_proba(texts), atol=1e-6)
-    assert features.shape == (3, transformer.model.classifier.in_features)
+    probs, features = predict_with_features_in_batches(neural, texts, chunk=2)
+    np.testing.assert_allclose(probs, neural.predict_proba(texts), atol=1e-6)
+    assert features.shape == (3, neural.model.classifier.in_features)
     # the embeddings are what the classification layer reads: it turns them into the logits
-    logits = torch.as_tensor(features) @ transformer.model.classifier.weight.T.float()
-    logits += transformer.model.classifier.bias.float()
+    logits = torch.as_tensor(features) @ neural.model.classifier.weight.T.float()
+    logits += neural.model.classifier.bias.float()
     np.testing.assert_allclose(torch.softmax(logits, -1).detach().numpy(), probs, atol=1e-6)
-    empty_probs, empty_features = predict_with_features_in_batches(transformer, [])
-    assert empty_probs.shape == (0, len(transformer.classes_)) and empty_features.size == 0
+    empty_probs, empty_features = predict_with_features_in_batches(neural, [])
+    assert empty_probs.shape == (0, len(neural.classes_)) and empty_features.size == 0
 
 
 def test_the_batched_loop_stops_at_a_cancel_between_chunks():

@@ -1,4 +1,4 @@
-"""The layers of core import one way only (DESIGN.md, "core layout"): what everything shares at
+"""The layers of core import one way only (ARCHITECTURE.md, "Layers"): what everything shares at
 the bottom, then data, models, analysis, the services that run and guard them, and only then
 the UI. A module may import its own layer and the layers below it, never one above."""
 
@@ -56,7 +56,7 @@ MODEL_LAYERS: tuple[tuple[str, ...], ...] = (
         "core.models.weights",
         "core.models.card",
         "core.models.scratch",
-        "core.models.baseline",
+        "core.models.bag_of_words",
         "core.models.blend",
         "core.models.flagging",
         "core.models.evaluation",

@@ -189,12 +189,12 @@ def test_a_saved_lstm_explains_with_its_runtime_answer(lstm_dir):
     from core.models.registry import load_model
 
     loaded = load_model(lstm_dir, device="cpu")
-    assert is_lstm_classifier(loaded.transformer)
-    result = explain_lstm_classifier(loaded.transformer, TEXT)
-    expected = loaded.transformer.predict_proba([TEXT])[0]
+    assert is_lstm_classifier(loaded.neural)
+    result = explain_lstm_classifier(loaded.neural, TEXT)
+    expected = loaded.neural.predict_proba([TEXT])[0]
     np.testing.assert_allclose(list(result.probabilities.values()), expected, atol=1e-6)
-    expl = explain_any(loaded.transformer, loaded.baseline, TEXT)
-    assert expl.transformer_scores == result.scores
+    expl = explain_any(loaded.neural, loaded.bow, TEXT)
+    assert expl.neural_scores == result.scores
     assert (expl.attention.n_layers, expl.attention.n_heads) == (0, 0)
     assert expl.attention.tokens == tuple(TEXT.split())
 
@@ -203,7 +203,7 @@ def test_an_lstm_explanation_keeps_the_offsets_of_the_tokens_it_read(lstm_dir):
     from core.models.registry import load_model
 
     loaded = load_model(lstm_dir, device="cpu")
-    expl = explain_any(loaded.transformer, loaded.baseline, TEXT)
+    expl = explain_any(loaded.neural, loaded.bow, TEXT)
     assert len(expl.token_offsets) == len(expl.attention.tokens)
     assert [expl.text[a:b] for a, b in expl.token_offsets] == list(expl.attention.tokens)
 
@@ -236,7 +236,7 @@ def test_the_word_grid_gets_a_third_escaped_row(lstm_dir):
 
     loaded = load_model(lstm_dir, device="cpu")
     hostile = "<b>upi</b> failed & refund"
-    expl = explain_any(loaded.transformer, loaded.baseline, hostile)
+    expl = explain_any(loaded.neural, loaded.bow, hostile)
     words = tuple(w.text for w in expl.words)
     row = WordRow("LSTM <i>beside</i>", words, tuple(range(len(words))), label="<script>")
     fragment = escaped_highlight_html(expl, extra=row, top_name="LSTM (gradient x input)")

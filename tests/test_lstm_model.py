@@ -240,11 +240,11 @@ def test_a_saved_lstm_loads_with_its_card_and_answers_alike(saved_lstm):
     card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
     assert (card["architecture"], card["backbone"]) == (ARCH_LSTM, "lstm")
     loaded = load_model(folder, device="cpu", precision="bf16")
-    assert isinstance(loaded.transformer.model, LstmForSequenceClassification)
-    assert loaded.transformer.precision == "fp32"  # its forward is fp32 whatever was asked
+    assert isinstance(loaded.neural.model, LstmForSequenceClassification)
+    assert loaded.neural.precision == "fp32"  # its forward is fp32 whatever was asked
     texts = [*TINY_TEXTS, "loan kyc upi card"]
     np.testing.assert_allclose(
-        loaded.transformer.predict_proba(texts), result.transformer.predict_proba(texts),
+        loaded.neural.predict_proba(texts), result.neural.predict_proba(texts),
         rtol=0, atol=1e-6,
     )  # fmt: skip
 

@@ -63,6 +63,6 @@ def test_explanations_keep_attention_weights_as_float32(tiny_model_dir):
     from core.models.registry import load_model
 
     loaded = load_model(tiny_model_dir)
-    expl = explain_text(loaded.transformer, loaded.baseline, "my card was charged twice")
+    expl = explain_text(loaded.neural, loaded.bow, "my card was charged twice")
     assert expl.attention.weights.dtype == np.float32
     assert approx_bytes(expl) < 2 * expl.attention.weights.nbytes + 100_000

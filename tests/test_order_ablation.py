@@ -152,14 +152,14 @@ def test_mean_pooled_head_takes_position_ids_too(bert):
 
 @pytest.mark.parametrize("truncation", ["head", "head_tail"])
 def test_a_long_complaint_is_cut_as_the_model_reads_it(bert, truncation):
-    from core.models.transformer.inference import TransformerClassifier
+    from core.models.transformer.inference import NeuralClassifier
 
     model, tokenizer = bert
     text = "paid by card " * 20 + "not by upi refund"  # 66 word pieces, cut to 16
     result = order_ablation(model, tokenizer, text, max_length=16, truncation=truncation)
     reads_end = result.tokens[-5:] == ("not", "by", "upi", "refund", "[SEP]")
     assert reads_end == (truncation == "head_tail") and len(result.tokens) == 16
-    classifier = TransformerClassifier(
+    classifier = NeuralClassifier(
         model, tokenizer, LABELS, max_length=16, device="cpu", precision="fp32",
         truncation=truncation,
     )  # fmt: skip

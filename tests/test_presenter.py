@@ -73,13 +73,13 @@ def _prediction(p_card: float) -> Prediction:
     return Prediction.of(DESKS, np.array([p_card, 1 - p_card]))
 
 
-def _outcome(kind: str, bag: bool, bow: float, transformer: float) -> ProbeOutcome:
-    t, b = _prediction(transformer), _prediction(bow)
+def _outcome(kind: str, bag: bool, bow: float, neural: float) -> ProbeOutcome:
+    t, b = _prediction(neural), _prediction(bow)
     return ProbeOutcome(
         perturbation=Perturbation(kind, f"{kind} text", bag, ""),
-        transformer=t, bow=b, transformer_shift=0.0, bow_shift=0.0,
-        transformer_jsd=abs(transformer - 0.8), bow_jsd=0.0,
-        transformer_flipped=t.label != "Card Fraud", bow_flipped=b.label != "Card Fraud",
+        neural=t, bow=b, neural_shift=0.0, bow_shift=0.0,
+        neural_jsd=abs(neural - 0.8), bow_jsd=0.0,
+        neural_flipped=t.label != "Card Fraud", bow_flipped=b.label != "Card Fraud",
     )  # fmt: skip
 
 
@@ -92,16 +92,16 @@ def test_the_blind_spot_is_an_order_rewrite_the_bag_of_words_cannot_see():
     probe = ProbeResult("text", _prediction(0.8), _prediction(0.6),
                         (moved_bow, typo, swap, still, shuffle))  # fmt: skip
     assert pick_blind_spot(probe) is shuffle  # a flip first
-    no_flip = ProbeResult("text", probe.transformer, probe.bow, (moved_bow, typo, swap, still))
+    no_flip = ProbeResult("text", probe.neural, probe.bow, (moved_bow, typo, swap, still))
     assert pick_blind_spot(no_flip) is swap
-    assert pick_blind_spot(ProbeResult("t", probe.transformer, probe.bow, (still,))) is None
+    assert pick_blind_spot(ProbeResult("t", probe.neural, probe.bow, (still,))) is None
 
 
 @pytest.fixture(scope="module")
 def tiny_story_parts(tiny_model_dir):
     model = load_model(str(tiny_model_dir))
-    expl = explain_text(model.transformer, model.baseline, DEMO_TEXT)
-    probe = run_probes(model.transformer, model.baseline, DEMO_TEXT)
+    expl = explain_text(model.neural, model.bow, DEMO_TEXT)
+    probe = run_probes(model.neural, model.bow, DEMO_TEXT)
     return model, expl, probe
 
 
@@ -124,7 +124,7 @@ def test_story_of_the_demo_complaint_follows_card_and_upi(tiny_story_parts):
 
 def test_a_story_without_a_blind_spot_says_why(tiny_story_parts):
     _, expl, probe = tiny_story_parts
-    bare = ProbeResult(probe.text, probe.transformer, probe.bow, ())
+    bare = ProbeResult(probe.text, probe.neural, probe.bow, ())
     story = build_story(expl, bare)
     assert story.blind_spot is None and story.heads == () and "No reordering" in story.note
 

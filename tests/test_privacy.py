@@ -163,10 +163,10 @@ def test_a_model_trained_on_demo_data_saves_no_number_e_mail_or_upi_id(demo_mode
 
 def test_without_masking_the_same_scan_finds_the_numbers(tmp_path, monkeypatch):
     """The scan above can fail: with masking switched off, it finds what masking removes."""
-    import core.models.baseline
+    import core.models.bag_of_words
     import core.models.transformer.training
 
-    monkeypatch.setattr(core.models.baseline, "mask_personal_data", lambda text: text)
+    monkeypatch.setattr(core.models.bag_of_words, "mask_personal_data", lambda text: text)
     monkeypatch.setattr(core.models.transformer.training, "mask_dataset", lambda data: data)
     found = leaks_in_folder(train_and_save_on_demo_data(tmp_path / "raw-model"))
     assert {"4111111111110000", "zqxpriya", "zqxrahul"} <= set(found["vocab.json"])
@@ -186,11 +186,11 @@ def test_both_models_mask_at_prediction_time_as_in_training(demo_model_dir):
     # A reference number never seen in training reads as the "[REF_NO]" the models learned,
     # not as an unknown word.
     new, learned, unknown = "UTR 498765432109 failed", "UTR [REF_NO] failed", "UTR zzqq failed"
-    for classifier in (model.transformer, model.baseline):
+    for classifier in (model.neural, model.bow):
         probs = classifier.predict_proba([new, learned, unknown])
         np.testing.assert_array_equal(probs[0], probs[1])
         assert not np.array_equal(probs[0], probs[2])
-    contributions = model.baseline.word_contributions("card 4111111111119999 stolen")
+    contributions = model.bow.word_contributions("card 4111111111119999 stolen")
     assert [w.text for w in contributions.words] == ["card", "CARD_NO", "stolen"]
     for name in ("baseline.json", "card.json"):
         meta = json.loads((demo_model_dir / name).read_text(encoding="utf-8"))

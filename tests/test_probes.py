@@ -47,7 +47,7 @@ from core.charts.probe_tables import (
 from core.charts.probes import capped_chart, flip_rate_chart, probe_shift_chart
 from core.cli import main
 from core.jobs import JobStatus
-from core.models.baseline import BagOfWordsClassifier, BaselineConfig
+from core.models.bag_of_words import BagOfWordsClassifier, BagOfWordsConfig
 from core.progress import Progress
 from core.tasks.probes import start_review, start_scan
 from core.text import bag_key
@@ -192,11 +192,11 @@ class FirstMethodModel:
 
 def test_run_probes_compares_both_models_on_every_perturbation():
     result = run_probes(FirstMethodModel(), BagModel(), DEMO_TEXT)
-    assert result.transformer.label == "Card Fraud"
+    assert result.neural.label == "Card Fraud"
     swap = next(o for o in result.outcomes if o.perturbation.kind == ARGUMENT_SWAP)
-    assert swap.transformer.label == "UPI Dispute" and swap.transformer_flipped
-    assert swap.transformer_shift == pytest.approx(0.2 - 0.9)
-    assert swap.transformer_jsd > 0.2
+    assert swap.neural.label == "UPI Dispute" and swap.neural_flipped
+    assert swap.neural_shift == pytest.approx(0.2 - 0.9)
+    assert swap.neural_jsd > 0.2
     for outcome in result.outcomes:
         if outcome.perturbation.bag_unchanged:  # the bag model cannot move, by construction
             assert outcome.bow_shift == 0.0 and not outcome.bow_flipped and outcome.bow_jsd == 0.0
@@ -221,8 +221,8 @@ def test_order_demo_swaps_card_and_upi():
     assert [o.perturbation.text for o in result.outcomes] == [
         t for t in DEMO_DESKS if t != DEMO_TEXT
     ]
-    assert result.transformer.label == DEMO_DESKS[DEMO_TEXT]
-    assert result.outcomes[0].transformer.label == DEMO_DESKS[result.outcomes[0].perturbation.text]
+    assert result.neural.label == DEMO_DESKS[DEMO_TEXT]
+    assert result.outcomes[0].neural.label == DEMO_DESKS[result.outcomes[0].perturbation.text]
     assert not result.outcomes[0].bow_flipped
 
 
@@ -230,7 +230,7 @@ def test_models_with_different_desks_are_refused():
     class Other(BagModel):
         classes_ = np.array(["A", "B"])
 
-    with pytest.raises(ValueError, match="differ from the baseline"):
+    with pytest.raises(ValueError, match="differ from the bag of words"):
         run_probes(FirstMethodModel(), Other(), DEMO_TEXT)
 
 
@@ -244,8 +244,8 @@ def test_js_divergence_is_bounded_and_symmetric():
 
 
 def test_bow_order_blindness_follows_the_ngram_setting():
-    assert bow_is_order_blind(BagOfWordsClassifier(BaselineConfig(ngram_max=1)))
-    assert not bow_is_order_blind(BagOfWordsClassifier(BaselineConfig(ngram_max=2)))
+    assert bow_is_order_blind(BagOfWordsClassifier(BagOfWordsConfig(ngram_max=1)))
+    assert not bow_is_order_blind(BagOfWordsClassifier(BagOfWordsConfig(ngram_max=2)))
     assert not bow_is_order_blind(BagModel())
 
 
@@ -287,17 +287,17 @@ def test_scan_finds_twins_one_model_right_rows_and_flip_rates():
     assert not result.cancelled and result.n_rows == 8 and len(result.scanned) == 8
     assert [g.positions for g in result.twin_groups] == [(0, 1, 2), (6, 7)]
     assert result.capped_rows == 2
-    assert 1 in [r.position for r in result.transformer_only]  # "by upi, not by card"
-    confidences = [r.confidence for r in result.transformer_only]
+    assert 1 in [r.position for r in result.neural_only]  # "by upi, not by card"
+    confidences = [r.confidence for r in result.neural_only]
     assert confidences == sorted(confidences, reverse=True)
     assert all(r.right == "bag of words" for r in result.bow_only)
     stats = {s.kind: s for s in result.kind_stats}
-    assert stats[ARGUMENT_SWAP].transformer_flip_rate == 1.0
+    assert stats[ARGUMENT_SWAP].neural_flip_rate == 1.0
     assert stats[ARGUMENT_SWAP].bow_flip_rate == 0.0 and stats[SHUFFLE].bow_mean_jsd == 0.0
     assert seen[-1].done == seen[-1].total and [p.done for p in seen] == sorted(
         p.done for p in seen
     )
-    for frame in (one_right_table(result.transformer_only), kind_stats_table(result.kind_stats)):
+    for frame in (one_right_table(result.neural_only), kind_stats_table(result.kind_stats)):
         assert isinstance(frame, pd.DataFrame) and len(frame)
     assert flip_rate_chart(result.kind_stats).to_dict()
 
@@ -317,7 +317,7 @@ def test_cancelled_scan_returns_what_it_has():
     cancel = threading.Event()
     cancel.set()
     result = scan_dataset(FirstMethodModel(), BagModel(), _planted(), cancel=cancel)
-    assert result.cancelled and result.transformer_accuracy is None
+    assert result.cancelled and result.neural_accuracy is None
     assert len(result.twin_groups) == 2  # found before any model ran
 
 
@@ -376,7 +376,7 @@ def test_cli_probe_prints_the_contract_json_and_one_line_errors(tiny_model_dir, 
     assert {ARGUMENT_SWAP, SHUFFLE, TYPO} <= kinds
     for p in document["perturbations"]:
         assert p["bag_unchanged"] == (bag_key(p["text"]) == bag_key(DEMO_TEXT))
-        if p["bag_unchanged"]:  # the unigram baseline cannot move
+        if p["bag_unchanged"]:  # the unigram bag of words cannot move
             assert p["bow"] == document["original"]["bow"]
     assert main(["probe", "--model", str(tiny_model_dir), DEMO_TEXT]) == 0
     assert "same bag" in capsys.readouterr().out

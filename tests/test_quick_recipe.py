@@ -43,30 +43,30 @@ def test_the_head_is_the_fitted_regression_and_the_encoder_is_untouched(
     tiny_bert_dir, split, quick_result
 ):
     result, _ = quick_result
-    model = result.transformer.model
+    model = result.neural.model
     from core.models.transformer.backbone import load_backbone
 
-    fresh, _ = load_backbone(quick(tiny_bert_dir), result.transformer.classes_)
+    fresh, _ = load_backbone(quick(tiny_bert_dir), result.neural.classes_)
     for (name, before), after in zip(
         fresh.encoder.state_dict().items(), model.encoder.state_dict().values(), strict=True
     ):
         assert torch.equal(before, after), name  # the encoder stayed frozen
     texts = list(split[1].texts)
     features = embed_texts(
-        model, result.transformer.tokenizer, mask_texts(texts), max_length=32,
+        model, result.neural.tokenizer, mask_texts(texts), max_length=32,
         runtime=Runtime.resolve("cpu", "fp32"),
     )  # fmt: skip
     logits = features @ model.classifier.weight.detach().numpy().T
     logits += model.classifier.bias.detach().numpy()
     expected = np.exp(logits - logits.max(1, keepdims=True))
     expected /= expected.sum(1, keepdims=True)
-    classifier = result.transformer
+    classifier = result.neural
     np.testing.assert_allclose(
         _fp32(classifier).predict_proba(texts), expected, rtol=1e-4, atol=1e-5
     )
     assert result.head_strength in (0.3, 1.0, 3.0, 10.0, 30.0)
     assert len(result.history) == 1 and result.best_epoch == 1
-    assert result.history[0].val_accuracy == result.transformer_report.accuracy
+    assert result.history[0].val_accuracy == result.neural_report.accuracy
 
 
 def test_progress_counts_embedded_rows_then_reports_the_head(split, quick_result):
@@ -84,8 +84,8 @@ def test_a_saved_quick_model_loads_and_predicts_the_same(quick_result, split, tm
     loaded = load_model(folder)
     texts = list(split[1].texts)
     np.testing.assert_allclose(
-        _fp32(loaded.transformer).predict_proba(texts),
-        _fp32(result.transformer).predict_proba(texts), atol=1e-6,
+        _fp32(loaded.neural).predict_proba(texts),
+        _fp32(result.neural).predict_proba(texts), atol=1e-6,
     )  # fmt: skip
     assert loaded.card["recipe"] == "quick" and loaded.card["head_strength"] > 0
     assert [s.recipe for s in list_models(tmp_path)] == ["quick"]
@@ -95,7 +95,7 @@ def test_a_cancelled_quick_run_returns_no_model(tiny_bert_dir, split):
     cancel = threading.Event()
     cancel.set()
     result = train_models(*split, quick(tiny_bert_dir), cancel=cancel)
-    assert result.cancelled and result.transformer is None
+    assert result.cancelled and result.neural is None
 
 
 def test_a_binary_head_gives_the_regressions_probabilities():
@@ -125,9 +125,9 @@ def test_validation_chooses_the_strength():
 
 def _fp32(classifier):
     """The same classifier in fp32 ("auto" picks bf16 on CPUs with bf16 units)."""
-    from core.models.transformer.inference import TransformerClassifier
+    from core.models.transformer.inference import NeuralClassifier
 
-    return TransformerClassifier(
+    return NeuralClassifier(
         classifier.model, classifier.tokenizer, classifier.classes_,
         max_length=classifier.max_length, precision="fp32",
     )  # fmt: skip

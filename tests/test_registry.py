@@ -20,7 +20,7 @@ import pytest
 from core.access import OPERATOR
 from core.errors import UserError
 from core.models import registry, training_job
-from core.models.baseline import BagOfWordsClassifier
+from core.models.bag_of_words import BagOfWordsClassifier
 from core.models.blend import Blend
 from core.models.card import ModelChange, card_digest, model_change, validate_model_name
 from core.models.registry import (
@@ -59,13 +59,11 @@ def saved(result, tmp_path_factory):
 def test_save_then_load_gives_identical_probabilities(result, saved):
     loaded = load_model(saved)
     np.testing.assert_array_equal(
-        loaded.transformer.predict_proba(TEXTS), result.transformer.predict_proba(TEXTS)
+        loaded.neural.predict_proba(TEXTS), result.neural.predict_proba(TEXTS)
     )
-    np.testing.assert_array_equal(
-        loaded.baseline.predict_proba(TEXTS), result.baseline.predict_proba(TEXTS)
-    )
-    assert loaded.transformer.max_length == 32
-    assert loaded.transformer.classes_.tolist() == ["Card Fraud", "Loan Query", "UPI Dispute"]
+    np.testing.assert_array_equal(loaded.bow.predict_proba(TEXTS), result.bow.predict_proba(TEXTS))
+    assert loaded.neural.max_length == 32
+    assert loaded.neural.classes_.tolist() == ["Card Fraud", "Loan Query", "UPI Dispute"]
 
 
 def test_folder_layout_and_card(result, saved):
@@ -147,7 +145,7 @@ def _raise(*args, **kwargs):
 def test_save_refuses_existing_target_and_cancelled_runs(result, saved):
     with pytest.raises(ValueError, match="already exists"):
         save_model(result, saved.parent, saved.name, actor=OPERATOR)
-    cancelled = type(result)(**{**result.__dict__, "cancelled": True, "transformer": None})
+    cancelled = type(result)(**{**result.__dict__, "cancelled": True, "neural": None})
     with pytest.raises(ValueError, match="cancelled"):
         save_model(cancelled, saved.parent, "other", actor=OPERATOR)
 
@@ -188,7 +186,7 @@ def test_list_rename_delete(saved, tmp_path):
     summaries = list_models(tmp_path)
     assert [s.name for s in summaries] == ["new", "old"]
     assert summaries[0].labels == ("Card Fraud", "Loan Query", "UPI Dispute")
-    assert summaries[0].transformer_accuracy is not None and summaries[0].bow_macro_f1 is not None
+    assert summaries[0].neural_accuracy is not None and summaries[0].bow_macro_f1 is not None
 
     renamed = rename_model(tmp_path, "old", "older", actor=OPERATOR)
     assert renamed == tmp_path / "older" and load_model(renamed).card["labels"]
@@ -482,7 +480,7 @@ def test_a_card_saved_before_file_lists_still_loads_with_other_files(saved, tmp_
     del card["files"]
     (folder / "card.json").write_text(json.dumps(card), encoding="utf-8")
     (folder / "notes.txt").write_text("trained on the March export", encoding="utf-8")
-    assert load_model(folder).transformer.predict(TEXTS)
+    assert load_model(folder).neural.predict(TEXTS)
 
 
 # ------------------------------------------------------------------ taken elsewhere
@@ -524,6 +522,6 @@ def test_a_saved_folder_loads_in_plain_transformers(
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     found = json.loads(run.stdout.strip().splitlines()[-1])
-    ours = load_model(folder, device="cpu", precision="fp32").transformer  # as transformers runs
+    ours = load_model(folder, device="cpu", precision="fp32").neural  # as transformers runs
     assert found["auto"] == found["pipeline"] == ours.predict(TEXTS)
     np.testing.assert_allclose(found["probabilities"], ours.predict_proba(TEXTS), atol=1e-5)

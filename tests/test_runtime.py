@@ -100,7 +100,7 @@ def bf16_model(tiny_bert_cls_model_dir, monkeypatch):
     variable."""
     monkeypatch.setenv(PRECISION_ENV, "bf16")
     loaded = load_model(tiny_bert_cls_model_dir, device="cpu")
-    assert loaded.transformer.runtime == Runtime(CPU, "bf16")
+    assert loaded.neural.runtime == Runtime(CPU, "bf16")
     return loaded
 
 
@@ -110,8 +110,8 @@ def _ordered(probabilities: dict[str, float], classes) -> np.ndarray:
 
 def test_bf16_really_changes_the_answer(bf16_model, tiny_bert_cls_model_dir):
     """The agreement below means something: fp32 (what Explain used to report) differs."""
-    fp32 = load_model(tiny_bert_cls_model_dir, device="cpu", precision="fp32").transformer
-    difference = fp32.predict_proba([TEXT]) - bf16_model.transformer.predict_proba([TEXT])
+    fp32 = load_model(tiny_bert_cls_model_dir, device="cpu", precision="fp32").neural
+    difference = fp32.predict_proba([TEXT]) - bf16_model.neural.predict_proba([TEXT])
     assert np.abs(difference).max() > 1e-5
 
 
@@ -119,11 +119,11 @@ def test_bf16_really_changes_the_answer(bf16_model, tiny_bert_cls_model_dir):
 def test_classify_explain_and_the_command_line_agree_under_bf16(
     bf16_model, tiny_bert_cls_model_dir
 ):
-    classes = bf16_model.transformer.classes_
+    classes = bf16_model.neural.classes_
     one = classify_one(bf16_model, TEXT, review_threshold=0.5)
     expected = _ordered(one.probabilities["transformer"], classes)
-    expl = explain_text(bf16_model.transformer, bf16_model.baseline, TEXT, ExplainConfig(n_steps=4))
-    decision = bf16_model.blend.decide(expl.transformer, expl.bow)
+    expl = explain_text(bf16_model.neural, bf16_model.bow, TEXT, ExplainConfig(n_steps=4))
+    decision = bf16_model.blend.decide(expl.neural, expl.bow)
     env = {**os.environ, PRECISION_ENV: "bf16"}
     command = [sys.executable, "-m", "core", "explain", "--model", str(tiny_bert_cls_model_dir)]
     done = subprocess.run(
@@ -133,18 +133,18 @@ def test_classify_explain_and_the_command_line_agree_under_bf16(
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert document["runtime"] == {"device": "cpu", "precision": "bf16"}
-    for probabilities in (expl.transformer.probabilities, document["transformer"]["probabilities"]):
+    for probabilities in (expl.neural.probabilities, document["transformer"]["probabilities"]):
         np.testing.assert_allclose(_ordered(probabilities, classes), expected, atol=1e-6, rtol=0)
-    assert expl.transformer.label == one.row["transformer_label"]
+    assert expl.neural.label == one.row["transformer_label"]
     assert expl.target == one.row["transformer_label"]  # the desk explained is the one shown
     assert decision.label == one.row["predicted_label"] == document["decision"]["label"]
 
 
 def test_the_normal_variant_of_the_ablation_is_the_models_own_call_under_bf16(bf16_model):
-    transformer = bf16_model.transformer
-    result = order_ablation_of(transformer, TEXT)
-    normal = _ordered(result.normal.prediction.probabilities, transformer.classes_)
-    np.testing.assert_allclose(normal, transformer.predict_proba([TEXT])[0], atol=1e-6, rtol=0)
+    neural = bf16_model.neural
+    result = order_ablation_of(neural, TEXT)
+    normal = _ordered(result.normal.prediction.probabilities, neural.classes_)
+    np.testing.assert_allclose(normal, neural.predict_proba([TEXT])[0], atol=1e-6, rtol=0)
     assert result.normal.position_ids == tuple(range(len(result.tokens)))
 
 
@@ -228,10 +228,10 @@ def test_the_key_is_the_card_digest(tiny_model_dir, tmp_path):
         cache.get(again, "0" * 64)  # the folder does not hold that version
 
 
-def test_model_bytes_counts_weights_and_baseline(tiny_model_dir, tiny_bert_cls_model_dir):
+def test_model_bytes_counts_weights_and_bag_of_words(tiny_model_dir, tiny_bert_cls_model_dir):
     models = [load_model(tiny_model_dir), load_model(tiny_bert_cls_model_dir)]
     for loaded in models:
-        weights = sum(p.numel() * p.element_size() for p in loaded.transformer.model.parameters())
+        weights = sum(p.numel() * p.element_size() for p in loaded.neural.model.parameters())
         assert model_bytes(loaded) > weights
     # A budget for the larger of the two alone: loading the other evicts the first.
     cache = ModelCache(max(model_bytes(m) for m in models) + 1)

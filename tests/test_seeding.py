@@ -23,8 +23,8 @@ def _train(backbone: str, seed: int, pooling: str = "mean") -> dict[str, torch.T
         backbone=backbone, pooling=pooling, lr=1e-2, batch_size=4, max_length=32, max_steps=6,
         device="cpu", seed=seed, classifier_dropout=0.5,
     )  # fmt: skip
-    transformer, _ = fine_tune(data, data, config)
-    return _weights(transformer.model)
+    neural, _ = fine_tune(data, data, config)
+    return _weights(neural.model)
 
 
 def _hammer_global_rng(stop: threading.Event) -> None:

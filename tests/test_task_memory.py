@@ -46,8 +46,8 @@ def test_memory_stays_flat_over_a_hundred_finished_trainings(tmp_path: Path):
                 after_warm_up = resident_mb()
         grown = resident_mb() - after_warm_up
         summary = jobs[-1].snapshot().result
-        assert summary.folder.name == f"m{TRAININGS - 1}" and summary.result.transformer is None
-        assert summary.result.transformer_report is not None  # what the page shows is kept
+        assert summary.folder.name == f"m{TRAININGS - 1}" and summary.result.neural is None
+        assert summary.result.neural_report is not None  # what the page shows is kept
         assert grown < MAX_GROWTH_MB, f"grew {grown:.1f} MB over {TRAININGS - 20} trainings"
     finally:
         queue.shutdown()

@@ -22,7 +22,7 @@ from core.models.transformer.config import (
     TrainConfig,
 )
 from core.models.transformer.head import MeanPoolForSequenceClassification
-from core.models.transformer.inference import TransformerClassifier, predict_labels
+from core.models.transformer.inference import NeuralClassifier, predict_labels
 from core.models.transformer.loop import (
     FitInputs,
     class_weight_tensor,
@@ -74,11 +74,11 @@ def test_loss_falls_and_beats_chance_on_separable_data(trained):
     losses = [record.train_loss for record in result.history]
     assert len(losses) == 4
     assert losses[-1] < 0.3 * losses[0]
-    assert result.transformer_report.accuracy >= 0.9
-    assert result.baseline_report.accuracy >= 0.9
+    assert result.neural_report.accuracy >= 0.9
+    assert result.bow_report.accuracy >= 0.9
     assert not result.cancelled and result.device == "cpu" and result.train_seconds > 0
     assert 1 <= result.best_epoch <= 4
-    assert result.transformer.classes_.tolist() == ["Card Fraud", "Loan Query", "UPI Dispute"]
+    assert result.neural.classes_.tolist() == ["Card Fraud", "Loan Query", "UPI Dispute"]
 
 
 def test_progress_reports_every_step_in_order(trained):
@@ -98,7 +98,7 @@ def test_best_epoch_weights_are_the_ones_kept(trained, split):
     result, _ = trained
     best = result.history[result.best_epoch - 1]
     assert best.val_macro_f1 == max(r.val_macro_f1 for r in result.history)
-    assert result.transformer_report.macro_f1 == pytest.approx(best.val_macro_f1)
+    assert result.neural_report.macro_f1 == pytest.approx(best.val_macro_f1)
 
 
 def test_max_steps_stops_early(tiny_bert_dir, split):
@@ -107,7 +107,7 @@ def test_max_steps_stops_early(tiny_bert_dir, split):
     result = train_models(*split, config, on_progress=lambda p: steps.append(p.done))
     assert steps == [1, 2, 3]
     assert len(result.history) == 1  # the stopped epoch is still evaluated
-    assert result.transformer is not None
+    assert result.neural is not None
 
 
 def test_cancel_stops_at_the_next_step_and_returns_no_model(tiny_bert_dir, split, tmp_path):
@@ -123,8 +123,8 @@ def test_cancel_stops_at_the_next_step_and_returns_no_model(tiny_bert_dir, split
         *split, quick_config(tiny_bert_dir), on_progress=on_progress, cancel=cancel
     )
     assert result.cancelled and steps == [1, 2]
-    assert result.transformer is None and result.baseline is None
-    assert result.transformer_report is None
+    assert result.neural is None and result.bow is None
+    assert result.neural_report is None
 
 
 def test_class_weights_are_inverse_frequency():
@@ -139,11 +139,11 @@ def test_class_weighted_training_runs_on_imbalanced_data(tiny_bert_dir):
     train = make_dataset([texts[i] for i in keep], [labels[i] for i in keep])
     config = quick_config(tiny_bert_dir, class_weights=True, max_steps=4)
     result = train_models(train, train, config)
-    assert result.transformer.predict_proba(["loan emi"]).shape == (1, 3)
+    assert result.neural.predict_proba(["loan emi"]).shape == (1, 3)
 
 
 def test_predict_proba_restores_order_and_matches_one_by_one(trained):
-    classifier = trained[0].transformer
+    classifier = trained[0].neural
     batched = classifier.predict_proba(MIXED_TEXTS, batch_size=3)
     single = np.vstack([classifier.predict_proba([t]) for t in MIXED_TEXTS])
     assert batched.shape == (len(MIXED_TEXTS), 3)
@@ -155,7 +155,7 @@ def test_predict_proba_restores_order_and_matches_one_by_one(trained):
 
 
 def test_predict_labels_flags_low_confidence(trained):
-    classifier = trained[0].transformer
+    classifier = trained[0].neural
     sure = predict_labels(classifier, ["upi payment failed"], review_threshold=0.0)[0]
     assert sure.label == "UPI Dispute" and not sure.needs_review
     assert sum(sure.probabilities.values()) == pytest.approx(1.0)
@@ -168,10 +168,10 @@ def test_twin_slice_is_reported_when_marked(tiny_bert_dir, split):
     slices = ["twin" if i % 2 else "regular" for i in range(len(val))]
     val = make_dataset(list(val.texts), list(val.labels), extra=pd.DataFrame({"slice": slices}))
     result = train_models(train, val, quick_config(tiny_bert_dir, max_steps=2))
-    assert result.transformer_twin_report.n == len(val) // 2
-    assert result.baseline_twin_report.n == len(val) // 2
+    assert result.neural_twin_report.n == len(val) // 2
+    assert result.bow_twin_report.n == len(val) // 2
     plain = train_models(train, split[1], quick_config(tiny_bert_dir, max_steps=1))
-    assert plain.transformer_twin_report is None
+    assert plain.neural_twin_report is None
 
 
 def test_length_grouped_batches_cover_every_row_once_and_group_lengths():
@@ -229,7 +229,7 @@ def test_validation_runs_in_eval_mode_and_training_goes_on_in_train_mode(tiny_be
     steps = [training for grad, training in seen if grad]
     assert len(validation) >= 2 and not any(validation)  # one pass or more per epoch
     assert len(steps) == outcome.steps and all(steps)  # back in train mode after validating
-    kept = TransformerClassifier(model, tokenizer, classes, max_length=config.max_length)
+    kept = NeuralClassifier(model, tokenizer, classes, max_length=config.max_length)
     best = outcome.history[outcome.best_epoch - 1]
     again = evaluate_predictions(list(val.labels), kept.predict(val.texts), labels=classes)
     assert (again.accuracy, again.macro_f1) == (best.val_accuracy, best.val_macro_f1)
@@ -283,11 +283,11 @@ def test_saved_folder_works_with_transformers_pipeline(
 
     # The session's tiny BERTs, trained a few steps by train_models with each pooling.
     if pooling == "cls":
-        trained = load_model(tiny_bert_cls_model_dir).transformer
+        trained = load_model(tiny_bert_cls_model_dir).neural
     else:
-        trained = tiny_bert_result.transformer
+        trained = tiny_bert_result.neural
     # fp32 like the pipeline: "auto" picks bf16 on a CPU with AMX or AVX512-BF16.
-    classifier = TransformerClassifier(
+    classifier = NeuralClassifier(
         trained.model, trained.tokenizer, trained.classes_, max_length=trained.max_length,
         precision="fp32",
     )  # fmt: skip
@@ -304,7 +304,7 @@ def test_saved_folder_works_with_transformers_pipeline(
 
 
 def test_mean_pooling_returns_attentions(tiny_bert_result):
-    model, tokenizer = tiny_bert_result.transformer.model, tiny_bert_result.transformer.tokenizer
+    model, tokenizer = tiny_bert_result.neural.model, tiny_bert_result.neural.tokenizer
     batch = tokenizer(["upi payment failed", "loan"], padding=True, return_tensors="pt")
     out = model(**batch, output_attentions=True)
     assert len(out.attentions) == 2 and out.attentions[0].shape == (2, 2, 5, 5)
@@ -314,18 +314,18 @@ def test_mean_pooling_returns_attentions(tiny_bert_result):
 def test_tiny_backbone_trains_through_the_same_loop(split):
     config = TrainConfig(backbone="tiny", lr=3e-3, batch_size=8, max_steps=6, device="cpu")
     result = train_models(*split, config)
-    assert result.transformer.predict_proba(MIXED_TEXTS).shape == (len(MIXED_TEXTS), 3)
+    assert result.neural.predict_proba(MIXED_TEXTS).shape == (len(MIXED_TEXTS), 3)
     assert result.history and np.isfinite(result.history[0].train_loss)
 
 
 def test_classifier_moves_model_to_device_and_resolves_precision(trained):
-    classifier = trained[0].transformer
-    again = TransformerClassifier(
+    classifier = trained[0].neural
+    again = NeuralClassifier(
         classifier.model, classifier.tokenizer, classifier.classes_, precision="fp32"
     )
     assert again.precision == "fp32" and again.device.type == "cpu"
     with pytest.raises(ValueError, match="precision"):
-        TransformerClassifier(classifier.model, classifier.tokenizer, ["a"], precision="fp8")
+        NeuralClassifier(classifier.model, classifier.tokenizer, ["a"], precision="fp8")
 
 
 @pytest.mark.slow
@@ -345,20 +345,20 @@ def test_bundled_minilm_learns_and_round_trips(minilm_path, tmp_path):
     )
     assert config.backbone == "minilm" and str(minilm_path).endswith("model")
     set_seed(config.seed)
-    untrained = TransformerClassifier(*load_backbone(config, train.classes), train.classes)
+    untrained = NeuralClassifier(*load_backbone(config, train.classes), train.classes)
     result = train_models(train, val, config)
-    assert _mean_loss(result.transformer, train) < 0.9 * _mean_loss(untrained, train)
+    assert _mean_loss(result.neural, train) < 0.9 * _mean_loss(untrained, train)
 
     folder = save_model(result, tmp_path, "minilm-demo", actor=OPERATOR)
     assert (folder / "model.safetensors").stat().st_size > 80e6  # the whole encoder is saved
     loaded = load_model(folder)
     texts = list(val.texts)
     np.testing.assert_array_equal(
-        loaded.transformer.predict_proba(texts), result.transformer.predict_proba(texts)
+        loaded.neural.predict_proba(texts), result.neural.predict_proba(texts)
     )
 
 
-def _mean_loss(classifier: TransformerClassifier, data) -> float:
+def _mean_loss(classifier: NeuralClassifier, data) -> float:
     pred_probs = classifier.predict_proba(list(data.texts))
     column = {label: i for i, label in enumerate(classifier.classes_)}
     picked = pred_probs[np.arange(len(data)), [column[label] for label in data.labels]]

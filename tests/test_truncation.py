@@ -9,7 +9,7 @@ import torch
 from transformers import AutoTokenizer
 
 from core.models.transformer.config import TrainConfig
-from core.models.transformer.inference import TransformerClassifier, encode_batch
+from core.models.transformer.inference import NeuralClassifier, encode_batch
 from core.models.transformer.truncation import (
     HEAD_PIECES,
     cut_text,
@@ -66,12 +66,12 @@ def test_a_batch_is_padded_and_masked(tokenizer):
 
 
 def test_the_classifier_reads_long_texts_by_head_and_tail(tiny_bert_result):
-    trained = tiny_bert_result.transformer
+    trained = tiny_bert_result.neural
     options = {"max_length": 32, "precision": "fp32"}
-    both = TransformerClassifier(
+    both = NeuralClassifier(
         trained.model, trained.tokenizer, trained.classes_, truncation="head_tail", **options
     )
-    head = TransformerClassifier(trained.model, trained.tokenizer, trained.classes_, **options)
+    head = NeuralClassifier(trained.model, trained.tokenizer, trained.classes_, **options)
     batch = encode_batch(trained.tokenizer, [LONG], 32, torch.device("cpu"), "head_tail")
     with torch.no_grad():
         expected = torch.softmax(both._predictor(**batch).logits, -1).numpy()
@@ -89,8 +89,8 @@ def test_long_texts_keep_their_head_unless_head_and_tail_is_asked_for():
 def test_explanations_read_the_text_as_the_classifier_does(tiny_bert_result):
     from core.analysis.explain import encode_text
 
-    trained = tiny_bert_result.transformer
-    classifier = TransformerClassifier(trained.model, trained.tokenizer, trained.classes_,
+    trained = tiny_bert_result.neural
+    classifier = NeuralClassifier(trained.model, trained.tokenizer, trained.classes_,
                                        max_length=32, truncation="head_tail")  # fmt: skip
     encoded = encode_text(classifier, LONG)
     batch = encode_batch(trained.tokenizer, [LONG], 32, torch.device("cpu"), "head_tail")
@@ -112,8 +112,8 @@ def test_a_saved_model_reads_as_it_was_trained_and_old_cards_read_heads(tiny_ber
         truncation="head_tail",
     )  # fmt: skip
     folder = save_model(train_models(data, data, config), tmp_path, "m", actor=OPERATOR)
-    assert load_model(folder).transformer.truncation == "head_tail"
+    assert load_model(folder).neural.truncation == "head_tail"
     card = json.loads((folder / "card.json").read_text())
     del card["train_config"]["truncation"]  # as a card saved before head_tail existed
     (folder / "card.json").write_text(json.dumps(card))
-    assert load_model(folder).transformer.truncation == "head"
+    assert load_model(folder).neural.truncation == "head"

@@ -1,5 +1,5 @@
 """CPU work a visitor can start goes through the job queue with the role the README's role table
-gives it (#24): the Data page's baseline and the Explain page's sample are long work (reviewers
+gives it (#24): the Data page's bag of words and the Explain page's sample are long work (reviewers
 and admins); the positional ablation and the Attention lab's timing run on the short lane, the
 timing bounded in core and stopped by cancel."""
 
@@ -12,15 +12,15 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.access import Actor, Role
-from core.analysis.baseline_eval import evaluate_baseline
+from core.analysis.bag_of_words_eval import evaluate_bow
 from core.errors import UserError
 from core.jobs import Requester
 from core.lab.self_attention import TimingConfig, measure_attention_vs_lstm
-from core.models.baseline import BaselineConfig
+from core.models.bag_of_words import BagOfWordsConfig
 from core.models.registry import load_model
 from core.progress import Cancelled
 from core.roles import ROLES_ENV
-from core.tasks.baseline import start_baseline
+from core.tasks.bag_of_words import start_bow
 from core.tasks.probes import start_review
 from tests.conftest import make_dataset
 from tests.helpers import AUTH
@@ -37,29 +37,25 @@ def _data():
     return make_dataset(texts, ["Card Fraud"] * 12 + ["UPI Dispute"] * 12)
 
 
-def test_a_viewer_may_not_queue_the_baseline_or_the_explain_sample(job_queue, tiny_model_dir):
+def test_a_viewer_may_not_queue_the_bag_of_words_or_the_explain_sample(job_queue, tiny_model_dir):
     data = _data()
-    config = BaselineConfig(seed=0)
+    config = BagOfWordsConfig(seed=0)
     with pytest.raises(UserError, match="reviewer"):
-        start_baseline(
-            data, config, val_fraction=0.25, queue=job_queue, requester=Requester(VIEWER)
-        )
+        start_bow(data, config, val_fraction=0.25, queue=job_queue, requester=Requester(VIEWER))
     loaded = load_model(tiny_model_dir)
     with pytest.raises(UserError, match="reviewer"):
         start_review(
-            loaded.transformer, loaded.baseline, data, max_rows=10, model_path="m",
+            loaded.neural, loaded.bow, data, max_rows=10, model_path="m",
             dataset_fingerprint=data.fingerprint, queue=job_queue, requester=Requester(VIEWER),
         )  # fmt: skip
 
 
-def test_the_baseline_task_gives_what_evaluate_baseline_gives(job_queue):
+def test_the_bow_task_gives_what_evaluate_bow_gives(job_queue):
     data = _data()
-    config = BaselineConfig(seed=3)
-    run = start_baseline(
-        data, config, val_fraction=0.25, queue=job_queue, requester=Requester(REVIEWER)
-    )
+    config = BagOfWordsConfig(seed=3)
+    run = start_bow(data, config, val_fraction=0.25, queue=job_queue, requester=Requester(REVIEWER))
     result = run.job.wait(60).result
-    _, direct = evaluate_baseline(data, config=config, val_fraction=0.25, seed=3)
+    _, direct = evaluate_bow(data, config=config, val_fraction=0.25, seed=3)
     assert result.report.accuracy == direct.report.accuracy
     assert (result.train_size, result.val_size) == (direct.train_size, direct.val_size)
 
@@ -112,10 +108,10 @@ def _captions(at: AppTest) -> str:
     return "\n".join(str(c.value) for c in [*at.caption, *at.info])
 
 
-def test_a_viewer_sees_the_data_page_without_the_baseline_form(viewer_session):
+def test_a_viewer_sees_the_data_page_without_the_bag_of_words_form(viewer_session):
     at = viewer_session("data.py", {"data.source": "demo"})
     assert not at.exception, at.exception
-    assert "Training the baseline on the shared CPUs needs the reviewer role" in _captions(at)
+    assert "Training the bag of words on the shared CPUs needs the reviewer role" in _captions(at)
     assert not [b for b in at.button if "baseline_form" in str(b.key)]
 
 

@@ -12,12 +12,20 @@ import streamlit as st
 from core.access import Actor, Permission
 from core.analysis.audit import AuditConfig, AuditResult, audit_cache_key
 from core.analysis.audit_cache import AuditCache
-from core.analysis.audit_quick import QUICK_AUDIT, quick_audit_config, quick_train_config
-from core.analysis.audit_transformer import model_audit_settings, train_config_from_card
+from core.analysis.audit_embedding import (
+    EMBEDDING_AUDIT,
+    embedding_audit_config,
+    embedding_train_config,
+)
+from core.analysis.audit_fine_tune import (
+    FINE_TUNE_AUDIT,
+    model_audit_settings,
+    train_config_from_card,
+)
 from core.data.dataset import Dataset
 from core.errors import UserError
 from core.jobs import JobSnapshot, JobStatus
-from core.models.transformer.config import TrainConfig, backbone_label
+from core.models.transformer.config import QUICK, TrainConfig, backbone_label
 from core.review.store import Store
 from core.tasks import audit as audit_tasks
 from core.tasks.audit import AuditRun, finished_audit, record_audit_run
@@ -36,17 +44,18 @@ from ui.widgets import render_not_live_notice
 if TYPE_CHECKING:  # the bag-of-words audit needs no torch; a loaded model brings it along
     from core.models.registry import LoadedModel
 
-BOW, QUICK, TRANSFORMER = "bow", QUICK_AUDIT, "transformer"
+# The three audits' models, by their names in results and cache keys (ARCHITECTURE.md, "Glossary").
+BOW, EMBEDDING, FINE_TUNE = "bow", EMBEDDING_AUDIT, FINE_TUNE_AUDIT
 MODEL_NAMES = {
     BOW: "Bag of words (seconds)",
-    QUICK: "Quick: MiniLM embeddings + a linear head (about a minute per 3,000 rows)",
-    TRANSFORMER: "Transformer, fine-tuned per fold with the active model's settings (hours)",
+    EMBEDDING: "Quick: MiniLM embeddings + a linear head (about a minute per 3,000 rows)",
+    FINE_TUNE: "Transformer, fine-tuned per fold with the active model's settings (hours)",
 }
 MODEL_CAPTIONS = {
     BOW: "Sees which words occur, not their order: word-order twins look mislabelled.",
-    QUICK: "The pretrained encoder embeds each row once and never sees labels; a head per fold "
+    EMBEDDING: "The pretrained encoder embeds each row once and never sees labels; a head per fold "
     "learns the desks. Sees word order as far as the pretrained encoder does.",
-    TRANSFORMER: "Fine-tunes the whole encoder on each fold's rows: learns word order from your "
+    FINE_TUNE: "Fine-tunes the whole encoder on each fold's rows: learns word order from your "
     "labels. Hours on a CPU, minutes on a GPU.",
 }
 
@@ -84,7 +93,7 @@ def render_audit_form(active: ActiveDataset, model: LoadedModel | None) -> None:
         folds = right.number_input("Folds", 2, 10, 5, key="audit.folds")
         submitted = st.form_submit_button("Run the audit", type="primary")
     if model is None:
-        st.caption("The transformer audit needs a model: train or load one on **Train**.")
+        st.caption("The fine-tune audit needs a model: train or load one on **Train**.")
     else:
         st.caption(f"Active model: {md_escape(model.path.name)} ({_settings_text(model)}).")
     if submitted:
@@ -98,8 +107,8 @@ def _settings_text(model: LoadedModel) -> str:
         return md_escape(exc)
     if config.recipe == QUICK:
         return md_escape(
-            f"quick model over {backbone_label(config.backbone)}: the transformer audit runs "
-            "the quick way with its encoder"
+            f"quick model over {backbone_label(config.backbone)}: the fine-tune audit runs "
+            "as the embedding audit, with its encoder"
         )
     return md_escape(
         f"backbone {backbone_label(config.backbone)}, {config.epochs} epochs, lr {config.lr:g}, "
@@ -130,13 +139,13 @@ def start_audit(dataset: Dataset, choice: str, folds: int, model: LoadedModel | 
 def audit_settings(
     choice: str, folds: int, model: LoadedModel | None
 ) -> tuple[AuditConfig, TrainConfig | None]:
-    """The AuditConfig and, for the quick and transformer audits, the TrainConfig (the quick
+    """The AuditConfig and, for the quick and fine-tune audits, the TrainConfig (the quick
     audit's names the bundled MiniLM, whose encoder it uses frozen)."""
     config = AuditConfig(folds=folds)
     if choice == BOW:
         return config, None
-    if choice == QUICK:
-        return quick_audit_config(config), quick_train_config()
+    if choice == EMBEDDING:
+        return embedding_audit_config(config), embedding_train_config()
     if model is None:
         raise UserError("no active model: train or load one on Train, or audit with bag of words")
     return model_audit_settings(model.card, config)  # a quick model is audited the quick way

@@ -17,9 +17,9 @@ EXPLANATIONS = ByteBoundedCache(256 * MB, name="the explanation cache")
 PROBES = ByteBoundedCache(64 * MB, name="the probe cache")
 # A positional ablation: a few predictions per text, and the text.
 ABLATIONS = ByteBoundedCache(16 * MB, name="the ablation cache")
-# Baseline evaluations of the Data page by (data set fingerprint, settings): a report and a
+# Bag-of-words evaluations of the Data page by (data set fingerprint, settings): a report and a
 # confusion matrix each, a few kilobytes.
-BASELINES = ByteBoundedCache(16 * MB, name="the baseline cache")
+BOW_EVALUATIONS = ByteBoundedCache(16 * MB, name="the bag-of-words cache")
 # Masked display text by original text: tables of complaints are masked once, then looked up on
 # each rerun (every widget click).
 MASKED_TEXTS = ByteBoundedCache(64 * MB, name="the masked text cache")

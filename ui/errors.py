@@ -1,4 +1,4 @@
-"""How the app says that something went wrong (DESIGN.md, "Errors"): the user's own mistake (a
+"""How the app says that something went wrong (ARCHITECTURE.md, "Errors"): the user's own mistake (a
 `UserError`) in one line; anything else is a bug, shown as an unexpected error with a reference
 to the server log, where its traceback is kept under that reference."""
 

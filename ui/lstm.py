@@ -1,6 +1,6 @@
 """The LSTM on the pages: a saved LSTM shown beside the bag of words (Classify, Explain), an
 active model that is itself an LSTM explained without attention (Explain), and the Attention
-lab's trained comparison of the order readers run as a job. Pages call one function each."""
+lab's trained comparison of the order models run as a job. Pages call one function each."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # types only: a page without an LSTM imports no torch through
     from core.analysis.explain import Explanation
     from core.analysis.lstm_explain import LstmWordScores
     from core.charts.word_strip import WordRow
-    from core.lab.order_readers import OrderReaders
+    from core.lab.order_models import OrderModels
     from core.models.blend import Blend
     from core.models.classifier import Prediction
     from core.models.registry import LoadedModel, ModelSummary
@@ -47,8 +47,8 @@ LSTM_NOTE = (
     "after the other, where the bag of words cannot."
 )
 # Page-local session keys of the Attention lab's trained comparison.
-READERS_RUN = "attention.readers_run"  # ReadersRun: the comparison on the queue (or finished)
-READERS_RESULTS = "attention.readers_results"  # dict: data set fingerprint -> OrderReaders
+READERS_RUN = "attention.readers_run"  # OrderModelsRun: the comparison on the queue (or finished)
+READERS_RESULTS = "attention.readers_results"  # dict: data set fingerprint -> OrderModels
 
 
 # --------------------------------------------------------------------------- the LSTM beside
@@ -93,8 +93,8 @@ def lstm_prediction(lstm: LoadedModel, text: str) -> Prediction:
     from core.models.classifier import Prediction
 
     text = check_complaint(text, purpose="classify")
-    pred_probs = lstm.transformer.predict_proba([text])[0]  # (n_classes,)
-    return Prediction.of([str(c) for c in lstm.transformer.classes_], pred_probs)
+    pred_probs = lstm.neural.predict_proba([text])[0]  # (n_classes,)
+    return Prediction.of([str(c) for c in lstm.neural.classes_], pred_probs)
 
 
 def render_lstm_metric(lstm: LoadedModel, prediction: Prediction, container=st) -> None:
@@ -130,7 +130,7 @@ def lstm_scores(lstm: LoadedModel, text: str, expl: Explanation) -> LstmWordScor
     return run_short_cached(
         EXPLANATIONS, (lstm.key, text, expl.target, METHOD),
         lambda cancel: explain_lstm_classifier(
-            lstm.transformer, text, target=expl.target, words=words
+            lstm.neural, text, target=expl.target, words=words
         ),
         title="Explain one complaint with the LSTM", kind="explain", spinner="Asking the LSTM…",
     )  # fmt: skip
@@ -164,7 +164,7 @@ def is_lstm_model(model: LoadedModel) -> bool:
     """Whether the active model is an LSTM (no attention heads to show)."""
     from core.analysis.lstm_explain import is_lstm_classifier
 
-    return is_lstm_classifier(model.transformer)
+    return is_lstm_classifier(model.neural)
 
 
 def render_lstm_explanation(expl: Explanation, blend: Blend) -> None:
@@ -175,8 +175,8 @@ def render_lstm_explanation(expl: Explanation, blend: Blend) -> None:
     from core.charts.word_strip import word_strip_chart
 
     decided, left, right = st.columns(3)
-    decided.metric("Decision", md_escape(blend.decide(expl.transformer, expl.bow).label))
-    left.metric("LSTM", md_escape(expl.transformer.label))
+    decided.metric("Decision", md_escape(blend.decide(expl.neural, expl.bow).label))
+    left.metric("LSTM", md_escape(expl.neural.label))
     right.metric("Bag of words", md_escape(expl.bow.label))
     st.dataframe(_probabilities(expl), hide_index=True)
     st.subheader("Word by word")
@@ -190,7 +190,7 @@ def render_lstm_explanation(expl: Explanation, blend: Blend) -> None:
         f"LSTM: gradient × input of the desk's centred logit on the word embeddings (one "
         f"backward pass; its sum is {expl.tokens.scores.sum():+.3f} of the logit gap "
         f"{expl.logit_gap:+.3f} from the [PAD] baseline). Bag of words: each word's share of the "
-        "baseline's centred logit. Each row is scaled to its own largest value."
+        "bag of words' centred logit. Each row is scaled to its own largest value."
     )
     document = escaped_explanation_document(expl, top_name=LSTM_ROW, method=METHOD)
     st.download_button(
@@ -204,10 +204,10 @@ def render_lstm_explanation(expl: Explanation, blend: Blend) -> None:
 
 
 def _probabilities(expl: Explanation) -> pd.DataFrame:
-    desks = list(expl.transformer.probabilities)
+    desks = list(expl.neural.probabilities)
     frame = pd.DataFrame({
         "desk": desks,
-        "LSTM": [expl.transformer.probabilities[d] for d in desks],
+        "LSTM": [expl.neural.probabilities[d] for d in desks],
         "bag of words": [expl.bow.probabilities[d] for d in desks],
     })  # fmt: skip
     return frame
@@ -217,51 +217,51 @@ def _probabilities(expl: Explanation) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
-class ReadersRun:
-    """The order readers' comparison on the queue, and the data set it was started on."""
+class OrderModelsRun:
+    """The order models' comparison on the queue, and the data set it was started on."""
 
-    job: Job[OrderReaders | None]
+    job: Job[OrderModels | None]
     fingerprint: str
     dataset_name: str
 
 
-def start_readers() -> ReadersRun:
-    """Queue core.lab.order_readers.compare_order_readers on the active data set (reviewers
+def start_order_models() -> OrderModelsRun:
+    """Queue core.lab.order_models.compare_order_models on the active data set (reviewers
     and admins; the demo data when none is loaded)."""
-    from core.lab import order_readers
+    from core.lab import order_models
 
     active = get_active_dataset() or use_demo_dataset()
-    config = order_readers.OrderReadersConfig()
+    config = order_models.OrderModelsConfig()
     queue = get_job_queue()
     job = queue.start(
-        order_readers.compare_order_readers, active.dataset, config,
-        requester=job_requester(), title=f"Order readers on {len(active.dataset):,} rows",
+        order_models.compare_order_models, active.dataset, config,
+        requester=job_requester(), title=f"Order models on {len(active.dataset):,} rows",
         kind="lab", permission=Permission.RUN_JOBS, lane=queue.heavy_lane(config.device),
     )  # fmt: skip
-    return ReadersRun(job, active.dataset.fingerprint, active.name)
+    return OrderModelsRun(job, active.dataset.fingerprint, active.name)
 
 
-def describe_readers(job: Job) -> JobProgress | None:
-    """Readers done of the comparison, which one is training (or the timing), time left."""
-    return describe_job(job, _readers_text)
+def describe_order_models(job: Job) -> JobProgress | None:
+    """Models done of the comparison, which one is training (or the timing), time left."""
+    return describe_job(job, _order_models_text)
 
 
-def _readers_text(snapshot, eta: str) -> str:
+def _order_models_text(snapshot, eta: str) -> str:
     latest = snapshot.latest
     now = f" · {latest.detail}" if latest is not None and isinstance(latest.detail, str) else ""
-    return f"Training and timing the readers: {counted(latest)}{now}{eta}"
+    return f"Training and timing the models: {counted(latest)}{now}{eta}"
 
 
 def _kept_results() -> dict:
     return st.session_state.setdefault(READERS_RESULTS, {})
 
 
-def render_readers_run(run: ReadersRun) -> None:
+def render_order_models_run(run: OrderModelsRun) -> None:
     """Progress while it runs; its error, or its result kept per data set once it ends."""
     snapshot = run.job.snapshot()
     if snapshot.status.active:
         render_job_progress(
-            run.job, describe=describe_readers, key="attention.readers_cancel", every=1.0
+            run.job, describe=describe_order_models, key="attention.readers_cancel", every=1.0
         )
     elif snapshot.status is JobStatus.FAILED:
         st.error(md_escape(snapshot.error))
@@ -273,17 +273,17 @@ def render_readers_run(run: ReadersRun) -> None:
         st.info("The comparison was cancelled.")
 
 
-def render_readers(readers: OrderReaders) -> None:
+def render_order_models(models: OrderModels) -> None:
     """The score table and the time-per-complaint chart, with what they show."""
-    from core.charts.readers import reader_scores_table, time_per_complaint_chart
+    from core.charts.order_models import order_model_scores_table, time_per_complaint_chart
 
     st.caption(
-        f"{readers.split} · {readers.test_rows:,} held-out rows, "
-        f"{readers.twin_groups_held_out:,} twin groups held out whole."
+        f"{models.split} · {models.test_rows:,} held-out rows, "
+        f"{models.twin_groups_held_out:,} twin groups held out whole."
     )
     percent = st.column_config.NumberColumn(format="%.3f")
     st.dataframe(
-        reader_scores_table(readers), hide_index=True,
+        order_model_scores_table(models), hide_index=True,
         column_config={"accuracy": percent, "twin accuracy": percent,
                        "train seconds": st.column_config.NumberColumn(format="%.1f")},
     )  # fmt: skip
@@ -293,7 +293,7 @@ def render_readers(readers: OrderReaders) -> None:
         "LSTM and the transformer with positions can, because both see word order."
     )
     show_chart(
-        time_per_complaint_chart(readers.timing.table), stem="time_per_complaint",
+        time_per_complaint_chart(models.timing.table), stem="time_per_complaint",
         key="attention.readers_chart", width="stretch",
     )  # fmt: skip
     st.caption(
@@ -303,31 +303,31 @@ def render_readers(readers: OrderReaders) -> None:
     )
 
 
-def render_trained_readers() -> None:
+def render_trained_order_models() -> None:
     """Attention lab: train the bag of words, the tiny transformer with and without positions
     and the LSTM on one split, and show how each reads held-out twins and how fast."""
     st.markdown("#### LSTM beside attention, trained")
     st.markdown(
-        "Before transformers, LSTMs already read word order. Here four readers are trained on "
+        "Before transformers, LSTMs already read word order. Here four models are trained on "
         "the same split of the data set (whole twin groups held out): the bag of words, the tiny "
         "transformer with and without positional encoding, and a small bidirectional LSTM with "
         "the same tokenizer and embedding size. Then each is timed as complaints get longer."
     )
     active = get_active_dataset()
     name = active.name if active is not None else DEMO_NAME
-    run: ReadersRun | None = st.session_state.get(READERS_RUN)
-    if allowed(current_actor(), Permission.RUN_JOBS, "Training the readers"):
+    run: OrderModelsRun | None = st.session_state.get(READERS_RUN)
+    if allowed(current_actor(), Permission.RUN_JOBS, "Training the models"):
         busy = run is not None and run.job.snapshot().status.active
         if st.button(f"Train and compare on {name}", key="attention.readers_start", disabled=busy):
             try:
-                run = start_readers()
+                run = start_order_models()
             except UserError as exc:  # a full queue, a refused role
                 st.error(md_escape(exc))
             else:
                 st.session_state[READERS_RUN] = run
                 active = get_active_dataset()
     if run is not None:
-        render_readers_run(run)
+        render_order_models_run(run)
     result = _kept_results().get(active.dataset.fingerprint) if active is not None else None
     if result is not None:
-        render_readers(result)
+        render_order_models(result)

@@ -96,7 +96,7 @@ def probed(model: LoadedModel, text: str) -> ProbeResult:
     config = ProbeConfig()
     return run_short_cached(
         PROBES, ("probe", model.key, text, config),
-        lambda cancel: run_probes(model.transformer, model.baseline, text, config, cancel=cancel),
+        lambda cancel: run_probes(model.neural, model.bow, text, config, cancel=cancel),
         title="Probe one complaint", kind="probe", spinner="Reordering the complaint…",
     )  # fmt: skip
 
@@ -122,7 +122,7 @@ def _answers(story: Story, spot: BlindSpot) -> pd.DataFrame:
     after = spot.outcome
     rows = [
         ("Bag of words", story.bow, after.bow),
-        ("Transformer", story.transformer, after.transformer),
+        ("Transformer", story.neural, after.neural),
     ]
     return pd.DataFrame(
         {
@@ -156,8 +156,8 @@ def render_blindness(story: Story) -> None:
 def render_answer(story: Story, expl: Explanation) -> None:
     st.subheader("2 · The transformer's answer")
     left, right = st.columns(2)
-    left.metric("Transformer", md_escape(story.transformer.label),
-                f"{story.transformer.confidence:.0%} sure", delta_color="off")  # fmt: skip
+    left.metric("Transformer", md_escape(story.neural.label),
+                f"{story.neural.confidence:.0%} sure", delta_color="off")  # fmt: skip
     right.metric("Bag of words", md_escape(story.bow.label), f"{story.bow.confidence:.0%} sure",
                  delta_color="off")  # fmt: skip
     # Every word and label in the strip is html.escape'd by its builder (core.charts.explain_html).

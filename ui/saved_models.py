@@ -62,7 +62,7 @@ def models_frame(summaries: list[ModelSummary]) -> pd.DataFrame:
             {
                 "name": s.name, "created": s.created_at, "backbone": backbone_label(s.backbone),
                 "recipe": s.recipe,
-                "desks": len(s.labels), "transformer accuracy": s.transformer_accuracy,
+                "desks": len(s.labels), "transformer accuracy": s.neural_accuracy,
                 "bag-of-words accuracy": s.bow_accuracy,
             }
             for s in summaries

@@ -21,7 +21,7 @@ from ui.safe import md_escape
 # Types only: the app starts (app.py imports this module) without importing torch or
 # transformers; core functions are imported where they are first needed.
 if TYPE_CHECKING:
-    from core.analysis.baseline_eval import BaselineEvaluation
+    from core.analysis.bag_of_words_eval import BagOfWordsEvaluation
     from core.data.dataset import Dataset
     from core.data.validation import ValidationReport
     from core.models.cache import ModelCache
@@ -29,12 +29,12 @@ if TYPE_CHECKING:
     from core.review.live import LiveModel
     from core.review.store import Store
     from core.tasks.audit import AuditRun
-    from core.tasks.baseline import BaselineRun
+    from core.tasks.bag_of_words import BagOfWordsRun
     from core.tasks.probes import ReviewRun, ScanRun
 
 ACTIVE_DATASET = "active_dataset"  # ActiveDataset: the data set every page works on
-BASELINE_RUN = "baseline_run"  # BaselineEvaluation of the active data set, if trained
-BASELINE_JOB = "baseline_job"  # core.tasks.baseline.BaselineRun: the evaluation on the queue
+BOW_RUN = "bow_run"  # BagOfWordsEvaluation of the active data set, if trained
+BOW_JOB = "bow_job"  # core.tasks.bag_of_words.BagOfWordsRun: the evaluation on the queue
 ACTIVE_MODEL = "active_model"  # str: folder of the saved model every page uses
 # str: card digest (core.models.card.card_digest) of the version of ACTIVE_MODEL this session
 # chose; recorded at the first use when absent. Another digest on disk means another model.
@@ -85,24 +85,24 @@ def get_active_dataset() -> ActiveDataset | None:
 def set_active_dataset(active: ActiveDataset) -> None:
     previous = get_active_dataset()
     if previous is None or previous.dataset.fingerprint != active.dataset.fingerprint:
-        st.session_state.pop(BASELINE_RUN, None)  # results of another data set would mislead
+        st.session_state.pop(BOW_RUN, None)  # results of another data set would mislead
     st.session_state[ACTIVE_DATASET] = active
 
 
-def get_baseline_run() -> BaselineEvaluation | None:
-    return st.session_state.get(BASELINE_RUN)
+def get_bow_run() -> BagOfWordsEvaluation | None:
+    return st.session_state.get(BOW_RUN)
 
 
-def set_baseline_run(run: BaselineEvaluation) -> None:
-    st.session_state[BASELINE_RUN] = run
+def set_bow_run(run: BagOfWordsEvaluation) -> None:
+    st.session_state[BOW_RUN] = run
 
 
-def get_baseline_job() -> BaselineRun | None:
-    return st.session_state.get(BASELINE_JOB)
+def get_bow_job() -> BagOfWordsRun | None:
+    return st.session_state.get(BOW_JOB)
 
 
-def set_baseline_job(run: BaselineRun | None) -> None:
-    st.session_state[BASELINE_JOB] = run
+def set_bow_job(run: BagOfWordsRun | None) -> None:
+    st.session_state[BOW_JOB] = run
 
 
 @st.cache_resource(show_spinner=False)

@@ -83,8 +83,8 @@ def render_choices(result: TrainResult) -> None:
 
 def score_rows(result: TrainResult) -> list[ScoreRow]:
     """Transformer, bag of words, and the blended decision when a blend decides."""
-    rows = [("Transformer", result.transformer_report, result.transformer_twin_report),
-            ("Bag of words", result.baseline_report, result.baseline_twin_report)]  # fmt: skip
+    rows = [("Transformer", result.neural_report, result.neural_twin_report),
+            ("Bag of words", result.bow_report, result.bow_twin_report)]  # fmt: skip
     if result.blend.decided_by == BLEND:
         rows.append(("Decision (blend)", result.decision_report, result.decision_twin_report))
     return rows

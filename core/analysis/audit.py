@@ -2,7 +2,7 @@
 merged with the label conflicts of core.analysis.label_conflicts and ranked most suspicious first.
 
 The model is pluggable: any `fit(train) -> classifier` whose result has `classes_` and
-`predict_proba(texts)` works; the bag-of-words baseline is built in.
+`predict_proba(texts)` works; the bag of words is built in.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from core.analysis.label_conflicts import Reasons, conflict_reasons
 from core.checks import check_choice, check_int
 from core.data.dataset import Dataset
 from core.errors import UserError
-from core.models.baseline import BagOfWordsClassifier, BaselineConfig
+from core.models.bag_of_words import BagOfWordsClassifier, BagOfWordsConfig
 from core.models.classifier import ProbabilisticClassifier
 from core.progress import Progress, ProgressCallback
 
@@ -50,7 +50,7 @@ class AuditConfig:
     # Names the model that `run_audit` fits per fold: "bow" is built in; for any other name pass
     # `fit=` to run_audit. The name is part of the cache key and of the JSON output.
     model: str = "bow"
-    baseline_config: BaselineConfig = BaselineConfig()
+    bow_config: BagOfWordsConfig = BagOfWordsConfig()
     # cleanlab's rule for which rows are issues. "both" (flagged by prune_by_class and by
     # prune_by_noise_rate) kept the recall of cleanlab's default prune_by_noise_rate on the demo
     # data with 5% planted flips and cut false flags by about a sixth (BENCHMARKS.md).
@@ -65,8 +65,8 @@ class AuditConfig:
         check_int("seed", self.seed, minimum=0)
         if not isinstance(self.model, str) or not self.model.strip():
             raise UserError(f"model must be a non-empty name such as 'bow', got {self.model!r}")
-        if not isinstance(self.baseline_config, BaselineConfig):
-            raise TypeError("baseline_config must be a BaselineConfig")
+        if not isinstance(self.bow_config, BagOfWordsConfig):
+            raise TypeError("bow_config must be a BagOfWordsConfig")
         check_choice("filter_by", self.filter_by, FILTER_METHODS)
         check_choice("quality_method", self.quality_method, QUALITY_METHODS)
         ok = isinstance(self.max_quality, int | float) and not isinstance(self.max_quality, bool)
@@ -92,7 +92,7 @@ class LabelIssue:
     kinds: tuple[str, ...] = field(default=())  # MODEL, IDENTICAL, SAME_SEQUENCE, ...
 
     def to_json(self) -> dict:
-        """A JSON-ready dict; the DESIGN.md keys plus reason and kinds."""
+        """A JSON-ready dict; the ARCHITECTURE.md keys plus reason and kinds."""
         return {
             "row": self.row,
             "text": self.text,
@@ -118,7 +118,7 @@ class AuditResult:
     cancelled: bool = False
 
     def to_json(self) -> dict:
-        """A JSON-ready dict with the DESIGN.md audit keys: issues, folds, model (and more)."""
+        """A JSON-ready dict with the audit keys of ARCHITECTURE.md: issues, folds, model, more."""
         return {
             "issues": [issue.to_json() for issue in self.issues],
             "folds": self.folds,
@@ -130,8 +130,8 @@ class AuditResult:
         }
 
 
-def bow_fit(config: BaselineConfig = BaselineConfig()) -> FitModel:
-    """A `fit(train)` that trains the bag-of-words baseline on a fold's training rows.
+def bow_fit(config: BagOfWordsConfig = BagOfWordsConfig()) -> FitModel:
+    """A `fit(train)` that trains the bag of words on a fold's training rows.
 
     BLAS runs single-threaded during the fit: on a busy 2-core machine OpenBLAS's spinning
     worker threads made the five fits of a 3000-row audit take 64 s instead of 2.5 s
@@ -287,7 +287,7 @@ def _built_in_fit(config: AuditConfig) -> FitModel:
         raise UserError(
             f"model {config.model!r} is not built in ({BUILT_IN_MODELS}); pass fit= to run_audit"
         )
-    return bow_fit(config.baseline_config)
+    return bow_fit(config.bow_config)
 
 
 def find_issues(

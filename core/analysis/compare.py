@@ -99,7 +99,7 @@ class Comparison:
     threshold: float = DEFAULT_REVIEW_THRESHOLD  # of the review load
 
     def to_json(self) -> dict[str, Any]:
-        """The `compare --json` document (DESIGN.md): rows, a, b, changed, p_value, and the rest."""
+        """The `compare --json` document (ARCHITECTURE.md): rows, a, b, changed, p_value, more."""
         return {
             "rows": self.rows, "a": self.a.to_json(), "b": self.b.to_json(),
             "changed": [row.to_json() for row in self.changed], "p_value": self.p_value,
@@ -268,7 +268,7 @@ def _desk_warnings(a: LoadedModel, b: LoadedModel, labels: Sequence[str]) -> lis
 
 
 def _desks(model: LoadedModel) -> set[str]:
-    return {str(c) for c in model.transformer.classes_}
+    return {str(c) for c in model.neural.classes_}
 
 
 def _check_enough(scored: _Rows) -> None:

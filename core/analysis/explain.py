@@ -6,7 +6,7 @@ Decision: Integrated Gradients runs on the *word* embedding layer (`get_input_em
 three architectures (BERT with [CLS] pooling, the mean-pooled encoder, the tiny transformer), and
 it attributes the choice of each word: positions and token types are identical in the input and
 the baseline, so they need no share. The attributed quantity is the target's centred logit
-(logit minus the mean logit), the quantity the baseline's word contributions add up to, so both
+(logit minus the mean logit), the quantity the bag of words' word contributions add up to, so both
 rows speak in log-odds against the average desk.
 
 Decision: the integration adapts to each complaint. A fine-tuned model's logit along the straight
@@ -161,14 +161,14 @@ class Explanation:
 
     text: str
     words: tuple[WordSpan, ...]
-    transformer_scores: tuple[float, ...]
+    neural_scores: tuple[float, ...]
     bow_scores: tuple[float, ...]
-    transformer_seen: tuple[bool, ...]
-    transformer: Prediction
+    neural_seen: tuple[bool, ...]
+    neural: Prediction
     bow: Prediction
     target: str
     unassigned: float  # attribution of tokens inside no word: punctuation, symbols, emoji
-    bow_intercept: float  # the baseline's centred intercept for the target (not in any word)
+    bow_intercept: float  # the bag of words' centred intercept for the target (not in any word)
     tokens: TokenAttribution
     token_offsets: tuple[tuple[int, int], ...]
     attention: AttentionMaps
@@ -188,14 +188,14 @@ class Explanation:
         return abs(self.tokens.delta) / gap if gap > 1e-12 else None
 
     def to_json(self) -> dict[str, Any]:
-        """The DESIGN.md `explain` document (and a few more keys)."""
+        """The ARCHITECTURE.md `explain` document (and a few more keys)."""
         return {
             "text": self.text,
             "words": [w.text for w in self.words],
-            "transformer_scores": list(self.transformer_scores),
+            "transformer_scores": list(self.neural_scores),
             "bow_scores": list(self.bow_scores),
-            "transformer_seen": list(self.transformer_seen),
-            "transformer": self.transformer.to_json(),
+            "transformer_seen": list(self.neural_seen),
+            "transformer": self.neural.to_json(),
             "bow": self.bow.to_json(),
             "target": self.target,
             "delta": self.delta,
@@ -211,19 +211,19 @@ class Explanation:
 # --------------------------------------------------------------------------- encoding
 
 
-def encode_text(transformer: Any, text: str) -> EncodedText:
+def encode_text(neural: Any, text: str) -> EncodedText:
     """Tokenise `text` like `transformer.predict_proba` does, with character offsets.
 
-    `transformer` is a core.models.transformer.inference.TransformerClassifier (a fast Hugging Face
+    `transformer` is a core.models.transformer.inference.NeuralClassifier (a fast Hugging Face
     tokenizer or core.models.tiny.tokenizer.TinyTokenizer).
     """
-    tokenizer = transformer.tokenizer
+    tokenizer = neural.tokenizer
     if hasattr(tokenizer, "word_offsets"):  # the tiny model's word-level tokenizer
-        return _encode_tiny(tokenizer, text, transformer.max_length)
+        return _encode_tiny(tokenizer, text, neural.max_length)
     if not getattr(tokenizer, "is_fast", False):
         raise UserError("explanations need a fast tokenizer (tokenizer.json); save the model again")
-    if reads_head_and_tail(tokenizer, getattr(transformer, "truncation", HEAD)):
-        (read,) = head_tail_pieces(tokenizer, [text], transformer.max_length)
+    if reads_head_and_tail(tokenizer, getattr(neural, "truncation", HEAD)):
+        (read,) = head_tail_pieces(tokenizer, [text], neural.max_length)
         return EncodedText(
             input_ids=torch.tensor([read.ids]), attention_mask=torch.ones(1, len(read.ids),
                                                                          dtype=torch.long),
@@ -231,9 +231,9 @@ def encode_text(transformer: Any, text: str) -> EncodedText:
             offsets=read.offsets, special=read.special,
         )  # fmt: skip
     batch = tokenizer(
-        cut_for_tokens(text, transformer.max_length),  # a prefix: offsets still index `text`
+        cut_for_tokens(text, neural.max_length),  # a prefix: offsets still index `text`
         truncation=True,
-        max_length=transformer.max_length,
+        max_length=neural.max_length,
         return_offsets_mapping=True,
         return_special_tokens_mask=True,
         return_tensors="pt",
@@ -562,8 +562,8 @@ def _target_index(classes: list[str], target: str | None, pred_probs: np.ndarray
 
 
 def explain_text(
-    transformer: Any,
-    baseline: Any,
+    neural: Any,
+    bow: Any,
     text: str,
     config: ExplainConfig = ExplainConfig(),
     *,
@@ -573,10 +573,10 @@ def explain_text(
 
     Parameters
     ----------
-    transformer : core.models.transformer.inference.TransformerClassifier
+    transformer : core.models.transformer.inference.NeuralClassifier
         `.model` (eval mode, eager attention), `.tokenizer`, `.classes_`, `.max_length`, and
         `.predict_proba`, whose answer (on the model's runtime) the explanation reports.
-    baseline : core.models.baseline.BagOfWordsClassifier
+    bow : core.models.bag_of_words.BagOfWordsClassifier
         Fitted on the same desks; its `word_contributions` give the bag-of-words row.
     text : str
         The complaint; it needs at least one word. It is explained as both models read it, with
@@ -587,29 +587,29 @@ def explain_text(
         Checked between the steps of the integration (core.progress.Cancelled once set).
     """
     text = check_complaint(text, purpose="explain")
-    classes = shared_classes(transformer, baseline)
+    classes = shared_classes(neural, bow)
     # The answer Classify gives for this text, on the model's runtime (device and precision);
     # the eager fp32 pass below serves the attention maps and the attributions only.
-    pred_probs = transformer.predict_proba([text])[0]  # (n_classes,)
+    pred_probs = neural.predict_proba([text])[0]  # (n_classes,)
     text = mask_personal_data(text)
-    model = transformer.model
-    encoded = encode_text(transformer, text)
+    model = neural.model
+    encoded = encode_text(neural, text)
     attention, logits = attention_maps(model, encoded)
     target_index = _target_index(classes, config.target, pred_probs)
     tokens = integrated_gradients(
         model, encoded, target_index,
-        pad_token_id=_pad_token_id(transformer.tokenizer), n_steps=config.n_steps,
+        pad_token_id=_pad_token_id(neural.tokenizer), n_steps=config.n_steps,
         max_relative_delta=config.max_relative_delta, max_steps=config.max_steps,
         internal_batch_size=config.internal_batch_size, logits=logits, cancel=cancel,
     )  # fmt: skip
     word_scores, seen, unassigned = merge_to_words(text, encoded.offsets, tokens.scores)
-    bow = baseline.word_contributions(text, target=classes[target_index])
+    bow = bow.word_contributions(text, target=classes[target_index])
     return Explanation(
         text=text, words=tuple(bow.words),
-        transformer_scores=tuple(float(s) for s in word_scores),
+        neural_scores=tuple(float(s) for s in word_scores),
         bow_scores=tuple(float(s) for s in bow.scores),
-        transformer_seen=tuple(bool(s) for s in seen),
-        transformer=Prediction.of(classes, pred_probs),
+        neural_seen=tuple(bool(s) for s in seen),
+        neural=Prediction.of(classes, pred_probs),
         bow=Prediction.of(classes, np.array([bow.probabilities[c] for c in classes])),
         target=classes[target_index], unassigned=unassigned, bow_intercept=bow.intercept,
         tokens=tokens, token_offsets=encoded.offsets, attention=attention,

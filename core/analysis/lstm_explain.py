@@ -2,7 +2,7 @@
 summed per word of core.text, for the LSTM shown beside the bag of words (Classify, Explain) and
 for an active model that is itself an LSTM (Explain page, `python -m core explain`).
 
-Decision: gradient × input, not Integrated Gradients. The LSTM is a third baseline, shown for
+Decision: gradient × input, not Integrated Gradients. The LSTM is a third model, shown for
 contrast; one forward and one backward pass (fp32, no dropout) cost what one prediction costs,
 where the transformer's adaptive integration takes dozens. The attributed quantity is the
 target's centred logit (logit minus the mean logit), as for the transformer's row, so the rows
@@ -111,7 +111,7 @@ class _Read:
 
 
 def is_lstm_classifier(classifier: Any) -> bool:
-    """Whether a loaded classifier (core.models.transformer.inference.TransformerClassifier)
+    """Whether a loaded classifier (core.models.transformer.inference.NeuralClassifier)
     runs an LSTM: it then has no attention maps and is explained by gradient × input."""
     return isinstance(getattr(classifier, "model", None), LstmForSequenceClassification)
 
@@ -263,7 +263,7 @@ def explain_lstm_classifier(
     target: str | None = None,
     words: Sequence[str] | None = None,
 ) -> LstmWordScores:
-    """`explain_lstm` for a loaded LSTM (TransformerClassifier over it), reporting the answer
+    """`explain_lstm` for a loaded LSTM (NeuralClassifier over it), reporting the answer
     its `predict_proba` gives on its runtime, as Classify shows it."""
     text = check_complaint(text, purpose="explain")
     if not is_lstm_classifier(classifier):
@@ -276,8 +276,8 @@ def explain_lstm_classifier(
 
 
 def explain_lstm_text(
-    transformer: Any,
-    baseline: Any,
+    neural: Any,
+    bow: Any,
     text: str,
     config: ExplainConfig = ExplainConfig(),
     *,
@@ -288,15 +288,15 @@ def explain_lstm_text(
     (0 layers, 0 heads, its tokens). `tokens.n_steps` is 1 and `delta` the first-order gap
     (module docstring); the integration settings of `config` do not apply, its target does."""
     check_cancel(cancel)
-    classes = shared_classes(transformer, baseline)
-    lstm = explain_lstm_classifier(transformer, text, target=config.target)
-    bow = baseline.word_contributions(lstm.text, target=lstm.target)
+    classes = shared_classes(neural, bow)
+    lstm = explain_lstm_classifier(neural, text, target=config.target)
+    bow = bow.word_contributions(lstm.text, target=lstm.target)
     n = len(lstm.tokens)
     scores = np.asarray(lstm.token_scores, dtype=np.float64)
     return Explanation(
-        text=lstm.text, words=tuple(word_spans(lstm.text)), transformer_scores=lstm.scores,
-        bow_scores=tuple(float(s) for s in bow.scores), transformer_seen=lstm.seen,
-        transformer=lstm.prediction,
+        text=lstm.text, words=tuple(word_spans(lstm.text)), neural_scores=lstm.scores,
+        bow_scores=tuple(float(s) for s in bow.scores), neural_seen=lstm.seen,
+        neural=lstm.prediction,
         bow=Prediction.of(classes, np.array([bow.probabilities[c] for c in classes])),
         target=lstm.target, unassigned=lstm.unassigned, bow_intercept=bow.intercept,
         tokens=TokenAttribution(lstm.tokens, scores, lstm.logit_gap, lstm.delta, 1),
@@ -306,13 +306,13 @@ def explain_lstm_text(
 
 
 def explain_any(
-    transformer: Any,
-    baseline: Any,
+    neural: Any,
+    bow: Any,
     text: str,
     config: ExplainConfig = ExplainConfig(),
     *,
     cancel: threading.Event | None = None,
 ) -> Explanation:
     """`explain_text`, or `explain_lstm_text` when the model is an LSTM (it has no attention)."""
-    explain = explain_lstm_text if is_lstm_classifier(transformer) else explain_text
-    return explain(transformer, baseline, text, config, cancel=cancel)
+    explain = explain_lstm_text if is_lstm_classifier(neural) else explain_text
+    return explain(neural, bow, text, config, cancel=cancel)

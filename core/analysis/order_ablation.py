@@ -26,7 +26,7 @@ from core.data.privacy import mask_personal_data
 from core.errors import UserError
 from core.models.classifier import Prediction
 from core.models.device import Runtime
-from core.models.transformer.inference import TransformerClassifier
+from core.models.transformer.inference import NeuralClassifier
 from core.models.transformer.truncation import (
     HEAD,
     cut_text,
@@ -92,7 +92,7 @@ def _check_model(model: torch.nn.Module) -> None:
 
 def _predict(model, encoding: dict, position_ids: np.ndarray, runtime: Runtime) -> np.ndarray:
     """Probabilities (num_labels,) for one encoded text with the given position ids, computed
-    as TransformerClassifier.predict_proba computes them (softmax of fp32 logits)."""
+    as NeuralClassifier.predict_proba computes them (softmax of fp32 logits)."""
     device = runtime.device
     inputs = {k: v.to(device) for k, v in encoding.items()}
     inputs["position_ids"] = torch.as_tensor(position_ids, device=device).unsqueeze(0)  # (1, n)
@@ -147,18 +147,16 @@ def order_ablation(
     )
 
 
-def order_ablation_of(
-    transformer: TransformerClassifier, text: str, *, seed: int = 0
-) -> OrderAblation:
+def order_ablation_of(neural: NeuralClassifier, text: str, *, seed: int = 0) -> OrderAblation:
     """`order_ablation` of a loaded classifier as it predicts: its inference view, its runtime
     (device and precision), its cut of long texts, so the normal variant is exactly
     `transformer.predict_proba([text])`."""
     # Cut before masking, as predict_proba does: the two read the same characters.
-    text = cut_text(text, transformer.max_length, transformer.truncation)
+    text = cut_text(text, neural.max_length, neural.truncation)
     return order_ablation(
-        transformer.predictor, transformer.tokenizer, text, seed=seed,
-        max_length=transformer.max_length, truncation=transformer.truncation,
-        runtime=transformer.runtime,
+        neural.predictor, neural.tokenizer, text, seed=seed,
+        max_length=neural.max_length, truncation=neural.truncation,
+        runtime=neural.runtime,
     )  # fmt: skip
 
 

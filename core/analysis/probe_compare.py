@@ -46,13 +46,13 @@ class ProbeOutcome:
     """Both models on one perturbation, compared with their answer on the original."""
 
     perturbation: Perturbation
-    transformer: Prediction
+    neural: Prediction
     bow: Prediction
-    transformer_shift: float  # change in the probability of the original's predicted desk
+    neural_shift: float  # change in the probability of the original's predicted desk
     bow_shift: float
-    transformer_jsd: float  # Jensen-Shannon divergence (bits) from the original's distribution
+    neural_jsd: float  # Jensen-Shannon divergence (bits) from the original's distribution
     bow_jsd: float
-    transformer_flipped: bool  # the top desk differs from the original's
+    neural_flipped: bool  # the top desk differs from the original's
     bow_flipped: bool
 
     def to_json(self) -> dict[str, Any]:
@@ -62,11 +62,11 @@ class ProbeOutcome:
             "text": p.text,
             "bag_unchanged": p.bag_unchanged,
             "note": p.note,
-            "transformer": self.transformer.to_json(),
+            "transformer": self.neural.to_json(),
             "bow": self.bow.to_json(),
-            "transformer_flipped": self.transformer_flipped,
+            "transformer_flipped": self.neural_flipped,
             "bow_flipped": self.bow_flipped,
-            "transformer_shift": self.transformer_shift,
+            "transformer_shift": self.neural_shift,
             "bow_shift": self.bow_shift,
         }
 
@@ -76,16 +76,16 @@ class ProbeResult:
     """One complaint, both models' answers, and their answers on every perturbation."""
 
     text: str
-    transformer: Prediction
+    neural: Prediction
     bow: Prediction
     outcomes: tuple[ProbeOutcome, ...]
 
     def to_json(self) -> dict[str, Any]:
-        """The DESIGN.md `probe` document (and a few more keys per perturbation)."""
+        """The ARCHITECTURE.md `probe` document (and a few more keys per perturbation)."""
         return {
             "original": {
                 "text": self.text,
-                "transformer": self.transformer.to_json(),
+                "transformer": self.neural.to_json(),
                 "bow": self.bow.to_json(),
             },
             "perturbations": [o.to_json() for o in self.outcomes],
@@ -97,19 +97,19 @@ class ProbeResult:
 PROBE_CHUNK = 16
 
 
-def probed_part(transformer: Any, text: str) -> str:
+def probed_part(neural: Any, text: str) -> str:
     """The part of `text` the probes perturb: what the transformer reads of it (its character
     cut, core.models.transformer.truncation), and never more than MAX_COMPLAINT_CHARS. Words
     past the cut cannot move the transformer, and perturbing them would only cost time."""
-    max_length = getattr(transformer, "max_length", None)
+    max_length = getattr(neural, "max_length", None)
     if isinstance(max_length, int):
-        text = cut_text(text, max_length, getattr(transformer, "truncation", HEAD))
+        text = cut_text(text, max_length, getattr(neural, "truncation", HEAD))
     return text[:MAX_COMPLAINT_CHARS]
 
 
 def run_probes(
-    transformer: Any,
-    baseline: Any,
+    neural: Any,
+    bow: Any,
     text: str,
     config: ProbeConfig = ProbeConfig(),
     *,
@@ -123,35 +123,35 @@ def run_probes(
     (`probed_part`); `ProbeResult.text` is that part. A set `cancel` stops it between batches
     of the models (core.progress.Cancelled)."""
     check_complaint(text, purpose="perturb")
-    classes = shared_classes(transformer, baseline)
-    text = probed_part(transformer, mask_personal_data(text))
+    classes = shared_classes(neural, bow)
+    text = probed_part(neural, mask_personal_data(text))
     perturbations = perturb(text, config)
-    return _compare(classes, text, perturbations, transformer, baseline, cancel)
+    return _compare(classes, text, perturbations, neural, bow, cancel)
 
 
 def _compare(
     classes: list[str],
     text: str,
     perturbations: list[Perturbation],
-    transformer: Any,
-    baseline: Any,
+    neural: Any,
+    bow: Any,
     cancel: threading.Event | None = None,
 ) -> ProbeResult:
     texts = [text] + [p.text for p in perturbations]
-    t_probs, b_probs = (_predicted(model, texts, cancel) for model in (transformer, baseline))
+    t_probs, b_probs = (_predicted(model, texts, cancel) for model in (neural, bow))
     t0, b0 = Prediction.of(classes, t_probs[0]), Prediction.of(classes, b_probs[0])
     t_index, b_index = classes.index(t0.label), classes.index(b0.label)
     t_jsd, b_jsd = js_divergence(t_probs[1:], t_probs[:1]), js_divergence(b_probs[1:], b_probs[:1])
     outcomes = tuple(
         ProbeOutcome(
             perturbation=p,
-            transformer=Prediction.of(classes, t_probs[i + 1]),
+            neural=Prediction.of(classes, t_probs[i + 1]),
             bow=Prediction.of(classes, b_probs[i + 1]),
-            transformer_shift=float(t_probs[i + 1, t_index] - t_probs[0, t_index]),
+            neural_shift=float(t_probs[i + 1, t_index] - t_probs[0, t_index]),
             bow_shift=float(b_probs[i + 1, b_index] - b_probs[0, b_index]),
-            transformer_jsd=float(t_jsd[i]),
+            neural_jsd=float(t_jsd[i]),
             bow_jsd=float(b_jsd[i]),
-            transformer_flipped=int(t_probs[i + 1].argmax()) != t_index,
+            neural_flipped=int(t_probs[i + 1].argmax()) != t_index,
             bow_flipped=int(b_probs[i + 1].argmax()) != b_index,
         )
         for i, p in enumerate(perturbations)
@@ -166,19 +166,19 @@ def _predicted(model: Any, texts: list[str], cancel: threading.Event | None) -> 
     return pred_probs
 
 
-def order_demo(transformer: Any, baseline: Any) -> ProbeResult:
+def order_demo(neural: Any, bow: Any) -> ProbeResult:
     """The "paid by card, not by UPI" pair through both models (argument swaps only)."""
-    classes = shared_classes(transformer, baseline)
+    classes = shared_classes(neural, bow)
     swaps = [p for p in perturb(DEMO_TEXT, ProbeConfig(n_shuffles=0, invariance=False))]
     swaps = [p for p in swaps if p.kind == ARGUMENT_SWAP]
-    return _compare(classes, DEMO_TEXT, swaps, transformer, baseline)
+    return _compare(classes, DEMO_TEXT, swaps, neural, bow)
 
 
-def bow_is_order_blind(baseline: Any) -> bool:
-    """Whether the baseline sees unigrams only (then equal bags give equal answers, always).
+def bow_is_order_blind(bow: Any) -> bool:
+    """Whether the bag of words sees unigrams only (then equal bags give equal answers, always).
 
-    A core.models.baseline model with `ngram_max` > 1 also sees adjacent word pairs, so
+    A core.models.bag_of_words model with `ngram_max` > 1 also sees adjacent word pairs, so
     reordering can move it; unknown models are assumed to see order.
     """
-    config = getattr(baseline, "config", None)
+    config = getattr(bow, "config", None)
     return getattr(config, "ngram_max", None) == 1

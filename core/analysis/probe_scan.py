@@ -70,13 +70,13 @@ class OneRightRow:
     text: str
     label: str
     right: str  # "transformer" or "bag of words"
-    transformer: Prediction
+    neural: Prediction
     bow: Prediction
 
     @property
     def confidence(self) -> float:
         """The right model's probability for the given desk: the ranking key."""
-        output = self.transformer if self.right == "transformer" else self.bow
+        output = self.neural if self.right == "transformer" else self.bow
         return output.probabilities[self.label]
 
 
@@ -87,9 +87,9 @@ class KindStats:
     kind: str
     count: int
     bag_unchanged_share: float
-    transformer_flip_rate: float
+    neural_flip_rate: float
     bow_flip_rate: float
-    transformer_mean_jsd: float
+    neural_mean_jsd: float
     bow_mean_jsd: float
 
 
@@ -101,9 +101,9 @@ class ScanResult:
     twin_groups: tuple[TwinGroup, ...]  # over the whole data set
     bow_ceiling: float  # the best accuracy any bag-of-words model can reach on the data set
     scanned: tuple[int, ...]  # positions classified by both models
-    transformer_accuracy: float | None
+    neural_accuracy: float | None
     bow_accuracy: float | None
-    transformer_only: tuple[OneRightRow, ...]
+    neural_only: tuple[OneRightRow, ...]
     bow_only: tuple[OneRightRow, ...]
     kind_stats: tuple[KindStats, ...]
     cancelled: bool
@@ -189,7 +189,7 @@ def predict_both(
     step: str,
     cancel: threading.Event | None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """(transformer, baseline) predict_proba on `texts`, (n, k) each; None when cancelled.
+    """(neural, bow) predict_proba on `texts`, (n, k) each; None when cancelled.
 
     The transformer goes first; the phases read "<step> (transformer)", "<step> (bag of words)".
     """
@@ -203,8 +203,8 @@ def predict_both(
 
 
 def scan_dataset(
-    transformer: Any,
-    baseline: Any,
+    neural: Any,
+    bow: Any,
     dataset: Any,
     config: ScanConfig = ScanConfig(),
     *,
@@ -217,25 +217,25 @@ def scan_dataset(
     rows; the perturbations of `config.perturb_rows` of those go through both models. A set
     `cancel` stops at the next batch and returns what was found so far (`cancelled=True`).
     """
-    classes = shared_classes(transformer, baseline)
+    classes = shared_classes(neural, bow)
     texts, labels = list(dataset.texts), list(dataset.labels)
     if not texts:
         raise UserError("the data set is empty; load complaints first")
     groups = twin_groups(texts, labels, dataset.rows)
     scanned = sample_positions(len(texts), groups, config)
     probe_rows = _probe_positions(scanned, config)
-    perturbations = _perturb_rows(transformer, texts, probe_rows, config.probe, cancel)
+    perturbations = _perturb_rows(neural, texts, probe_rows, config.probe, cancel)
     partial = _ScanParts(classes, texts, labels, list(dataset.rows), groups, scanned)
     if perturbations is None:
         return _finish(partial, config, (), cancelled=True)
     n_probe = sum(len(v) + 1 for v in perturbations.values())
     progress = ProgressCounter(2 * (len(scanned) + n_probe), on_progress)
     progress.add(0, "classify (transformer)")  # the total is known before the first batch
-    return _run_scan(transformer, baseline, partial, perturbations, config, progress, cancel)
+    return _run_scan(neural, bow, partial, perturbations, config, progress, cancel)
 
 
 def _perturb_rows(
-    transformer: Any,
+    neural: Any,
     texts: list[str],
     positions: list[int],
     config: ProbeConfig,
@@ -250,7 +250,7 @@ def _perturb_rows(
     for position in positions:
         if cancel is not None and cancel.is_set():
             return None
-        part = probed_part(transformer, texts[position])
+        part = probed_part(neural, texts[position])
         found[position] = perturb(part, config) if WORD_PATTERN.search(part) else []
     return found
 
@@ -274,9 +274,9 @@ def _probe_positions(scanned: list[int], config: ScanConfig) -> list[int]:
     return sorted(rng.choice(scanned, size=count, replace=False).tolist()) if count else []
 
 
-def _run_scan(transformer, baseline, parts, perturbations, config, progress, cancel):
+def _run_scan(neural, bow, parts, perturbations, config, progress, cancel):
     sample = [parts.texts[p] for p in parts.scanned]
-    models = (transformer, baseline)
+    models = (neural, bow)
     parts.pred_probs = predict_both(models, sample, config, progress, "classify", cancel)
     if parts.pred_probs is None:
         return _finish(parts, config, (), cancelled=True)
@@ -337,9 +337,9 @@ def _finish(parts: _ScanParts, config: ScanConfig, stats, *, cancelled: bool) ->
         twin_groups=parts.groups,
         bow_ceiling=bow_ceiling(parts.groups, len(parts.texts)),
         scanned=tuple(parts.scanned),
-        transformer_accuracy=t_acc,
+        neural_accuracy=t_acc,
         bow_accuracy=b_acc,
-        transformer_only=t_only,
+        neural_only=t_only,
         bow_only=b_only,
         kind_stats=tuple(stats),
         cancelled=cancelled,
@@ -359,7 +359,7 @@ def _one_right(parts: _ScanParts, top_k: int):
             text=parts.texts[p],
             label=parts.labels[p],
             right="transformer" if t_right[i] else "bag of words",
-            transformer=Prediction.of(parts.classes, t_probs[i]),
+            neural=Prediction.of(parts.classes, t_probs[i]),
             bow=Prediction.of(parts.classes, b_probs[i]),
         )
         for i, p in enumerate(parts.scanned)

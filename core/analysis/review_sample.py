@@ -27,8 +27,8 @@ _WRONG_ORDER = {"both": 0, "transformer": 1, "bag of words": 2, "": 3}  # miscla
 
 
 def review_rows(
-    transformer: Any,
-    baseline: Any,
+    neural: Any,
+    bow: Any,
     dataset: Any,
     *,
     max_rows: int = 60,
@@ -45,7 +45,7 @@ def review_rows(
     bag-of-words confidence, wrong ("both", "transformer", "bag of words" or ""), text.
     Returns None when `cancel` is set before the end.
     """
-    classes = shared_classes(transformer, baseline)
+    classes = shared_classes(neural, bow)
     texts, labels = list(dataset.texts), list(dataset.labels)
     config = ScanConfig(max_rows=max_rows, seed=seed, batch_size=batch_size)
     groups = twin_groups(texts, labels, dataset.rows)
@@ -53,7 +53,7 @@ def review_rows(
     sample = [texts[p] for p in positions]
     progress = ProgressCounter(2 * len(sample), on_progress)
     progress.add(0, "classify (transformer)")
-    outputs = predict_both((transformer, baseline), sample, config, progress, "classify", cancel)
+    outputs = predict_both((neural, bow), sample, config, progress, "classify", cancel)
     if outputs is None:
         return None
     records = [

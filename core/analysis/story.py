@@ -58,7 +58,7 @@ class Story:
     transformer (`note` says why); heads is then empty too."""
 
     text: str
-    transformer: Prediction
+    neural: Prediction
     bow: Prediction
     target: str
     blind_spot: BlindSpot | None
@@ -79,7 +79,7 @@ def _blind(probe: ProbeResult, outcome: ProbeOutcome) -> bool:
         p.kind in ORDER_KINDS
         and p.bag_unchanged
         and _largest_change(probe.bow, outcome.bow) <= SAME_SCORE
-        and _largest_change(probe.transformer, outcome.transformer) >= MIN_MOVE
+        and _largest_change(probe.neural, outcome.neural) >= MIN_MOVE
     )
 
 
@@ -94,9 +94,9 @@ def pick_blind_spot(probe: ProbeResult) -> ProbeOutcome | None:
     return max(
         candidates,
         key=lambda o: (
-            o.transformer_flipped,
+            o.neural_flipped,
             -ORDER_KINDS.index(o.perturbation.kind),
-            o.transformer_jsd,
+            o.neural_jsd,
         ),
     )
 
@@ -150,7 +150,7 @@ def build_story(expl: Explanation, probe: ProbeResult, *, top: int = TOP_HEADS) 
     (core.analysis.probe_compare.run_probes); the order words are found among the tokens of its
     attention maps by the explanation's own `token_offsets`."""
     outcome = pick_blind_spot(probe)
-    common = {"text": expl.text, "transformer": expl.transformer, "bow": expl.bow,
+    common = {"text": expl.text, "neural": expl.neural, "bow": expl.bow,
               "target": expl.target}  # fmt: skip
     if outcome is None:
         note = (

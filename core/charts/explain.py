@@ -31,7 +31,7 @@ def word_scores_chart(expl: Explanation) -> alt.Chart:
         {
             "word": labels * 2,
             "model": ["transformer"] * len(labels) + ["bag of words"] * len(labels),
-            "score": list(expl.transformer_scores) + list(expl.bow_scores),
+            "score": list(expl.neural_scores) + list(expl.bow_scores),
         }
     )
     return (
@@ -56,17 +56,17 @@ def _complaint_lines(text: str) -> list[str]:
 
 def _probabilities_chart(expl: Explanation, top_name: str) -> alt.Chart:
     """Both models' probability of every desk, side by side, titled with the complaint."""
-    desks = list(expl.transformer.probabilities)
+    desks = list(expl.neural.probabilities)
     frame = pd.DataFrame(
         {
             "desk": desks * 2,
             "model": [top_name] * len(desks) + ["Bag of words"] * len(desks),
-            "probability": list(expl.transformer.probabilities.values())
+            "probability": list(expl.neural.probabilities.values())
             + [expl.bow.probabilities[d] for d in desks],
         }
     )
     answers = (
-        f"{top_name}: {expl.transformer.label} ({expl.transformer.confidence:.0%}) · "
+        f"{top_name}: {expl.neural.label} ({expl.neural.confidence:.0%}) · "
         f"Bag of words: {expl.bow.label} ({expl.bow.confidence:.0%})"
     )
     title = alt.Title(

@@ -38,8 +38,8 @@ def _word_block(
     top_name: str = "transformer",
 ) -> str:
     word = expl.words[index].text
-    t_score, b_score = expl.transformer_scores[index], expl.bow_scores[index]
-    seen = expl.transformer_seen[index]
+    t_score, b_score = expl.neural_scores[index], expl.bow_scores[index]
+    seen = expl.neural_seen[index]
     t_tip = f"{word} · {top_name} {t_score:+.4f}" if seen else f"{word} · cut off by truncation"
     b_tip = f"{word} · bag of words {b_score:+.4f}"
     cells = _cell(word, t_score, scales[0], t_tip, seen=seen)
@@ -68,7 +68,7 @@ def escaped_highlight_html(
     blue towards the target desk and red away from it, values on hover. Each row is scaled to
     its own largest |score|. `top_name` labels the first row (an active LSTM model's scores sit
     there). Every word and label is escaped."""
-    scales = (row_scale(expl.transformer_scores), row_scale(expl.bow_scores))
+    scales = (row_scale(expl.neural_scores), row_scale(expl.bow_scores))
     names = [top_name, "Bag of words"]
     if extra is not None:
         extra.check(expl)
@@ -88,10 +88,10 @@ def escaped_highlight_html(
 
 def _probability_rows(expl: Explanation) -> str:
     rows = []
-    for desk in expl.transformer.probabilities:
+    for desk in expl.neural.probabilities:
         rows.append(
             f"<tr><td>{html.escape(desk)}</td>"
-            f"<td>{expl.transformer.probabilities[desk]:.3f}</td>"
+            f"<td>{expl.neural.probabilities[desk]:.3f}</td>"
             f"<td>{expl.bow.probabilities[desk]:.3f}</td></tr>"
         )
     return "".join(rows)
@@ -103,7 +103,7 @@ def _word_rows(expl: Explanation, extra: WordRow | None = None) -> str:
         f"<tr><td>{i + 1}</td><td>{html.escape(w.text)}</td><td>{t:+.4f}</td><td>{b:+.4f}</td>"
         f"{e}</tr>"
         for i, (w, t, b, e) in enumerate(
-            zip(expl.words, expl.transformer_scores, expl.bow_scores, more, strict=True)
+            zip(expl.words, expl.neural_scores, expl.bow_scores, more, strict=True)
         )
     )
 
@@ -150,7 +150,7 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;te
 pre{{white-space:pre-wrap;background:#f6f6f6;padding:8px}}</style></head><body>
 <h1>Why the models routed this complaint</h1>
 <pre>{html.escape(expl.text)}</pre>
-<p>{top}: <b>{html.escape(expl.transformer.label)}</b> ·
+<p>{top}: <b>{html.escape(expl.neural.label)}</b> ·
 Bag of words: <b>{html.escape(expl.bow.label)}</b>{_extra_label(extra)} ·
 Explained desk: <b>{html.escape(expl.target)}</b></p>
 <table><tr><th>desk</th><th>{top.lower()}</th><th>bag of words</th></tr>

@@ -17,7 +17,7 @@ def probe_shift_chart(result: ProbeResult) -> alt.Chart:
     records = []
     for i, o in enumerate(result.outcomes):
         name = f"{i + 1:02d} {o.perturbation.kind}"
-        records.append({"perturbation": name, "model": "transformer", "shift": o.transformer_shift})
+        records.append({"perturbation": name, "model": "transformer", "shift": o.neural_shift})
         records.append({"perturbation": name, "model": "bag of words", "shift": o.bow_shift})
     frame = pd.DataFrame(records, columns=["perturbation", "model", "shift"])
     title = "Change in the probability of the original desk"
@@ -55,7 +55,7 @@ def flip_rate_chart(stats: Sequence[KindStats]) -> alt.Chart:
         {"kind": s.kind, "model": model, "flip rate": rate}
         for s in stats
         for model, rate in (
-            ("transformer", s.transformer_flip_rate),
+            ("transformer", s.neural_flip_rate),
             ("bag of words", s.bow_flip_rate),
         )
     ]

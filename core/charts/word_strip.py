@@ -73,7 +73,7 @@ def _strip_rows(expl: Explanation, extra: WordRow | None, top_name: str) -> list
     """(name, scores, seen) of each row of the strip, top to bottom."""
     everywhere = (True,) * len(expl.words)
     rows = [
-        (top_name, expl.transformer_scores, expl.transformer_seen),
+        (top_name, expl.neural_scores, expl.neural_seen),
         ("Bag of words", expl.bow_scores, everywhere),
     ]
     if extra is not None:

@@ -62,10 +62,10 @@ def _run_audit(args: argparse.Namespace):
         document = result.to_json()
     elif train_config is not None:
         with _operator_precision(args.precision):
-            result, document = _quick_audit(dataset, config, train_config)
+            result, document = _embedding_audit(dataset, config, train_config)
     else:
         with _operator_precision(args.precision):
-            result, document = _transformer_audit(dataset, config, folder, args.device)
+            result, document = _fine_tune_audit(dataset, config, folder, args.device)
     return result, document
 
 
@@ -83,10 +83,10 @@ def _print_issues(result, show: int) -> None:
 
 def _quick_settings(args: argparse.Namespace):
     """The TrainConfig of `--model quick` (checked before the file is read)."""
-    from core.analysis.audit_quick import quick_train_config
+    from core.analysis.audit_embedding import embedding_train_config
     from core.models.transformer.config import MINILM
 
-    config = quick_train_config(args.backbone if args.backbone is not None else MINILM)
+    config = embedding_train_config(args.backbone if args.backbone is not None else MINILM)
     return dataclasses.replace(config, device=args.device)
 
 
@@ -109,10 +109,10 @@ def _operator_precision(precision: str) -> Iterator[None]:
             os.environ[PRECISION_ENV] = before
 
 
-def _quick_audit(dataset, config, train_config):
+def _embedding_audit(dataset, config, train_config):
     """Embed every text once with the frozen encoder, then fit a head per fold; tqdm bars of
     texts embedded, then of folds, on stderr."""
-    from core.analysis.audit_quick import run_quick_audit
+    from core.analysis.audit_embedding import run_embedding_audit
     from core.models.transformer.config import backbone_label
 
     name = f"audit (quick, {backbone_label(train_config.backbone)})"
@@ -132,25 +132,25 @@ def _quick_audit(dataset, config, train_config):
             folds = bar("folds", unit="fold", total=progress.total)
             folds.update(progress.done - folds.n)
 
-        result = run_quick_audit(
+        result = run_embedding_audit(
             dataset, config, train_config, on_embed=on_embed, on_progress=on_fold
         )
     document = {**result.to_json(), "backbone": backbone_label(train_config.backbone)}
     return result, document
 
 
-def _transformer_audit(dataset, config, folder: Path, device: str):
+def _fine_tune_audit(dataset, config, folder: Path, device: str):
     """Fine-tune the saved model's TrainConfig on each fold (on `device`), a tqdm bar of steps
     on stderr; a quick model is audited the quick way over its own backbone."""
     from core.analysis.audit import run_audit
-    from core.analysis.audit_transformer import model_audit_settings, transformer_fit
+    from core.analysis.audit_fine_tune import fine_tune_fit, model_audit_settings
     from core.models.card import read_card
     from core.models.transformer.config import QUICK
 
     config, train_config = model_audit_settings(read_card(folder), config)
     train_config = dataclasses.replace(train_config, device=device)
     if train_config.recipe == QUICK:  # a quick model: its encoder embeds once, heads per fold
-        result, document = _quick_audit(dataset, config, train_config)
+        result, document = _embedding_audit(dataset, config, train_config)
         return result, {**document, "model_dir": str(folder)}
     folds_done = [0]
     # The bar opens at the first step, so a backbone that fails to load ends with the error
@@ -171,7 +171,7 @@ def _transformer_audit(dataset, config, folder: Path, device: str):
         def on_fold(progress) -> None:
             folds_done[0] = int(progress.done)
 
-        fit = transformer_fit(train_config, on_progress=on_step)
+        fit = fine_tune_fit(train_config, on_progress=on_step)
         result = run_audit(dataset, config, fit=fit, on_progress=on_fold)
     document = {**result.to_json(), "model_dir": str(folder), "backbone": train_config.backbone}
     return result, document
@@ -183,7 +183,7 @@ def _add_audit(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--model",
         help="the model that predicts each row without having seen it: bow (default; the "
-        "bag-of-words baseline, seconds), quick (a pretrained encoder's frozen embeddings, once, "
+        "bag of words, seconds), quick (a pretrained encoder's frozen embeddings, once, "
         "and a linear head per fold; about a minute for 3000 rows on a CPU), or a saved model "
         "folder, name or live (fine-tunes its training settings on each fold; hours without a "
         "GPU). A folder named bow, quick or live is given as ./bow, ./quick or ./live",

@@ -30,24 +30,24 @@ def _cmd_explain(args: argparse.Namespace) -> None:
         options["max_relative_delta"] = args.max_delta or None  # 0: one pass
     config = ExplainConfig(target=args.target, **options)  # bad options fail first
     model = _load_model(args.model, args)
-    expl = explain_any(model.transformer, model.baseline, _complaint(args.text), config)
-    decision = model.blend.decide(expl.transformer, expl.bow)
+    expl = explain_any(model.neural, model.bow, _complaint(args.text), config)
+    decision = model.blend.decide(expl.neural, expl.bow)
     if args.json:
         _emit_json(
             {
                 **expl.to_json(),
-                "method": explanation_method(model.transformer),  # an LSTM: gradient x input
+                "method": explanation_method(model.neural),  # an LSTM: gradient x input
                 "decision": {**decision.to_json(), "decided_by": model.blend.decided_by},
-                "runtime": model.transformer.runtime.to_json(),
+                "runtime": model.neural.runtime.to_json(),
             }
         )
         return
     print(f"decision: {decision.label} ({model.blend.describe()})")
-    print(f"transformer: {expl.transformer.label}   bag of words: {expl.bow.label}")
+    print(f"transformer: {expl.neural.label}   bag of words: {expl.bow.label}")
     relative = "n/a" if expl.relative_delta is None else f"{expl.relative_delta:.1%}"
     print(f"scores for {expl.target} (convergence delta {expl.delta:+.4f}, {relative} of gap)")
     print(f"  {'word':<20} {'transformer':>12} {'bag of words':>13}")
-    for word, t, b in zip(expl.words, expl.transformer_scores, expl.bow_scores, strict=True):
+    for word, t, b in zip(expl.words, expl.neural_scores, expl.bow_scores, strict=True):
         print(f"  {word.text[:20]:<20} {t:>+12.4f} {b:>+13.4f}")
 
 
@@ -76,19 +76,19 @@ def _cmd_probe(args: argparse.Namespace) -> None:
         n_shuffles=args.shuffles, invariance=not args.no_invariance, seed=args.seed
     )
     model = _load_model(args.model, args)
-    result = run_probes(model.transformer, model.baseline, _complaint(args.text), config)
+    result = run_probes(model.neural, model.bow, _complaint(args.text), config)
     if args.json:
         _emit_json(result.to_json())
         return
-    print(f"original: transformer {result.transformer.label}, bag of words {result.bow.label}")
+    print(f"original: transformer {result.neural.label}, bag of words {result.bow.label}")
     for o in result.outcomes:
         bag = "same bag" if o.perturbation.bag_unchanged else "new bag "
         flips = "".join(
             f" [{name} flips]"
-            for name, flipped in (("transformer", o.transformer_flipped), ("bow", o.bow_flipped))
+            for name, flipped in (("transformer", o.neural_flipped), ("bow", o.bow_flipped))
             if flipped
         )
-        print(f"  {o.perturbation.kind:<15} {bag} {o.transformer.label} / {o.bow.label}{flips}")
+        print(f"  {o.perturbation.kind:<15} {bag} {o.neural.label} / {o.bow.label}{flips}")
         print(f"      {' '.join(o.perturbation.text.split())[:100]}")
 
 

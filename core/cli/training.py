@@ -68,8 +68,8 @@ def _cmd_train(args: argparse.Namespace) -> None:
     )
     folder = saved.folder
     document = {
-        "transformer": result.transformer_report.to_json(),
-        "bow": result.baseline_report.to_json(),
+        "transformer": result.neural_report.to_json(),
+        "bow": result.bow_report.to_json(),
         "decision": result.decision_report.to_json(),
         "blend": result.blend.to_json(),
         "recipe": result.config.recipe,
@@ -86,10 +86,10 @@ def _cmd_train(args: argparse.Namespace) -> None:
         print(f"note: {saved.rename_note}", file=sys.stderr)
     if result.recipe_choice is not None:
         print(f"recipe: {result.recipe_choice['reason']}", file=sys.stderr)
-    if result.transformer_twin_report is not None:
+    if result.neural_twin_report is not None:
         document["twin"] = {
-            "transformer": result.transformer_twin_report.to_json(),
-            "bow": result.baseline_twin_report.to_json(),
+            "transformer": result.neural_twin_report.to_json(),
+            "bow": result.bow_twin_report.to_json(),
             "decision": result.decision_twin_report.to_json(),
         }
     if args.json:
@@ -111,7 +111,7 @@ def _print_scores(document: dict, headline: str) -> None:
 
 
 def _add_train(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="fine-tune the transformer and the baseline; save both")
+    p = sub.add_parser("train", help="train the neural model and the bag of words; save both")
     p.add_argument("file", help="labelled CSV, TSV, XLSX or Parquet file")
     p.add_argument(
         "--out", required=True,
@@ -168,12 +168,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
     texts, labels = list(dataset.texts), list(dataset.labels)
     with _progress_bar("evaluate", total=len(texts), unit="text") as bar:
-        pred_probs = predict_in_batches(loaded.transformer, texts, on_rows=_advance(bar))
-    bow_probs = loaded.baseline.predict_proba(texts)
-    classes = loaded.transformer.classes_
+        pred_probs = predict_in_batches(loaded.neural, texts, on_rows=_advance(bar))
+    bow_probs = loaded.bow.predict_proba(texts)
+    classes = loaded.neural.classes_
     document = {
         "transformer": evaluate_proba(labels, pred_probs, classes),
-        "bow": evaluate_proba(labels, bow_probs, loaded.baseline.classes_),
+        "bow": evaluate_proba(labels, bow_probs, loaded.bow.classes_),
         "decision": evaluate_proba(labels, loaded.blend.combine(pred_probs, bow_probs), classes),
     }
     document = {name: report.to_json() for name, report in document.items()}

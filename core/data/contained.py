@@ -84,7 +84,7 @@ UPLOAD_READERS_ENV = "GRIEVANCE_LENS_UPLOAD_READERS"
 _MEMORY_PER_READER = 8 * 1024 * MB
 
 
-def default_reader_count(*, cpus: int | None = None, memory_bytes: int | None = None) -> int:
+def default_order_model_count(*, cpus: int | None = None, memory_bytes: int | None = None) -> int:
     """How many children may read uploads at once on this machine (`cpus` usable cores and
     `memory_bytes` of memory; both default to this machine's): half the cores, since a child
     parses on one and the job queue needs the rest, and one per 8 GiB of memory; at least one.
@@ -126,13 +126,13 @@ class ReaderSlots:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ReaderSlots:
-        """`default_reader_count()` slots, or GRIEVANCE_LENS_UPLOAD_READERS of them.
+        """`default_order_model_count()` slots, or GRIEVANCE_LENS_UPLOAD_READERS of them.
 
         `environ` defaults to `os.environ`; an unset or empty variable keeps the default."""
         env = os.environ if environ is None else environ
         raw = env.get(UPLOAD_READERS_ENV, "").strip()
         if not raw:
-            return cls(default_reader_count())
+            return cls(default_order_model_count())
         if not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
             raise UserError(
                 f"{UPLOAD_READERS_ENV} must be a positive whole number, got {raw!r}; fix or "

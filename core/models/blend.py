@@ -5,7 +5,7 @@ each calibrated by a temperature, mixed with a weight chosen on the validation r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,7 +14,7 @@ from core.checks import check_fraction, check_positive
 from core.errors import UserError
 from core.models.classifier import Prediction
 
-TRANSFORMER, BAG_OF_WORDS, BLEND = "transformer", "bag of words", "blend"
+NEURAL, BAG_OF_WORDS, BLEND = "transformer", "bag of words", "blend"
 # The transformer's share, searched in tenths: finer steps would fit a few hundred validation
 # rows' noise, and each step must move at least a handful of answers to be worth saying.
 WEIGHTS = tuple(i / 10 for i in range(11))
@@ -45,71 +45,81 @@ class Blend:
     transformer's own probabilities: the decision of every model saved before blends.
     """
 
-    transformer_weight: float = 1.0
-    transformer_temperature: float = 1.0
+    neural_weight: float = 1.0
+    neural_temperature: float = 1.0
     bow_temperature: float = 1.0
 
     def __post_init__(self) -> None:
-        check_fraction("transformer_weight", self.transformer_weight, low=-1e-12, high=1.0)
-        check_positive("transformer_temperature", self.transformer_temperature)
+        check_fraction("transformer_weight", self.neural_weight, low=-1e-12, high=1.0)
+        check_positive("transformer_temperature", self.neural_temperature)
         check_positive("bow_temperature", self.bow_temperature)
 
     @property
     def decided_by(self) -> str:
         """Which model makes the call: "transformer", "bag of words" or "blend"."""
-        if self.transformer_weight >= 1.0:
-            return TRANSFORMER
-        return BAG_OF_WORDS if self.transformer_weight <= 0.0 else BLEND
+        if self.neural_weight >= 1.0:
+            return NEURAL
+        return BAG_OF_WORDS if self.neural_weight <= 0.0 else BLEND
 
     def describe(self) -> str:
         """One line for the pages: who decides, with the shares when both do."""
         if self.decided_by != BLEND:
             return f"the {self.decided_by} alone"
-        share = round(100 * self.transformer_weight)
+        share = round(100 * self.neural_weight)
         return f"a blend of {share}% transformer and {100 - share}% bag of words"
 
-    def combine(self, transformer_probs: np.ndarray, bow_probs: np.ndarray) -> np.ndarray:
+    def combine(self, neural_probs: np.ndarray, bow_probs: np.ndarray) -> np.ndarray:
         """The decision's probabilities (n, k) from both models' (n, k), columns alike."""
-        transformer_probs, bow_probs = np.asarray(transformer_probs), np.asarray(bow_probs)
-        if transformer_probs.shape != bow_probs.shape:
+        neural_probs, bow_probs = np.asarray(neural_probs), np.asarray(bow_probs)
+        if neural_probs.shape != bow_probs.shape:
             raise UserError(
-                f"both models must score the same texts and labels: {transformer_probs.shape} "
+                f"both models must score the same texts and labels: {neural_probs.shape} "
                 f"against {bow_probs.shape}"
             )
-        if self.decided_by == TRANSFORMER:  # exactly the transformer's own numbers
-            return transformer_probs
+        if self.decided_by == NEURAL:  # exactly the transformer's own numbers
+            return neural_probs
         if self.decided_by == BAG_OF_WORDS:
             return bow_probs
-        weight = self.transformer_weight
-        return weight * tempered(transformer_probs, self.transformer_temperature) + (
-            1 - weight
-        ) * tempered(bow_probs, self.bow_temperature)
+        weight = self.neural_weight
+        return weight * tempered(neural_probs, self.neural_temperature) + (1 - weight) * tempered(
+            bow_probs, self.bow_temperature
+        )
 
-    def decide(self, transformer: Prediction, bow: Prediction) -> Prediction:
+    def decide(self, neural: Prediction, bow: Prediction) -> Prediction:
         """The decision for one text from both models' predictions of it."""
-        classes = list(transformer.probabilities)
+        classes = list(neural.probabilities)
         pred_probs = self.combine(
-            np.array([[transformer.probabilities[c] for c in classes]]),
+            np.array([[neural.probabilities[c] for c in classes]]),
             np.array([[bow.probabilities[c] for c in classes]]),
         )
         return Prediction.of(classes, pred_probs[0])
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "decided_by": self.decided_by}
+        """The card's `blend` and `train --json`'s: keys named as before the rename (a contract)."""
+        saved = {key: getattr(self, field) for key, field in CARD_KEYS.items()}
+        return {**saved, "decided_by": self.decided_by}
 
     @classmethod
     def from_card(cls, card: dict[str, Any]) -> Blend:
         """The blend a card was saved with; the transformer alone for older cards."""
         saved = card.get("blend")
         if saved is None:
-            return TRANSFORMER_ONLY
+            return NEURAL_ONLY
         if not isinstance(saved, dict):
             raise UserError("the card's blend is damaged; save the model again")
-        fields = ("transformer_weight", "transformer_temperature", "bow_temperature")
-        return cls(**{name: float(saved[name]) for name in fields if name in saved})
+        return cls(**{field: float(saved[key]) for key, field in CARD_KEYS.items() if key in saved})
 
 
-TRANSFORMER_ONLY = Blend()
+# The card's keys for the blend's fields: the neural model is "transformer" there, as in every
+# JSON document (ARCHITECTURE.md, "Glossary").
+CARD_KEYS = {
+    "transformer_weight": "neural_weight",
+    "transformer_temperature": "neural_temperature",
+    "bow_temperature": "bow_temperature",
+}
+
+
+NEURAL_ONLY = Blend()
 
 
 def tempered(pred_probs: np.ndarray, temperature: float) -> np.ndarray:
@@ -132,7 +142,7 @@ def calibrated_temperature(pred_probs: np.ndarray, label_ids: np.ndarray) -> flo
 
 
 def choose_blend(
-    transformer_probs: np.ndarray,
+    neural_probs: np.ndarray,
     bow_probs: np.ndarray,
     labels: Sequence[str],
     classes: Sequence[str],
@@ -154,19 +164,19 @@ def choose_blend(
     classes : the k class names
     """
     label_ids = _label_ids(labels, classes)
-    temperatures = (calibrated_temperature(transformer_probs, label_ids),
+    temperatures = (calibrated_temperature(neural_probs, label_ids),
                     calibrated_temperature(bow_probs, label_ids))  # fmt: skip
-    transformer_right = transformer_probs.argmax(1) == label_ids
+    neural_right = neural_probs.argmax(1) == label_ids
 
     def right(weight: float) -> np.ndarray:
         blend = Blend(weight, *temperatures)
-        return blend.combine(transformer_probs, bow_probs).argmax(1) == label_ids
+        return blend.combine(neural_probs, bow_probs).argmax(1) == label_ids
 
     weight = max(WEIGHTS, key=lambda w: (int(right(w).sum()), w))
-    gain = int(right(weight).sum()) - int(transformer_right.sum())
+    gain = int(right(weight).sum()) - int(neural_right.sum())
     if weight == 1.0 or gain < max(MIN_GAIN * len(label_ids), MIN_GAIN_ROWS):
-        return TRANSFORMER_ONLY
-    return Blend(transformer_weight=0.0) if weight == 0.0 else Blend(weight, *temperatures)
+        return NEURAL_ONLY
+    return Blend(neural_weight=0.0) if weight == 0.0 else Blend(weight, *temperatures)
 
 
 def _label_ids(labels: Sequence[str], classes: Sequence[str]) -> np.ndarray:

@@ -14,9 +14,9 @@ from core.errors import UserError
 from core.models.registry import LoadedModel, load_model
 
 CACHE_MB_ENV = "GRIEVANCE_LENS_MODEL_CACHE_MB"
-DEFAULT_BUDGET_MB = 2048  # about twenty MiniLM models (some 90 MB each with their baselines)
+DEFAULT_BUDGET_MB = 2048  # about twenty MiniLM models (some 90 MB each with their bags of words)
 MB = 1024 * 1024
-# A rough price of one vocabulary entry of the baseline (a str key and an int in a dict): the
+# A rough price of one vocabulary entry of the bag of words (a str key and an int in a dict): the
 # estimate only has to rank models by size, not match the allocator.
 _BYTES_PER_TERM = 100
 
@@ -29,11 +29,11 @@ def cache_key(folder: str | Path, digest: str) -> str:
 
 def model_bytes(loaded: LoadedModel) -> int:
     """An estimate of the memory `loaded` holds: the transformer's parameters and buffers, the
-    baseline's arrays and vocabulary, and the unknown-desk score's arrays."""
-    tensors = (*loaded.transformer.model.parameters(), *loaded.transformer.model.buffers())
-    baseline = loaded.baseline.nbytes(bytes_per_term=_BYTES_PER_TERM)
+    bag of words' arrays and vocabulary, and the unknown-desk score's arrays."""
+    tensors = (*loaded.neural.model.parameters(), *loaded.neural.model.buffers())
+    bow = loaded.bow.nbytes(bytes_per_term=_BYTES_PER_TERM)
     detector = 0 if loaded.detector is None else loaded.detector.nbytes()
-    return sum(t.numel() * t.element_size() for t in tensors) + baseline + detector
+    return sum(t.numel() * t.element_size() for t in tensors) + bow + detector
 
 
 class ModelCache:

@@ -1,5 +1,5 @@
 """What every classifier here meets and returns: the `ProbabilisticClassifier` protocol (the
-bag-of-words baseline and the transformer both fit it) and `Prediction`, a label with its
+bag of words and the transformer both fit it) and `Prediction`, a label with its
 probabilities."""
 
 from __future__ import annotations
@@ -53,13 +53,13 @@ class Prediction:
         return {"label": self.label, "probabilities": dict(self.probabilities)}
 
 
-def shared_classes(transformer: Any, baseline: Any) -> list[str]:
+def shared_classes(neural: Any, bow: Any) -> list[str]:
     """The labels both models share, in column order; UserError when they disagree."""
-    classes = [str(c) for c in transformer.classes_]
-    if classes != [str(c) for c in baseline.classes_]:
+    classes = [str(c) for c in neural.classes_]
+    if classes != [str(c) for c in bow.classes_]:
         raise UserError(
-            f"the transformer's desks {classes} differ from the baseline's "
-            f"{[str(c) for c in baseline.classes_]}; load both from one saved model"
+            f"the neural model's desks {classes} differ from the bag of words' "
+            f"{[str(c) for c in bow.classes_]}; load both from one saved model"
         )
     return classes
 
@@ -108,7 +108,7 @@ def predict_with_features_in_batches(
     on_rows: Callable[[int], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """`predict_in_batches` for `model.predict_proba_and_features` (a TransformerClassifier):
+    """`predict_in_batches` for `model.predict_proba_and_features` (a NeuralClassifier):
     probabilities (n, k) and embeddings (n, d) in input order; None when cancelled."""
     found = _in_batches(
         model.predict_proba_and_features, texts, chunk=chunk, on_rows=on_rows, cancel=cancel

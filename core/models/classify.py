@@ -57,13 +57,13 @@ def classification_columns(
 
     options = {"on_rows": on_rows, "cancel": cancel}
     if loaded.detector is None:  # a model saved before the unknown-desk score
-        transformer_probs = predict_in_batches(loaded.transformer, texts, **options)
-        scored = None if transformer_probs is None else (transformer_probs, None)
+        neural_probs = predict_in_batches(loaded.neural, texts, **options)
+        scored = None if neural_probs is None else (neural_probs, None)
     else:
-        scored = predict_with_features_in_batches(loaded.transformer, texts, **options)
+        scored = predict_with_features_in_batches(loaded.neural, texts, **options)
     if scored is None:
         return None
-    bow_probs = loaded.baseline.predict_proba(texts)
+    bow_probs = loaded.bow.predict_proba(texts)
     return _columns(loaded, texts, *scored, bow_probs, policy)
 
 
@@ -76,21 +76,21 @@ def _checked(review_threshold: float | None) -> float | None:
 def _columns(
     loaded: LoadedModel,
     texts: list[str],
-    transformer_probs: np.ndarray,
+    neural_probs: np.ndarray,
     features: np.ndarray | None,
     bow_probs: np.ndarray,
     policy: ReviewPolicy,
 ) -> pd.DataFrame:
     """The contract columns from both models' probabilities and the transformer's embeddings
     (None: a model saved before the unknown-desk score, whose score column stays empty)."""
-    pred_probs = loaded.blend.combine(transformer_probs, bow_probs)
-    classes = [str(c) for c in loaded.transformer.classes_]
+    pred_probs = loaded.blend.combine(neural_probs, bow_probs)
+    classes = [str(c) for c in loaded.neural.classes_]
     confidence = pred_probs.max(axis=1)
     blank = np.array([not t.strip() for t in texts], dtype=bool)
     unknown_scores = (
         np.full(len(texts), np.nan)
         if loaded.detector is None or features is None
-        else loaded.detector.scores(features, transformer_probs)
+        else loaded.detector.scores(features, neural_probs)
     )
     reasons = policy.reasons(confidence, unknown_scores, blank)
     columns = {
@@ -100,9 +100,9 @@ def _columns(
         "review_reason": reasons.astype(str),
         "unknown_desk_score": unknown_scores,
         "decided_by": loaded.blend.decided_by,
-        "transformer_label": _top_labels(classes, transformer_probs),
-        "transformer_confidence": transformer_probs.max(axis=1),
-        "bow_label": _top_labels(loaded.baseline.classes_, bow_probs),
+        "transformer_label": _top_labels(classes, neural_probs),
+        "transformer_confidence": neural_probs.max(axis=1),
+        "bow_label": _top_labels(loaded.bow.classes_, bow_probs),
         "bow_confidence": bow_probs.max(axis=1),
     }
     columns.update({f"prob_{label}": pred_probs[:, i] for i, label in enumerate(classes)})
@@ -128,14 +128,14 @@ def classify_one(
     check_complaint(text, purpose="classify")
     policy = loaded.review.with_confidence(_checked(review_threshold))
     if loaded.detector is None:
-        transformer_probs, features = loaded.transformer.predict_proba([text]), None
+        neural_probs, features = loaded.neural.predict_proba([text]), None
     else:
-        transformer_probs, features = loaded.transformer.predict_proba_and_features([text])
-    bow_probs = loaded.baseline.predict_proba([text])
-    row = _columns(loaded, [text], transformer_probs, features, bow_probs, policy).iloc[0]
-    classes = [str(c) for c in loaded.transformer.classes_]
+        neural_probs, features = loaded.neural.predict_proba_and_features([text])
+    bow_probs = loaded.bow.predict_proba([text])
+    row = _columns(loaded, [text], neural_probs, features, bow_probs, policy).iloc[0]
+    classes = [str(c) for c in loaded.neural.classes_]
     shown = {
-        "transformer": dict(zip(classes, map(float, transformer_probs[0]), strict=True)),
+        "transformer": dict(zip(classes, map(float, neural_probs[0]), strict=True)),
         "bag of words": dict(zip(classes, map(float, bow_probs[0]), strict=True)),
     }
     if loaded.blend.decided_by == BLEND:

@@ -1,8 +1,9 @@
 """Models on disk: save atomically and exclusively, list, load safely (safetensors, npz, json),
 rename, delete.
 
-A model is a folder `models/<name>/` with the transformer (config.json, model.safetensors,
-tokenizer files), the bag-of-words baseline (baseline.npz + baseline.json) and card.json.
+A model is a folder `models/<name>/` with the neural model (config.json, model.safetensors,
+tokenizer files), the bag of words (baseline.npz + baseline.json: file names kept from before the
+glossary, ARCHITECTURE.md) and card.json.
 A folder without card.json is not a model (an empty one is a save's claim on its name).
 """
 
@@ -32,7 +33,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreT
 from core.access import Actor, Permission
 from core.data.privacy import MASKING_VERSION
 from core.errors import UserError
-from core.models.baseline import BagOfWordsClassifier
+from core.models.bag_of_words import BagOfWordsClassifier
 from core.models.blend import Blend
 from core.models.card import (
     CARD_FORMAT,
@@ -56,7 +57,7 @@ from core.models.tiny.model import TinyTransformerForSequenceClassification
 from core.models.tiny.tokenizer import TinyTokenizer
 from core.models.transformer import head as _registers_mean_pool  # noqa: F401  (Auto classes)
 from core.models.transformer.config import FULL, QUICK
-from core.models.transformer.inference import TransformerClassifier
+from core.models.transformer.inference import NeuralClassifier
 from core.models.transformer.truncation import HEAD, TRUNCATIONS
 from core.models.weights import check_config_fits_weights
 
@@ -79,8 +80,8 @@ class ModelSummary:
     created_at: str
     backbone: str
     labels: tuple[str, ...]
-    transformer_accuracy: float | None
-    transformer_macro_f1: float | None
+    neural_accuracy: float | None
+    neural_macro_f1: float | None
     bow_accuracy: float | None
     bow_macro_f1: float | None
     recipe: str = FULL  # "quick": frozen encoder and a fitted head (cards before it: "full")
@@ -92,8 +93,8 @@ class LoadedModel:
     """A saved model ready to classify: both classifiers, how they decide together, and the card
     they were saved with."""
 
-    transformer: TransformerClassifier
-    baseline: BagOfWordsClassifier
+    neural: NeuralClassifier
+    bow: BagOfWordsClassifier
     card: dict[str, Any]
     path: Path
     digest: str  # SHA-256 of card.json, which pins every file (see core.models.card.card_digest)
@@ -104,7 +105,7 @@ class LoadedModel:
     detector: UnknownDeskDetector | None = None
 
     @property
-    def reader_name(self) -> str:
+    def neural_name(self) -> str:
         """What the pages call the neural model: "LSTM" for an LSTM, else "Transformer"."""
         return "LSTM" if self.card.get("architecture") == ARCH_LSTM else "Transformer"
 
@@ -117,17 +118,17 @@ class LoadedModel:
 
 def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> dict[str, Any]:
     """The card.json document for a finished training run."""
-    transformer = result.transformer
+    neural = result.neural
     return {
         "format": CARD_FORMAT,
         "format_version": CARD_VERSION,
-        "labels": [str(c) for c in transformer.classes_],
-        "architecture": _architecture(transformer.model),
+        "labels": [str(c) for c in neural.classes_],
+        "architecture": _architecture(neural.model),
         "backbone": result.config.backbone,
         "recipe": result.config.recipe,
         "head_strength": result.head_strength,
         "pooling": result.config.pooling,
-        "max_length": transformer.max_length,
+        "max_length": neural.max_length,
         # Both models read texts with personal data masked (core.data.privacy), when fitted and
         # when predicting; a card without this key predates masking.
         "text_masking": MASKING_VERSION,
@@ -138,19 +139,19 @@ def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> d
         "review": None if result.review is None else result.review.to_json(),
         "recipe_choice": result.recipe_choice,  # recipe "auto": what the data chose and why
         "metrics": {
-            "transformer": _report_json(result.transformer_report),
-            "bow": _report_json(result.baseline_report),
+            "transformer": _report_json(result.neural_report),
+            "bow": _report_json(result.bow_report),
             "decision": _report_json(result.decision_report),
         },
         "twin_metrics": {
-            "transformer": _report_json(result.transformer_twin_report),
-            "bow": _report_json(result.baseline_twin_report),
+            "transformer": _report_json(result.neural_twin_report),
+            "bow": _report_json(result.bow_twin_report),
             "decision": _report_json(result.decision_twin_report),
         },
         "history": [asdict(record) for record in result.history],
         "best_epoch": result.best_epoch,
         "train_config": asdict(result.config),
-        "baseline_config": asdict(result.baseline_config),
+        "baseline_config": asdict(result.bow_config),
         "data_fingerprint": data_fingerprint or _combined(result),
         "train_fingerprint": result.train_fingerprint,
         "val_fingerprint": result.val_fingerprint,
@@ -186,7 +187,7 @@ def _combined(result: TrainResult) -> str:
 
 
 def _versions() -> dict[str, str]:
-    import sklearn  # fitting the baseline imported it already; loading a model never does
+    import sklearn  # fitting the bag of words imported it already; loading a model never does
 
     return {
         "python": platform.python_version(),
@@ -219,7 +220,7 @@ def save_model(
     and the winner's folder is never touched. `overwrite=True` replaces a model explicitly.
     """
     actor.require(Permission.MANAGE_MODELS)
-    if result.cancelled or result.transformer is None or result.baseline is None:
+    if result.cancelled or result.neural is None or result.bow is None:
         raise UserError("this training run was cancelled; there is no model to save")
     Path(root).mkdir(parents=True, exist_ok=True)
     target = model_folder(root, name)
@@ -304,9 +305,9 @@ def _rename_onto_claim(staging: Path, target: Path, name: str) -> None:
 
 def _write_model(result: TrainResult, folder: Path, data_fingerprint: str | None) -> None:
     folder.mkdir()
-    result.transformer.model.save_pretrained(folder)
-    result.transformer.tokenizer.save_pretrained(folder)
-    result.baseline.save(folder)
+    result.neural.model.save_pretrained(folder)
+    result.neural.tokenizer.save_pretrained(folder)
+    result.bow.save(folder)
     if result.detector is not None:
         result.detector.save(folder)
     card = build_card(result, data_fingerprint=data_fingerprint)
@@ -358,18 +359,20 @@ def load_model(
         raise UserError(f"model {folder.name!r} changed on disk while loading; load it again")
     check_loadable(folder)
     _verify_files(folder, card)
-    model, tokenizer = _load_transformer(folder, card.get("architecture"))
+    model, tokenizer = _load_neural(folder, card.get("architecture"))
     if card.get("architecture") == ARCH_LSTM:  # its forward always runs fp32 (core.models.lstm)
         runtime = Runtime(runtime.device, "fp32")
     labels = [str(label) for label in card["labels"]]
-    transformer = TransformerClassifier(
+    neural = NeuralClassifier(
         model, tokenizer, labels,
         max_length=int(card["max_length"]), device=runtime.device, precision=runtime.precision,
         truncation=card_truncation(card),
     )  # fmt: skip
-    baseline = BagOfWordsClassifier.load(folder)
-    if [str(c) for c in baseline.classes_] != labels:
-        raise UserError(f"{folder.name}: the baseline's labels differ from the card's; save again")
+    bow = BagOfWordsClassifier.load(folder)
+    if [str(c) for c in bow.classes_] != labels:
+        raise UserError(
+            f"{folder.name}: the bag of words' labels differ from the card's; save again"
+        )
     detector = (
         UnknownDeskDetector.load(folder, n_classes=len(labels))
         if (folder / UNKNOWN_FILE).is_file()
@@ -378,7 +381,7 @@ def load_model(
     if card_digest(folder) != found:  # a save swapped the folder while its files were read
         raise UserError(f"model {folder.name!r} changed on disk while loading; load it again")
     return LoadedModel(
-        transformer=transformer, baseline=baseline, card=card, path=folder, digest=found,
+        neural=neural, bow=bow, card=card, path=folder, digest=found,
         blend=Blend.from_card(card), detector=detector,
         review=ReviewPolicy.from_card(card, fallback=DEFAULT_REVIEW_THRESHOLD),
     )  # fmt: skip
@@ -407,7 +410,7 @@ def _verify_files(folder: Path, card: dict[str, Any]) -> None:
             )
 
 
-def _load_transformer(folder: Path, architecture: Any) -> tuple[torch.nn.Module, Any]:
+def _load_neural(folder: Path, architecture: Any) -> tuple[torch.nn.Module, Any]:
     if architecture == ARCH_TINY:
         model = TinyTransformerForSequenceClassification.from_pretrained(folder)
         return model, TinyTokenizer.from_pretrained(folder)
@@ -453,8 +456,8 @@ def _summary(folder: Path, card: dict[str, Any]) -> ModelSummary:
         created_at=str(card.get("created_at", "")),
         backbone=str(card.get("backbone", "")),
         labels=tuple(str(label) for label in card.get("labels", [])),
-        transformer_accuracy=_metric(metrics, "transformer", "accuracy"),
-        transformer_macro_f1=_metric(metrics, "transformer", "macro_f1"),
+        neural_accuracy=_metric(metrics, "transformer", "accuracy"),
+        neural_macro_f1=_metric(metrics, "transformer", "macro_f1"),
         bow_accuracy=_metric(metrics, "bow", "accuracy"),
         bow_macro_f1=_metric(metrics, "bow", "macro_f1"),
         recipe=card_recipe(card),

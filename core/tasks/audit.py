@@ -1,4 +1,4 @@
-"""A label audit as a task of the server's queue (the bag-of-words, quick or transformer audit of
+"""A label audit as a task of the server's queue (the bag-of-words, quick or fine-tune audit of
 core.analysis), or an audit already finished (from the audit cache) behind the same interface,
 so the Label audit page polls one thing either way; and the run record of a finished audit."""
 
@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from core.access import Actor, Permission
 from core.analysis.audit import AuditConfig, AuditResult
-from core.analysis.audit_quick import QUICK_AUDIT
-from core.analysis.audit_transformer import run_chosen_audit
+from core.analysis.audit_embedding import EMBEDDING_AUDIT
+from core.analysis.audit_fine_tune import run_chosen_audit
 from core.data.dataset import Dataset
 from core.errors import UserError
 from core.jobs import Job, JobQueue, JobSnapshot, JobStatus, Requester
@@ -57,8 +57,8 @@ def start_audit(
     queue: JobQueue,
     requester: Requester,
 ) -> AuditRun:
-    """Queue the audit for `requester` (reviewers and admins): the transformer audit when
-    `train_config` is given, the quick audit when `config.model` is "quick" too, else the bag of
+    """Queue the audit for `requester` (reviewers and admins): the fine-tune audit when
+    `train_config` is given, the embedding audit when `config.model` is "quick" too, else the bag of
     words; on the heavy lane of `train_config.device`."""
     device = train_config.device if train_config is not None else "cpu"
     task = requester.task(
@@ -98,7 +98,7 @@ def record_audit_run(store: Store, result: AuditResult, *, actor: Actor) -> int:
 def _tokens_per_batch(config: AuditConfig, train: TrainConfig | None) -> int | None:
     if train is None:
         return None
-    if config.model == QUICK_AUDIT:
+    if config.model == EMBEDDING_AUDIT:
         from core.models.transformer.quick import EMBED_BATCH
 
         return EMBED_BATCH * train.max_length

@@ -30,8 +30,8 @@ class ScanRun:
 
 
 def start_scan(
-    transformer: Any,
-    baseline: Any,
+    neural: Any,
+    bow: Any,
     dataset: Any,
     config: ScanConfig,
     *,
@@ -43,9 +43,9 @@ def start_scan(
     """Queue `scan_dataset` (reviewers and admins); poll `run.job.snapshot()`, stop with
     `run.job.cancel()`."""
     job = queue.start(
-        scan_dataset, transformer, baseline, dataset, config, requester=requester,
+        scan_dataset, neural, bow, dataset, config, requester=requester,
         title=f"Order scan of {len(dataset):,} rows", kind="scan",
-        permission=Permission.RUN_JOBS, lane=queue.heavy_lane(device_name(transformer)),
+        permission=Permission.RUN_JOBS, lane=queue.heavy_lane(device_name(neural)),
     )  # fmt: skip
     return ScanRun(job, config, model_path, dataset_fingerprint)
 
@@ -65,8 +65,8 @@ class ReviewRun:
 
 
 def start_review(
-    transformer: Any,
-    baseline: Any,
+    neural: Any,
+    bow: Any,
     dataset: Any,
     *,
     max_rows: int,
@@ -80,9 +80,9 @@ def start_review(
     role table says). Poll `run.job.snapshot()`."""
     include = tuple(include)
     job = queue.start(
-        review_rows, transformer, baseline, dataset, max_rows=max_rows, include=include,
+        review_rows, neural, bow, dataset, max_rows=max_rows, include=include,
         requester=requester, title=f"Classify a sample of {max_rows:,} rows for Explain",
         kind="review", permission=Permission.RUN_JOBS,
-        lane=queue.heavy_lane(device_name(transformer)),
+        lane=queue.heavy_lane(device_name(neural)),
     )  # fmt: skip
     return ReviewRun(job, model_path, dataset_fingerprint, max_rows, include)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core.access import Actor, Permission
-from core.analysis.audit_transformer import train_config_from_card
+from core.analysis.audit_fine_tune import train_config_from_card
 from core.data.dataset import Dataset, split_inheriting
 from core.data.saved import DatasetSave, SavedDataset
 from core.errors import UserError

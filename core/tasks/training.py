@@ -69,7 +69,7 @@ def train_and_keep_reports(*args: Any, **kwargs: Any) -> SavedTraining:
     """`train_and_save`, returning the run without its models: they are on disk now, and a
     finished task keeps only a summary (the reports, curves and the saved model's name)."""
     saved = train_and_save(*args, **kwargs)
-    stripped = dataclasses.replace(saved.result, transformer=None, baseline=None)
+    stripped = dataclasses.replace(saved.result, neural=None, bow=None)
     return dataclasses.replace(saved, result=stripped)
 
 

@@ -37,10 +37,10 @@ def test_upload_csv_shows_validation_report(page, tmp_path: Path):
     assert dialogs == []
 
 
-def test_demo_data_then_baseline(page):
+def test_demo_data_then_bag_of_words(page):
     page.get_by_role("button", name="Use the demo data").click()
     expect(page.get_by_text("Validation report: Built-in demo data")).to_be_visible()
     expect(page.get_by_test_id("stSidebar")).to_contain_text("Data set: Built-in demo data")
-    page.get_by_role("button", name="Train the baseline").click()
+    page.get_by_role("button", name="Train the bag of words").click()
     expect(page.get_by_text("Accuracy on word-order twins")).to_be_visible()
     expect(page.get_by_test_id("stMetric").filter(has_text="Macro F1")).to_contain_text("0.")

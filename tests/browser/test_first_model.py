@@ -22,5 +22,5 @@ def test_a_quick_model_is_one_click_away_on_a_page_that_needs_one(page, app_url:
         "My UPI payment failed but the money was debited from my account"
     )
     page.get_by_role("button", name="Classify", exact=True).click()
-    transformer = page.get_by_test_id("stMetric").filter(has_text="Transformer")
-    expect(transformer).to_contain_text("UPI Dispute")
+    neural = page.get_by_test_id("stMetric").filter(has_text="Transformer")
+    expect(neural).to_contain_text("UPI Dispute")

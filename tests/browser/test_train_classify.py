@@ -46,8 +46,8 @@ def test_demo_train_then_classify(page, app_url: str):
     complaint = "My UPI payment failed but the money was debited"
     page.get_by_role("textbox", name="Complaint").fill(complaint)
     page.get_by_role("button", name="Classify", exact=True).click()
-    transformer = page.get_by_test_id("stMetric").filter(has_text="Transformer")
-    expect(transformer).to_contain_text("sure")
+    neural = page.get_by_test_id("stMetric").filter(has_text="Transformer")
+    expect(neural).to_contain_text("sure")
     expect(page.get_by_test_id("stMetric").filter(has_text="Bag of words")).to_contain_text(
         "UPI Dispute"
     )

@@ -45,7 +45,7 @@ BACKBONE_DEFAULTS = {
     # No early stop: its validation twins can improve after a flat stretch (bench_tiny_order);
     # the best epoch is still the one kept.
     TINY: BackboneDefaults(lr=2e-3, epochs=20, patience=20),
-    # Chosen on the VALIDATION rows of the demo data (3000 rows; core.lab.order_readers split,
+    # Chosen on the VALIDATION rows of the demo data (3000 rows; core.lab.order_models split,
     # seed 0: 1800 train, 449 validation with 53 twin rows), by twin accuracy, then macro-F1,
     # 15 epochs each: pooling mean at lr 1e-3 / 3e-3 / 1e-2: twins 0.887 / 0.925 / 0.962, F1
     # 0.905 / 0.918 / 0.926; last (final states): twins 0.925 at all three, F1 0.899 / 0.925 /

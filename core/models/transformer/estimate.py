@@ -24,12 +24,12 @@ import torch
 
 from core.data.dataset import Dataset
 from core.data.privacy import mask_texts
-from core.models.baseline import BagOfWordsClassifier
+from core.models.bag_of_words import BagOfWordsClassifier
 from core.models.device import Runtime, resolve_device
 from core.models.seeding import job_generator, seeded_dropout
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import AUTO, FULL, QUICK, TrainConfig
-from core.models.transformer.inference import DEFAULT_BATCH_SIZE, TransformerClassifier
+from core.models.transformer.inference import DEFAULT_BATCH_SIZE, NeuralClassifier
 from core.models.transformer.loop import (
     class_weight_tensor,
     length_grouped_batches,
@@ -43,7 +43,7 @@ from core.progress import check_cancel
 from core.text import cut_for_tokens
 
 TIMED_PASSES = 3  # timed batches, short to long, after one untimed warm-up pass
-BASELINE_SAMPLE = 400  # rows the bag of words is timed on
+BOW_SAMPLE = 400  # rows the bag of words is timed on
 HEAD_SAMPLE = 2000  # rows of the synthetic problem the quick head is timed on
 
 
@@ -153,7 +153,7 @@ def estimate_duration(
     else:
         parts = _full_costs(model, tokenizer, train, train_texts, val_texts, config, classes,
                             pieces, device)  # fmt: skip
-    estimate = replace(parts, load_s=load_s, rest_s=parts.rest_s + _baseline_seconds(train))
+    estimate = replace(parts, load_s=load_s, rest_s=parts.rest_s + _bow_seconds(train))
     return estimate.for_budget(config.epochs, config.max_steps)
 
 
@@ -255,7 +255,7 @@ def _inference_costs(model, tokenizer, texts, classes, config, pieces, device, s
     padded = _padded(lengths, batches)
     # The precision a training's validation uses: "auto" (bf16 on CUDA and on CPUs with bf16
     # units, fp32 elsewhere).
-    classifier = TransformerClassifier(
+    classifier = NeuralClassifier(
         model, tokenizer, classes, max_length=config.max_length, device=device,
         truncation=config.truncation,
     )  # fmt: skip
@@ -310,9 +310,9 @@ def _head_seconds(rows: int, hidden: int, classes: int, config: TrainConfig) -> 
     return (time.perf_counter() - started) * rows / n
 
 
-def _baseline_seconds(train: Dataset) -> float:
+def _bow_seconds(train: Dataset) -> float:
     """The bag of words fitted on a sample, scaled by rows."""
-    rows = min(len(train), BASELINE_SAMPLE)
+    rows = min(len(train), BOW_SAMPLE)
     picked = np.linspace(0, len(train) - 1, rows).astype(int)
     texts = [train.texts[i] for i in picked]
     labels = [train.labels[i] for i in picked]

@@ -1,4 +1,4 @@
-"""Batched inference: `TransformerClassifier` masks personal data as training did, sorts texts by
+"""Batched inference: `NeuralClassifier` masks personal data as training did, sorts texts by
 length, pads per batch and returns probabilities in the caller's order; `predict_labels` routes
 texts with any classifier.
 
@@ -49,7 +49,7 @@ def inference_view(model: nn.Module) -> nn.Module:
     reach it, and the eager attention of `model` (for attention maps) is left as it is. Weights
     are shared: an optimiser step or a loaded state dict on `model` is seen by the view. Move
     `model` to its device first: `.to()` replaces buffers, so a view made before keeps the old
-    ones (TransformerClassifier moves the model, then makes its view).
+    ones (NeuralClassifier moves the model, then makes its view).
     """
     shared = {id(t): t for t in (*model.parameters(), *model.buffers())}
     view = copy.deepcopy(model, shared).eval()
@@ -100,9 +100,9 @@ def _padded(read: Sequence[Pieces], tokenizer: Any, device: torch.device) -> Bat
     return BatchEncoding({"input_ids": ids, "attention_mask": mask}).to(device)
 
 
-class TransformerClassifier:
+class NeuralClassifier:
     """Batch classifier over a fine-tuned (model, tokenizer) pair; meets the `predict_proba`
-    protocol of the baseline.
+    protocol of the bag of words (the transformer, the tiny transformer or the LSTM).
 
     Texts longer than `max_length` word pieces are truncated as the model was fine-tuned:
     `truncation` "head" keeps their start, "head_tail" their start and end.

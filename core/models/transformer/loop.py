@@ -20,7 +20,7 @@ from core.data.dataset import Dataset
 from core.metrics import evaluate_predictions
 from core.models.device import autocast
 from core.models.transformer.config import FROM_SCRATCH, TRAIN_PHASE, TrainConfig
-from core.models.transformer.inference import TransformerClassifier, encode_batch
+from core.models.transformer.inference import NeuralClassifier, encode_batch
 from core.progress import Progress, ProgressCallback
 
 GRAD_CLIP_NORM = 1.0  # the usual BERT fine-tuning clip; tames the first steps of a fresh head
@@ -159,7 +159,7 @@ def fit_classifier(
     # Validation predicts with the runtime the saved model gets when loaded on this device
     # (precision "auto", as load_model resolves it), so the best epoch is chosen on the
     # answers the model will give; the training steps keep their own rule (train_step).
-    predictor = TransformerClassifier(
+    predictor = NeuralClassifier(
         model, tokenizer, classes, max_length=config.max_length, device=device,
         truncation=config.truncation,
     )  # fmt: skip
@@ -232,7 +232,7 @@ def train_step(
 
 
 def _end_epoch(
-    predictor: TransformerClassifier,
+    predictor: NeuralClassifier,
     val: Dataset,
     epoch: int,
     losses: list[float],

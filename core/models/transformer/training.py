@@ -1,5 +1,5 @@
 """Train both models on one split: the transformer (tiny, bundled MiniLM or any backbone) with
-the fine-tuning loop, and the bag-of-words baseline beside it, each evaluated on the validation
+the fine-tuning loop, and the bag of words beside it, each evaluated on the validation
 rows and their slices (core.models.training_job runs it as a job of the server's queue).
 """
 
@@ -17,8 +17,8 @@ from core.data.dataset import TWIN_SLICE, Dataset, split_record
 from core.data.privacy import mask_dataset
 from core.errors import UserError
 from core.metrics import EvalReport
-from core.models.baseline import BagOfWordsClassifier, BaselineConfig
-from core.models.blend import TRANSFORMER_ONLY, Blend, choose_blend
+from core.models.bag_of_words import BagOfWordsClassifier, BagOfWordsConfig
+from core.models.blend import NEURAL_ONLY, Blend, choose_blend
 from core.models.device import resolve_device
 from core.models.evaluation import reports_with_slices
 from core.models.flagging import (
@@ -33,7 +33,7 @@ from core.models.flagging import (
 from core.models.seeding import job_generator, seeded_dropout
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import AUTO, FULL, QUICK, TrainConfig
-from core.models.transformer.inference import TransformerClassifier
+from core.models.transformer.inference import NeuralClassifier
 from core.models.transformer.loop import (
     EpochRecord,
     FitInputs,
@@ -61,20 +61,20 @@ class TrainResult:
     device: str
     cancelled: bool
     config: TrainConfig
-    baseline_config: BaselineConfig
+    bow_config: BagOfWordsConfig
     train_fingerprint: str
     val_fingerprint: str
     split: dict[str, list] = field(default_factory=dict)  # core.data.dataset.split_record
-    transformer: TransformerClassifier | None = None
-    baseline: BagOfWordsClassifier | None = None
-    transformer_report: EvalReport | None = None
-    baseline_report: EvalReport | None = None
-    transformer_twin_report: EvalReport | None = None  # val rows whose "slice" is "twin"
-    baseline_twin_report: EvalReport | None = None
+    neural: NeuralClassifier | None = None
+    bow: BagOfWordsClassifier | None = None
+    neural_report: EvalReport | None = None
+    bow_report: EvalReport | None = None
+    neural_twin_report: EvalReport | None = None  # val rows whose "slice" is "twin"
+    bow_twin_report: EvalReport | None = None
     head_strength: float | None = None  # quick recipe: the logistic regression's chosen C
     # How the saved model routes: both models mixed as the validation rows chose
     # (core.models.blend), and that decision's validation reports.
-    blend: Blend = TRANSFORMER_ONLY
+    blend: Blend = NEURAL_ONLY
     decision_report: EvalReport | None = None
     decision_twin_report: EvalReport | None = None
     # When the saved model sends a complaint to a person (core.models.flagging): its
@@ -108,7 +108,7 @@ def fine_tune(
     *,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
-) -> tuple[TransformerClassifier, FitOutcome]:
+) -> tuple[NeuralClassifier, FitOutcome]:
     """Load `config.backbone` with a fresh head for the labels of `train` and train it by
     `config.recipe`: the fine-tuning loop, seeded, or the quick recipe's frozen encoder and
     fitted head; the transformer half of `train_models` (and of
@@ -134,16 +134,16 @@ def fine_tune(
         if config.head_init == "probe":  # the quick recipe's head first, then fine-tune it all
             probed = quick_fit(inputs, **options)
             if probed.cancelled:
-                return TransformerClassifier(model, tokenizer, classes, device=device), probed
+                return NeuralClassifier(model, tokenizer, classes, device=device), probed
         with seeded_dropout(model, job_generator(config.seed, device)):
             outcome = fit_classifier(inputs, **options)
     if isinstance(tokenizer, PreTrainedTokenizerBase):  # so pipeline(truncation=True) cuts alike
         tokenizer.model_max_length = config.max_length
-    transformer = TransformerClassifier(
+    neural = NeuralClassifier(
         model, tokenizer, classes, max_length=config.max_length, device=device,
         truncation=config.truncation,
     )  # fmt: skip
-    return transformer, outcome
+    return neural, outcome
 
 
 def train_models(
@@ -151,27 +151,27 @@ def train_models(
     val: Dataset,
     config: TrainConfig = TrainConfig(),
     *,
-    baseline_config: BaselineConfig = BaselineConfig(),
+    bow_config: BagOfWordsConfig = BagOfWordsConfig(),
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> TrainResult:
-    """Fine-tune the transformer and fit the bag-of-words baseline on the same split.
+    """Fine-tune the transformer and fit the bag of words on the same split.
 
     Both are evaluated on `val` (and on its twin slice when `val.extra` has a "slice" column).
     A set `cancel` event stops training at the next step and returns `cancelled=True` with no
     models. Recipe "auto" lets the data choose (`train_auto`).
     """
     if config.recipe == AUTO:
-        return train_auto(train, val, config, baseline_config=baseline_config,
+        return train_auto(train, val, config, bow_config=bow_config,
                           on_progress=on_progress, cancel=cancel)  # fmt: skip
     started = time.perf_counter()
-    transformer, outcome = fine_tune(train, val, config, on_progress=on_progress, cancel=cancel)
+    neural, outcome = fine_tune(train, val, config, on_progress=on_progress, cancel=cancel)
     common = {
         "history": outcome.history,
         "best_epoch": outcome.best_epoch,
-        "device": str(transformer.device),
+        "device": str(neural.device),
         "config": config,
-        "baseline_config": baseline_config,
+        "bow_config": bow_config,
         "train_fingerprint": train.fingerprint,
         "val_fingerprint": val.fingerprint,
         "split": split_record(train, val),
@@ -179,21 +179,21 @@ def train_models(
     }
     if outcome.cancelled:
         return TrainResult(**common, cancelled=True, train_seconds=time.perf_counter() - started)
-    baseline = BagOfWordsClassifier(baseline_config).fit(list(train.texts), list(train.labels))
-    reports = _validation_reports(transformer, baseline, val)
+    bow = BagOfWordsClassifier(bow_config).fit(list(train.texts), list(train.labels))
+    reports = _validation_reports(neural, bow, val)
     val_features, val_probs = reports.pop("val_features"), reports.pop("val_probs")
     detector = fit_unknown_desk(
-        transformer, train, val_features, val_probs, config.seed, outcome.train_features,
+        neural, train, val_features, val_probs, config.seed, outcome.train_features,
         method=detector_for(config.recipe),
     )  # fmt: skip
     unknown_scores = detector.scores(val_features, val_probs)
-    review = _review_policy(reports.pop("decision_probs"), val, transformer, unknown_scores)
+    review = _review_policy(reports.pop("decision_probs"), val, neural, unknown_scores)
     return TrainResult(
         **common,
         cancelled=False,
         train_seconds=time.perf_counter() - started,
-        transformer=transformer,
-        baseline=baseline,
+        neural=neural,
+        bow=bow,
         detector=detector,
         review=review,
         **reports,
@@ -205,7 +205,7 @@ def train_auto(
     val: Dataset,
     config: TrainConfig,
     *,
-    baseline_config: BaselineConfig = BaselineConfig(),
+    bow_config: BagOfWordsConfig = BagOfWordsConfig(),
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> TrainResult:
@@ -214,7 +214,7 @@ def train_auto(
     The result's config holds the recipe chosen, its `recipe_choice` the reason; its
     train_seconds count both trainings."""
     started = time.perf_counter()
-    options = {"baseline_config": baseline_config, "on_progress": on_progress, "cancel": cancel}
+    options = {"bow_config": bow_config, "on_progress": on_progress, "cancel": cancel}
     rows_per_desk = median_rows_per_desk(train.labels)
     fixed = only_full(config)
     if fixed is not None:
@@ -233,7 +233,7 @@ def train_auto(
 
 
 def fit_unknown_desk(
-    transformer: TransformerClassifier,
+    neural: NeuralClassifier,
     train: Dataset,
     val_features: np.ndarray,
     val_probs: np.ndarray,
@@ -246,7 +246,7 @@ def fit_unknown_desk(
     MAX_REFERENCE_ROWS of) the training rows, ranked on the validation rows' embeddings and
     probabilities (the transformer's own). The quick recipe hands over the embeddings it fitted
     its head on (of the same masked texts); otherwise they are computed here."""
-    label_ids = {str(c): i for i, c in enumerate(transformer.classes_)}
+    label_ids = {str(c): i for i, c in enumerate(neural.classes_)}
     labels = np.array([label_ids[str(y)] for y in train.labels])
     rows = np.arange(len(train))
     if len(rows) > MAX_REFERENCE_ROWS:  # a seeded draw; a desk it missed keeps one row
@@ -257,7 +257,7 @@ def fit_unknown_desk(
         ]
         rows = np.sort(np.concatenate([rows, np.asarray(missing, dtype=int)]))
     if train_features is None or len(train_features) != len(train):
-        features = transformer.predict_proba_and_features([train.texts[i] for i in rows])[1]
+        features = neural.predict_proba_and_features([train.texts[i] for i in rows])[1]
     else:
         features = train_features[rows]
     return fit_detector(features, labels[rows], val_features, n_classes=len(label_ids),
@@ -267,29 +267,29 @@ def fit_unknown_desk(
 def _review_policy(
     decision_probs: np.ndarray,
     val: Dataset,
-    transformer: TransformerClassifier,
+    neural: NeuralClassifier,
     unknown_scores: np.ndarray,
 ) -> ReviewPolicy:
-    classes = [str(c) for c in transformer.classes_]
+    classes = [str(c) for c in neural.classes_]
     right = np.array([classes[i] for i in decision_probs.argmax(1)]) == np.array(val.labels)
     return choose_policy(decision_probs.max(1), right, unknown_scores)
 
 
 def _validation_reports(
-    transformer: TransformerClassifier, baseline: BagOfWordsClassifier, val: Dataset
+    neural: NeuralClassifier, bow: BagOfWordsClassifier, val: Dataset
 ) -> dict[str, Any]:
     """Both models on `val`, the blend chosen on it and the decision it makes there, each also
     on the twin slice when the data marks one; every model predicts once. Also the decision's
     probabilities ("decision_probs"), the transformer's ("val_probs") and its embeddings
     ("val_features") there."""
-    classes = [str(c) for c in transformer.classes_]
+    classes = [str(c) for c in neural.classes_]
     texts, labels = list(val.texts), list(val.labels)
-    transformer_probs, val_features = transformer.predict_proba_and_features(texts)
-    pred_probs = {"transformer": transformer_probs, "baseline": baseline.predict_proba(texts)}
-    blend = choose_blend(pred_probs["transformer"], pred_probs["baseline"], labels, classes)
-    pred_probs["decision"] = blend.combine(pred_probs["transformer"], pred_probs["baseline"])
+    neural_probs, val_features = neural.predict_proba_and_features(texts)
+    pred_probs = {"neural": neural_probs, "bow": bow.predict_proba(texts)}
+    blend = choose_blend(pred_probs["neural"], pred_probs["bow"], labels, classes)
+    pred_probs["decision"] = blend.combine(pred_probs["neural"], pred_probs["bow"])
     reports: dict[str, Any] = {"blend": blend, "val_features": val_features,
-                               "val_probs": transformer_probs,
+                               "val_probs": neural_probs,
                                "decision_probs": pred_probs["decision"]}  # fmt: skip
     for name, probs in pred_probs.items():
         reports[f"{name}_report"], slices = reports_with_slices(probs, classes, val)

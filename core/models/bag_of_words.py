@@ -1,4 +1,4 @@
-"""The bag-of-words baseline: TF-IDF over the project's words + logistic regression or naive Bayes.
+"""The bag of words: TF-IDF over the project's words + logistic regression or naive Bayes.
 
 It sees each text as a multiset of words (plus, optionally, n-grams) after personal data is
 masked (core.data.privacy), so two texts with the same masked bag of words get the same
@@ -6,7 +6,7 @@ prediction and no card or phone number becomes a feature. Saved as plain arrays 
 
 Fitting uses scikit-learn (TfidfVectorizer, then LogisticRegression or MultinomialNB). The fitted
 model keeps only their arrays and predicts with numpy, the arithmetic of scikit-learn's
-`transform` and `predict_proba` step for step (tests/test_baseline.py holds the two equal to
+`transform` and `predict_proba` step for step (tests/test_bag_of_words.py holds the two equal to
 1e-12): loading and predicting never import scikit-learn (and SciPy with it), which is most of
 a second of every `python -m core classify`.
 """
@@ -43,8 +43,8 @@ KINDS = ("logreg", "nb")
 
 
 @dataclass(frozen=True)
-class BaselineConfig:
-    """How to build the bag-of-words baseline."""
+class BagOfWordsConfig:
+    """How to build the bag of words."""
 
     kind: Literal["logreg", "nb"] = "logreg"
     ngram_max: int = 1  # 1 = unigrams only; 2 = unigrams + bigrams (the only order it can see)
@@ -75,7 +75,7 @@ class BaselineConfig:
         check_int("max_iter", self.max_iter, minimum=1)
 
 
-DEFAULT_CONFIG = BaselineConfig()
+DEFAULT_CONFIG = BagOfWordsConfig()
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class BagOfWordsClassifier:
 
     Parameters
     ----------
-    config : BaselineConfig
+    config : BagOfWordsConfig
         Model kind, n-gram order and regularisation.
 
     Attributes
@@ -136,7 +136,7 @@ class BagOfWordsClassifier:
         Naive Bayes log-probabilities (kind "nb").
     """
 
-    def __init__(self, config: BaselineConfig = DEFAULT_CONFIG) -> None:
+    def __init__(self, config: BagOfWordsConfig = DEFAULT_CONFIG) -> None:
         self.config = config
 
     def __repr__(self) -> str:
@@ -375,16 +375,16 @@ def _probabilities(scores: np.ndarray, *, kind: str) -> np.ndarray:
     return shifted / shifted.sum(axis=1, keepdims=True)
 
 
-def fit_baseline(
-    texts: Sequence[str], labels: Sequence[str], *, config: BaselineConfig = DEFAULT_CONFIG
+def fit_bow(
+    texts: Sequence[str], labels: Sequence[str], *, config: BagOfWordsConfig = DEFAULT_CONFIG
 ) -> BagOfWordsClassifier:
     """Fit and return a `BagOfWordsClassifier` built from `config`."""
     return BagOfWordsClassifier(config).fit(texts, labels)
 
 
 def _check_config(config: object) -> None:
-    if not isinstance(config, BaselineConfig):
-        raise TypeError(f"config must be a BaselineConfig, got {type(config).__name__}")
+    if not isinstance(config, BagOfWordsConfig):
+        raise TypeError(f"config must be a BagOfWordsConfig, got {type(config).__name__}")
 
 
 def _check_labels(labels: Sequence[str], *, n: int) -> np.ndarray:
@@ -400,11 +400,11 @@ def _check_labels(labels: Sequence[str], *, n: int) -> np.ndarray:
 
 
 def masked_words(text: str) -> list[str]:
-    """The words the baseline reads: `words` of the text with personal data masked."""
+    """The words the bag of words reads: `words` of the text with personal data masked."""
     return words(mask_personal_data(text))
 
 
-def _fit_pipeline(config: BaselineConfig, texts: list[str], labels: np.ndarray) -> Pipeline:
+def _fit_pipeline(config: BagOfWordsConfig, texts: list[str], labels: np.ndarray) -> Pipeline:
     from sklearn.pipeline import Pipeline
 
     pipeline = Pipeline([("tfidf", _make_vectorizer(config)), ("clf", _make_clf(config))])
@@ -433,7 +433,7 @@ def _saved_arrays(
     return arrays
 
 
-def _make_vectorizer(config: BaselineConfig) -> TfidfVectorizer:
+def _make_vectorizer(config: BagOfWordsConfig) -> TfidfVectorizer:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     # words() is the project's one definition of a word (it lower-cases); n-grams are built by
@@ -449,7 +449,7 @@ def _make_vectorizer(config: BaselineConfig) -> TfidfVectorizer:
     )
 
 
-def _make_clf(config: BaselineConfig) -> LogisticRegression | MultinomialNB:
+def _make_clf(config: BagOfWordsConfig) -> LogisticRegression | MultinomialNB:
     from sklearn.linear_model import LogisticRegression
     from sklearn.naive_bayes import MultinomialNB
 
@@ -459,7 +459,7 @@ def _make_clf(config: BaselineConfig) -> LogisticRegression | MultinomialNB:
 
 
 def _ngram_occurrences(
-    tokens: list[str], vocabulary: dict[str, int], config: BaselineConfig
+    tokens: list[str], vocabulary: dict[str, int], config: BagOfWordsConfig
 ) -> list[tuple[int, int, int]]:
     """(feature index, first token position, n) for every in-vocabulary n-gram of `tokens`."""
     found = []
@@ -488,9 +488,9 @@ def _read_meta(path: Path) -> dict:
     return meta
 
 
-def _config_from_meta(meta: dict, path: Path) -> BaselineConfig:
+def _config_from_meta(meta: dict, path: Path) -> BagOfWordsConfig:
     try:
-        config = BaselineConfig(**meta["config"])
+        config = BagOfWordsConfig(**meta["config"])
     except (KeyError, TypeError, ValueError) as err:
         raise UserError(f"{path} holds no valid config ({err}); save the model again") from err
     classes = meta.get("classes")
@@ -550,7 +550,7 @@ def _array_problem(arrays: dict[str, np.ndarray], *, kind: str, n_classes: int) 
 
 
 def _rebuild_pipeline(
-    config: BaselineConfig, classes: np.ndarray, arrays: dict[str, np.ndarray]
+    config: BagOfWordsConfig, classes: np.ndarray, arrays: dict[str, np.ndarray]
 ) -> Pipeline:
     """A fitted scikit-learn Pipeline holding `arrays` (imports scikit-learn)."""
     from sklearn.pipeline import Pipeline

@@ -1,4 +1,4 @@
-"""Train the bag-of-words baseline on a seeded stratified split and evaluate it, overall and on
+"""Train the bag of words on a seeded stratified split and evaluate it, overall and on
 the slices a data set marks (the demo data's `slice` column: `twin` rows are where a bag of
 words is provably capped)."""
 
@@ -9,15 +9,15 @@ from dataclasses import dataclass
 
 from core.data.dataset import Dataset, split_dataset
 from core.metrics import EvalReport, evaluate_predictions
-from core.models.baseline import BagOfWordsClassifier, BaselineConfig
+from core.models.bag_of_words import BagOfWordsClassifier, BagOfWordsConfig
 from core.models.evaluation import slice_reports
 
 
 @dataclass(frozen=True)
-class BaselineEvaluation:
-    """A fitted baseline with its validation metrics; `slices` maps slice name to its report."""
+class BagOfWordsEvaluation:
+    """A fitted bag of words with its validation metrics; `slices` maps slice name to its report."""
 
-    config: BaselineConfig
+    config: BagOfWordsConfig
     val_fraction: float
     seed: int
     train_size: int
@@ -28,21 +28,21 @@ class BaselineEvaluation:
     dataset_fingerprint: str
 
 
-def evaluate_baseline(
+def evaluate_bow(
     dataset: Dataset,
     *,
-    config: BaselineConfig = BaselineConfig(),
+    config: BagOfWordsConfig = BagOfWordsConfig(),
     val_fraction: float = 0.2,
     seed: int = 0,
-) -> tuple[BagOfWordsClassifier, BaselineEvaluation]:
-    """Fit the baseline on the training part of a stratified split, evaluate on the rest."""
+) -> tuple[BagOfWordsClassifier, BagOfWordsEvaluation]:
+    """Fit the bag of words on the training part of a stratified split, evaluate on the rest."""
     train, val = split_dataset(dataset, val_fraction=val_fraction, seed=seed)
     started = time.perf_counter()
     model = BagOfWordsClassifier(config).fit(train.texts, train.labels)
     train_seconds = time.perf_counter() - started
     y_pred = model.predict(val.texts)
     labels = dataset.classes
-    evaluation = BaselineEvaluation(
+    evaluation = BagOfWordsEvaluation(
         config=config,
         val_fraction=val_fraction,
         seed=seed,

@@ -15,28 +15,28 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from core.analysis.audit import AuditConfig, AuditResult, FitModel, run_audit
-from core.analysis.audit_quick import (
-    QUICK_AUDIT,
-    quick_audit_config,
-    quick_train_config,
-    run_quick_audit,
+from core.analysis.audit_embedding import (
+    EMBEDDING_AUDIT,
+    embedding_audit_config,
+    embedding_train_config,
+    run_embedding_audit,
 )
 from core.data.dataset import Dataset, split_dataset
 from core.errors import UserError
 from core.models.transformer.config import QUICK, TrainConfig
 from core.progress import Progress, ProgressCallback
 
-if TYPE_CHECKING:  # torch and transformers load only once a transformer audit runs
-    from core.models.transformer.inference import TransformerClassifier
+if TYPE_CHECKING:  # torch and transformers load only once a fine-tune audit runs
+    from core.models.transformer.inference import NeuralClassifier
 
-TRANSFORMER = "transformer"  # AuditConfig.model of an audit that fine-tunes per fold
+FINE_TUNE_AUDIT = "transformer"  # AuditConfig.model of an audit that fine-tunes per fold
 AUDIT_PHASE = "audit"  # the Progress phase of a whole audit, counted in folds
-# Share of a quick audit's time spent embedding (the folds' head fits are the rest): measured on
+# Share of a embedding audit's time spent embedding (the folds' head fits are the rest): measured on
 # 3000 demo rows with MiniLM on a CPU, 88 of 105 s (BENCHMARKS.md); it only paces the bar.
 EMBED_SHARE = 0.85
 
 
-def transformer_fit(
+def fine_tune_fit(
     config: TrainConfig,
     *,
     on_progress: ProgressCallback | None = None,
@@ -54,14 +54,12 @@ def transformer_fit(
 
     from core.models.transformer.training import fine_tune
 
-    def fit(train: Dataset) -> TransformerClassifier:
+    def fit(train: Dataset) -> NeuralClassifier:
         fold_train, fold_val = split_dataset(
             train, val_fraction=config.val_fraction, seed=config.seed
         )
-        transformer, _ = fine_tune(
-            fold_train, fold_val, config, on_progress=on_progress, cancel=cancel
-        )
-        return transformer
+        neural, _ = fine_tune(fold_train, fold_val, config, on_progress=on_progress, cancel=cancel)
+        return neural
 
     return fit
 
@@ -86,15 +84,15 @@ def model_audit_settings(
     seconds to minutes); a fine-tuned one by fine-tuning its settings on each fold (hours)."""
     train_config = train_config_from_card(card)
     if train_config.recipe == QUICK:
-        quick = quick_train_config(train_config.backbone, max_length=train_config.max_length,
+        quick = embedding_train_config(train_config.backbone, max_length=train_config.max_length,
                                    device=train_config.device)  # fmt: skip
-        return quick_audit_config(config), quick
-    return transformer_audit_config(config), train_config
+        return embedding_audit_config(config), quick
+    return fine_tune_audit_config(config), train_config
 
 
-def transformer_audit_config(config: AuditConfig) -> AuditConfig:
-    """`config` naming the transformer audit (its model name, in results and cache keys)."""
-    return dataclasses.replace(config, model=TRANSFORMER)
+def fine_tune_audit_config(config: AuditConfig) -> AuditConfig:
+    """`config` naming the fine-tune audit (its model name, in results and cache keys)."""
+    return dataclasses.replace(config, model=FINE_TUNE_AUDIT)
 
 
 def run_chosen_audit(
@@ -106,25 +104,27 @@ def run_chosen_audit(
     cancel: threading.Event | None = None,
 ) -> AuditResult:
     """Run whichever audit `config` and `train_config` name: the bag of words (no
-    `train_config`), the quick audit (`config.model` "quick") or the transformer audit, reporting
+    `train_config`), the embedding audit (`config.model` "quick") or the fine-tune audit, reporting
     one `Progress` in folds (phase "audit": folds done plus the share of the current fold or of
     the embedding, with a line saying which as its `detail`)."""
-    meter = _AuditMeter(config.folds, quick=config.model == QUICK_AUDIT, on_progress=on_progress)
-    if config.model == QUICK_AUDIT and train_config is not None:
-        return run_quick_audit(
+    meter = _AuditMeter(
+        config.folds, quick=config.model == EMBEDDING_AUDIT, on_progress=on_progress
+    )
+    if config.model == EMBEDDING_AUDIT and train_config is not None:
+        return run_embedding_audit(
             dataset, config, train_config, on_embed=meter.on_embed, on_progress=meter.on_fold,
             cancel=cancel,
         )  # fmt: skip
     fit = None
     if train_config is not None:
-        fit = transformer_fit(train_config, on_progress=meter.on_step, cancel=cancel)
+        fit = fine_tune_fit(train_config, on_progress=meter.on_step, cancel=cancel)
     return run_audit(dataset, config, fit=fit, on_progress=meter.on_fold, cancel=cancel)
 
 
 class _AuditMeter:
     """Folds, optimiser steps and texts embedded as one Progress of the whole audit, counted in
-    folds: a quick audit's embedding counts for EMBED_SHARE of its time, its folds for the rest;
-    a transformer audit's fold advances with its optimiser steps."""
+    folds: a embedding audit's embedding counts for EMBED_SHARE of its time, its folds for the rest;
+    a fine-tune audit's fold advances with its optimiser steps."""
 
     def __init__(self, folds: int, *, quick: bool, on_progress: ProgressCallback | None) -> None:
         self.folds, self.quick, self.on_progress = folds, quick, on_progress

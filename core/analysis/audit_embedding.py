@@ -1,10 +1,10 @@
-"""The quick label audit: a pretrained encoder's frozen embeddings of every text, computed once,
+"""The embedding audit: a pretrained encoder's frozen embeddings of every text, computed once,
 and per fold a logistic-regression head fitted on the other folds' embeddings.
 
 The encoder never sees a label, so embedding the whole data set once leaks nothing into the
 out-of-fold probabilities: only the head learns from labels, and each fold's head is fitted
 without the held-out rows. A 3000-row audit takes about a minute on a CPU where fine-tuning per
-fold (core.analysis.audit_transformer) takes hours (BENCHMARKS.md, "Label audit").
+fold (core.analysis.audit_fine_tune) takes hours (BENCHMARKS.md, "Label audit").
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from core.errors import UserError
 from core.models.transformer.config import MINILM, QUICK, TrainConfig
 from core.progress import Progress, ProgressCallback
 
-if TYPE_CHECKING:  # torch and transformers load only once a quick audit runs
+if TYPE_CHECKING:  # torch and transformers load only once a embedding audit runs
     from core.models.transformer.quick import LinearHead
 
 # AuditConfig.model of this audit: the quick recipe's frozen encoder and linear head.
-QUICK_AUDIT = QUICK
+EMBEDDING_AUDIT = QUICK
 # Logistic-regression strengths C a fold's head chooses from, on an inner validation split of
 # the fold's training rows (macro-F1, as the quick recipe). A fixed C does not carry over: the
 # penalty weighs against the summed loss, so the same C regularises a 60-row fold forty times
@@ -50,10 +50,10 @@ INNER_FOLDS = 5  # the inner validation rows are one stratified fifth of the fol
 EMBED_PHASE = "embed"  # the Progress phase: distinct texts embedded
 
 
-def quick_train_config(
+def embedding_train_config(
     backbone: str = MINILM, *, max_length: int = 128, device: str = "auto"
 ) -> TrainConfig:
-    """The TrainConfig of a quick audit over `backbone` (its encoder is used, never trained);
+    """The TrainConfig of a embedding audit over `backbone` (its encoder is used, never trained);
     `max_length` is cut to the positions the backbone has."""
     from core.models.transformer.backbone import backbone_positions
 
@@ -182,12 +182,12 @@ def _arrays(
     return embedded.of(part.texts), np.asarray([ids[y] for y in part.labels])
 
 
-def quick_audit_config(config: AuditConfig) -> AuditConfig:
-    """`config` naming the quick audit (its model name, in results and cache keys)."""
-    return dataclasses.replace(config, model=QUICK_AUDIT)
+def embedding_audit_config(config: AuditConfig) -> AuditConfig:
+    """`config` naming the embedding audit (its model name, in results and cache keys)."""
+    return dataclasses.replace(config, model=EMBEDDING_AUDIT)
 
 
-def run_quick_audit(
+def run_embedding_audit(
     dataset: Dataset,
     config: AuditConfig,
     train_config: TrainConfig,
@@ -204,7 +204,7 @@ def run_quick_audit(
     """
     if not isinstance(train_config, TrainConfig):
         raise TypeError(f"train_config must be a TrainConfig, got {type(train_config).__name__}")
-    config = quick_audit_config(config)
+    config = embedding_audit_config(config)
     check_auditable(dataset, config.folds)  # before minutes of embedding
     started = time.perf_counter()
     embedded = embed_dataset(dataset, train_config, on_progress=on_embed, cancel=cancel)
@@ -217,4 +217,4 @@ def run_quick_audit(
 
 
 def _never_fitted(train: Dataset) -> HeadClassifier:
-    raise RuntimeError("a cancelled quick audit fits no head")
+    raise RuntimeError("a cancelled embedding audit fits no head")

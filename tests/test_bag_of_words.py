@@ -1,4 +1,4 @@
-"""The bag-of-words baseline: probabilities, bag-of-words invariance, contributions, persistence."""
+"""The bag of words: probabilities, bag-of-words invariance, contributions, persistence."""
 
 import json
 import subprocess
@@ -11,12 +11,12 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from core.models.baseline import (
+from core.models.bag_of_words import (
     JSON_NAME,
     NPZ_NAME,
     BagOfWordsClassifier,
-    BaselineConfig,
-    fit_baseline,
+    BagOfWordsConfig,
+    fit_bow,
 )
 from core.text import word_spans
 
@@ -40,21 +40,21 @@ LABELS = [y for _, y in TRAIN]
 CARD_FIRST = "I paid by card, not by UPI"
 UPI_FIRST = "I paid by UPI, not by card"
 CONFIGS = [
-    BaselineConfig(),
-    BaselineConfig(ngram_max=2),
-    BaselineConfig(kind="nb"),
-    BaselineConfig(kind="nb", ngram_max=2),
+    BagOfWordsConfig(),
+    BagOfWordsConfig(ngram_max=2),
+    BagOfWordsConfig(kind="nb"),
+    BagOfWordsConfig(kind="nb", ngram_max=2),
 ]
 
 
 @pytest.fixture(scope="module", params=CONFIGS, ids=["logreg1", "logreg2", "nb1", "nb2"])
 def model(request):
-    return fit_baseline(TEXTS, LABELS, config=request.param)
+    return fit_bow(TEXTS, LABELS, config=request.param)
 
 
 @pytest.fixture(scope="module")
 def logreg():
-    return fit_baseline(TEXTS, LABELS)
+    return fit_bow(TEXTS, LABELS)
 
 
 def centred_log_proba(model, text):
@@ -82,13 +82,13 @@ def test_classes_sorted_strings_and_predict_matches_argmax(model):
 
 @pytest.mark.parametrize("kind", ["logreg", "nb"])
 def test_same_bag_of_words_gets_identical_probabilities(kind):
-    model = fit_baseline(TEXTS, LABELS, config=BaselineConfig(kind=kind))
+    model = fit_bow(TEXTS, LABELS, config=BagOfWordsConfig(kind=kind))
     probs = model.predict_proba([CARD_FIRST, UPI_FIRST])
     assert np.array_equal(probs[0], probs[1])
 
 
-def test_bigrams_are_the_only_word_order_the_baseline_sees():
-    model = fit_baseline(TEXTS, LABELS, config=BaselineConfig(ngram_max=2))
+def test_bigrams_are_the_only_word_order_the_bag_of_words_sees():
+    model = fit_bow(TEXTS, LABELS, config=BagOfWordsConfig(ngram_max=2))
     probs = model.predict_proba([CARD_FIRST, UPI_FIRST])
     assert not np.allclose(probs[0], probs[1])
     card = list(model.classes_).index("Card Fraud")
@@ -96,14 +96,14 @@ def test_bigrams_are_the_only_word_order_the_baseline_sees():
 
 
 def test_default_config_and_fit_are_deterministic():
-    assert BaselineConfig().kind == "logreg" and BaselineConfig().ngram_max == 1
+    assert BagOfWordsConfig().kind == "logreg" and BagOfWordsConfig().ngram_max == 1
     a = BagOfWordsClassifier().fit(TEXTS, LABELS).predict_proba([CARD_FIRST, "loan"])
     b = BagOfWordsClassifier().fit(TEXTS, LABELS).predict_proba([CARD_FIRST, "loan"])
     assert np.array_equal(a, b)
 
 
 def test_fit_returns_self_and_clone_gives_an_unfitted_copy(logreg):
-    model = BagOfWordsClassifier(BaselineConfig(kind="nb"))
+    model = BagOfWordsClassifier(BagOfWordsConfig(kind="nb"))
     assert model.fit(TEXTS, LABELS) is model
     copy = clone(model)
     assert copy.config == model.config and not hasattr(copy, "pipeline_")
@@ -137,7 +137,7 @@ def test_scores_plus_intercept_equal_the_centred_logit(model, text):
 
 
 def test_sum_identity_holds_for_a_binary_model():
-    model = fit_baseline(TEXTS[:8], LABELS[:8])
+    model = fit_bow(TEXTS[:8], LABELS[:8])
     assert len(model.classes_) == 2
     centred = centred_log_proba(model, CARD_FIRST)
     for index, label in enumerate(model.classes_):
@@ -175,8 +175,8 @@ def test_repeated_word_shares_its_feature_contribution_equally(logreg):
 
 
 def test_bigram_contribution_is_split_between_its_two_words():
-    model = fit_baseline(TEXTS, LABELS, config=BaselineConfig(ngram_max=2))
-    unigram = fit_baseline(TEXTS, LABELS)
+    model = fit_bow(TEXTS, LABELS, config=BagOfWordsConfig(ngram_max=2))
+    unigram = fit_bow(TEXTS, LABELS)
     assert len(model.word_contributions("card not").scores) == 2
     vocab = model.pipeline_["tfidf"].vocabulary_
     assert "card not" in vocab and "card not" not in unigram.pipeline_["tfidf"].vocabulary_
@@ -184,9 +184,9 @@ def test_bigram_contribution_is_split_between_its_two_words():
     assert model.word_contributions("zzqx card").scores[0] == 0.0
 
 
-@pytest.mark.parametrize("config", CONFIGS + [BaselineConfig(min_df=2, sublinear_tf=False)])
+@pytest.mark.parametrize("config", CONFIGS + [BagOfWordsConfig(min_df=2, sublinear_tf=False)])
 def test_save_load_round_trip(tmp_path, config):
-    model = fit_baseline(TEXTS, LABELS, config=config)
+    model = fit_bow(TEXTS, LABELS, config=config)
     model.save(tmp_path / "new" / "folder")
     loaded = BagOfWordsClassifier.load(tmp_path / "new" / "folder")
     texts = [CARD_FIRST, UPI_FIRST, "home loan EMI", "", "zzqx"]
@@ -209,7 +209,7 @@ def test_saved_files_are_plain_arrays_and_json(tmp_path, logreg):
 
 
 def test_binary_model_round_trip(tmp_path):
-    model = fit_baseline(TEXTS[:8], LABELS[:8])
+    model = fit_bow(TEXTS[:8], LABELS[:8])
     model.save(tmp_path)
     loaded = BagOfWordsClassifier.load(tmp_path)
     assert np.array_equal(loaded.predict_proba([CARD_FIRST]), model.predict_proba([CARD_FIRST]))
@@ -337,7 +337,7 @@ def test_load_refuses_a_corrupted_json(tmp_path, logreg, edit, message):
 def test_config_rejects_bad_values(kwargs):
     field = next(iter(kwargs))
     with pytest.raises(ValueError, match=field):
-        BaselineConfig(**kwargs)
+        BagOfWordsConfig(**kwargs)
 
 
 @pytest.mark.parametrize(
@@ -375,7 +375,11 @@ EDGE_TEXTS = [
     "my card 4111 1111 1111 1111 was charged, call 9876543210",  # masked before counting
     "Loan LOAN loan emi EMI",
 ]
-SKLEARN_CONFIGS = [*CONFIGS, BaselineConfig(min_df=2, sublinear_tf=False), BaselineConfig(C=0.5)]
+SKLEARN_CONFIGS = [
+    *CONFIGS,
+    BagOfWordsConfig(min_df=2, sublinear_tf=False),
+    BagOfWordsConfig(C=0.5),
+]
 
 
 @pytest.fixture(scope="module")
@@ -390,7 +394,7 @@ def demo_split():
 @pytest.mark.parametrize("config", SKLEARN_CONFIGS, ids=lambda c: f"{c.kind}-{c.ngram_max}")
 def test_numpy_predictor_matches_the_sklearn_pipeline(demo_split, config):
     train_texts, train_labels, texts = demo_split
-    model = fit_baseline(train_texts, train_labels, config=config)
+    model = fit_bow(train_texts, train_labels, config=config)
     rows = model.transform(texts)
     dense = np.zeros((len(texts), len(model.vocabulary_)))
     dense[rows.row_ids(), rows.indices] = rows.data
@@ -409,7 +413,7 @@ def test_numpy_predictor_matches_sklearn_for_two_desks(demo_split, kind):
         for t, y in zip(train_texts, train_labels, strict=True)
         if y in {"Card Fraud", "Other"}
     ]
-    model = fit_baseline(*zip(*pairs, strict=True), config=BaselineConfig(kind=kind))
+    model = fit_bow(*zip(*pairs, strict=True), config=BagOfWordsConfig(kind=kind))
     assert len(model.classes_) == 2
     np.testing.assert_allclose(
         model.predict_proba(texts), model.pipeline_.predict_proba(texts), rtol=0, atol=1e-12
@@ -418,7 +422,7 @@ def test_numpy_predictor_matches_sklearn_for_two_desks(demo_split, kind):
 
 def test_loaded_model_matches_the_sklearn_pipeline_it_was_fitted_as(tmp_path, demo_split):
     train_texts, train_labels, texts = demo_split
-    fitted = fit_baseline(train_texts, train_labels, config=BaselineConfig(ngram_max=2))
+    fitted = fit_bow(train_texts, train_labels, config=BagOfWordsConfig(ngram_max=2))
     fitted.save(tmp_path)
     loaded = BagOfWordsClassifier.load(tmp_path)
     np.testing.assert_allclose(
@@ -430,7 +434,7 @@ def test_loading_and_predicting_never_import_sklearn_or_scipy(tmp_path, logreg):
     logreg.save(tmp_path)
     script = (
         "import sys\n"
-        "from core.models.baseline import BagOfWordsClassifier\n"
+        "from core.models.bag_of_words import BagOfWordsClassifier\n"
         f"model = BagOfWordsClassifier.load({str(tmp_path)!r})\n"
         f"model.predict_proba({[CARD_FIRST, '']!r})\n"
         f"model.word_contributions({UPI_FIRST!r})\n"

@@ -1,4 +1,4 @@
-"""Tests for core.analysis.audit_quick: frozen embeddings computed once, a linear head per fold,
+"""Tests for core.analysis.audit_embedding: frozen embeddings computed once, a linear head per fold,
 the job, and `python -m core audit --model quick`.
 
 The encoder is the tiny random BERT of tests/conftest.py (built from a config, never
@@ -13,14 +13,14 @@ import threading
 import numpy as np
 import pytest
 
-from core.analysis import audit_quick
+from core.analysis import audit_embedding
 from core.analysis.audit import MODEL, AuditConfig, audit_cache_key, plant_label_flips
-from core.analysis.audit_quick import (
-    QUICK_AUDIT,
+from core.analysis.audit_embedding import (
+    EMBEDDING_AUDIT,
     EmbeddedTexts,
+    embedding_train_config,
     head_fit,
-    quick_train_config,
-    run_quick_audit,
+    run_embedding_audit,
 )
 from core.cli import main
 from core.jobs import JobStatus
@@ -40,12 +40,12 @@ def noisy():
 
 @pytest.fixture()
 def config(tiny_bert_dir):
-    return quick_train_config(str(tiny_bert_dir), max_length=32, device="cpu")
+    return embedding_train_config(str(tiny_bert_dir), max_length=32, device="cpu")
 
 
 @pytest.fixture()
 def embedded_calls(monkeypatch) -> list[list[str]]:
-    """The texts of every embed_texts call of the quick audit."""
+    """The texts of every embed_texts call of the embedding audit."""
     calls: list[list[str]] = []
     real = quick.embed_texts
 
@@ -61,12 +61,12 @@ def test_every_distinct_text_is_embedded_exactly_once(noisy, config, embedded_ca
     data, _ = noisy
     twice = make_dataset([*data.texts, data.texts[0]], [*data.labels, data.labels[0]])
     seen: list[Progress] = []
-    result = run_quick_audit(twice, AuditConfig(folds=3), config, on_embed=seen.append)
+    result = run_embedding_audit(twice, AuditConfig(folds=3), config, on_embed=seen.append)
     assert len(embedded_calls) == 1  # once for the data set, not once per fold
     (texts,) = embedded_calls
     assert sorted(texts) == sorted(set(data.texts))  # each distinct text once
     assert seen[-1].done == seen[-1].total == len(set(data.texts)) and seen[-1].phase == "embed"
-    assert (result.model, result.folds, result.cancelled) == (QUICK_AUDIT, 3, False)
+    assert (result.model, result.folds, result.cancelled) == (EMBEDDING_AUDIT, 3, False)
     assert result.pred_probs.shape == (91, 3)
     assert np.allclose(result.pred_probs.sum(axis=1), 1.0)
 
@@ -74,7 +74,7 @@ def test_every_distinct_text_is_embedded_exactly_once(noisy, config, embedded_ca
 def test_texts_are_masked_before_the_encoder_sees_them(config, embedded_calls):
     texts, labels = separable_rows(4)
     texts[0] += " call me on 9876543210"
-    run_quick_audit(make_dataset(texts, labels), AuditConfig(folds=2), config)
+    run_embedding_audit(make_dataset(texts, labels), AuditConfig(folds=2), config)
     assert not any("9876543210" in t for t in embedded_calls[0])
 
 
@@ -102,7 +102,7 @@ def test_no_row_is_predicted_by_a_head_that_saw_it():
 
 def test_planted_flips_on_separable_data_are_found(noisy, config):
     data, planted = noisy
-    result = run_quick_audit(data, AuditConfig(folds=3), config)
+    result = run_embedding_audit(data, AuditConfig(folds=3), config)
     flagged = {x.index for x in result.issues if MODEL in x.kinds}
     hits = len(flagged & planted)
     assert len(planted) == 9 and hits >= 6
@@ -114,7 +114,7 @@ def test_cancel_during_embedding_returns_a_cancelled_result(noisy, config, monke
     monkeypatch.setattr(quick, "EMBED_BATCH", 8)
     cancel = threading.Event()
     folds: list = []
-    result = run_quick_audit(
+    result = run_embedding_audit(
         data, AuditConfig(folds=3), config, on_embed=lambda p: cancel.set(),
         on_progress=folds.append, cancel=cancel,
     )  # fmt: skip
@@ -131,25 +131,27 @@ def test_cancel_between_folds_stops_at_the_next_fold(noisy, config):
         folds.append(progress)
         cancel.set()
 
-    result = run_quick_audit(data, AuditConfig(folds=3), config, on_progress=on_fold, cancel=cancel)
+    result = run_embedding_audit(
+        data, AuditConfig(folds=3), config, on_progress=on_fold, cancel=cancel
+    )
     assert result.cancelled and len(folds) == 1
 
 
 def test_bad_input_is_refused_before_the_encoder_loads(config, embedded_calls):
     tiny = make_dataset(["a b", "c d", "e f"], ["A", "A", "B"])
     with pytest.raises(ValueError, match="at least two labels"):
-        run_quick_audit(tiny, AuditConfig(folds=2), config)
+        run_embedding_audit(tiny, AuditConfig(folds=2), config)
     with pytest.raises(TypeError, match="TrainConfig"):
-        run_quick_audit(tiny, AuditConfig(folds=2), {"backbone": "minilm"})
+        run_embedding_audit(tiny, AuditConfig(folds=2), {"backbone": "minilm"})
     with pytest.raises(ValueError, match="pretrained encoder"):
-        quick_train_config("tiny")
+        embedding_train_config("tiny")
     assert embedded_calls == []
 
 
 def test_the_cache_key_names_the_backbone(noisy, config, tiny_bert_dir):
     data, _ = noisy
-    settings = audit_quick.quick_audit_config(AuditConfig())
-    minilm = quick_train_config()
+    settings = audit_embedding.embedding_audit_config(AuditConfig())
+    minilm = embedding_train_config()
     assert audit_cache_key(data, settings, fit_settings=vars(config)) != audit_cache_key(
         data, settings, fit_settings=vars(minilm)
     )
@@ -157,11 +159,11 @@ def test_the_cache_key_names_the_backbone(noisy, config, tiny_bert_dir):
 
 def test_the_task_reports_texts_then_folds(noisy, config, job_queue, requester):
     data, _ = noisy
-    settings = audit_quick.quick_audit_config(AuditConfig(folds=3))
+    settings = audit_embedding.embedding_audit_config(AuditConfig(folds=3))
     run = start_audit(data, settings, train_config=config, key="q", queue=job_queue,
                       requester=requester)  # fmt: skip
     snapshot = run.job.wait(300)
-    assert snapshot.status is JobStatus.DONE and snapshot.result.model == QUICK_AUDIT
+    assert snapshot.status is JobStatus.DONE and snapshot.result.model == EMBEDDING_AUDIT
     assert snapshot.latest == Progress(3, 3, "audit", "Fold 3 of 3")
 
 
@@ -176,7 +178,7 @@ def toy_csv(tmp_path, noisy):
     return path
 
 
-def test_cli_quick_audit_prints_the_contract_keys(toy_csv, tiny_bert_dir, capsys):
+def test_cli_embedding_audit_prints_the_contract_keys(toy_csv, tiny_bert_dir, capsys):
     args = ["audit", str(toy_csv), "--model", "quick", "--backbone", str(tiny_bert_dir)]
     assert main([*args, "--folds", "3", "--json"]) == 0
     captured = capsys.readouterr()
@@ -197,13 +199,13 @@ def test_cli_quick_audit_prints_the_contract_keys(toy_csv, tiny_bert_dir, capsys
         (["--model", "quick", "--folds", "1"], "folds"),
     ],
 )
-def test_cli_quick_audit_bad_input_is_one_line(toy_csv, capsys, extra, fragment):
+def test_cli_embedding_audit_bad_input_is_one_line(toy_csv, capsys, extra, fragment):
     assert main(["audit", str(toy_csv), *extra]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0]
 
 
-def test_cli_quick_audit_of_a_backbone_that_does_not_load(toy_csv, tmp_path, capsys):
+def test_cli_embedding_audit_of_a_backbone_that_does_not_load(toy_csv, tmp_path, capsys):
     empty = tmp_path / "not-a-model"
     empty.mkdir()
     assert main(["audit", str(toy_csv), "--model", "quick", "--backbone", str(empty)]) == 2

@@ -6,15 +6,15 @@ The seed chapter's argument made measurable: an LSTM reads order too, but in n s
 while attention reads every pair of words at once.
 
 Decision: the split holds out *whole* twin groups (seeded), for the test rows and again for the
-validation rows, so no reader ever trained on a twin of a text it is scored on; the other rows
-are split stratified by desk. Every reader trains on the same training rows through the shared
+validation rows, so no model ever trained on a twin of a text it is scored on; the other rows
+are split stratified by desk. Every model trains on the same training rows through the shared
 loop (`train_models`) with its backbone's defaults, and the validation rows only pick each
-reader's best epoch.
+model's best epoch.
 
 Decision (timing): the forward pass alone, batch of one (a person waiting for one complaint),
 fp32, on the device the models trained on, the median of `repeats` runs after one warm-up, at
 torch's thread count as the caller set it. Inputs are synthetic: exactly n in-vocabulary token ids
-(the tokenizer's most frequent words, cycled), so both readers see the same n. The tiny
+(the tokenizer's most frequent words, cycled), so both models see the same n. The tiny
 transformer is timed on a copy whose sinusoidal table covers the longest length (the table is a
 formula, not a weight, so the copy holds exactly the trained weights); the LSTM has no length
 limit and is timed as trained.
@@ -38,7 +38,7 @@ from torch import nn
 from core.checks import check_fraction, check_int
 from core.data.dataset import TWIN_SLICE, Dataset, slice_names
 from core.errors import UserError
-from core.models.baseline import BagOfWordsClassifier
+from core.models.bag_of_words import BagOfWordsClassifier
 from core.models.tiny.model import TinyTransformerForSequenceClassification
 from core.models.tiny.tokenizer import CLS_ID, UNK_ID
 from core.models.transformer.config import LSTM, TINY, TrainConfig
@@ -46,28 +46,28 @@ from core.models.transformer.training import train_models
 from core.progress import Progress, ProgressCallback, is_cancelled
 
 GROUP_COLUMN = "twin_group"
-BOW, TINY_ON, TINY_OFF, LSTM_READER = (
+BOW, TINY_ON, TINY_OFF, LSTM_MODEL = (
     "bag of words", "tiny transformer, positions on", "tiny transformer, positions off", "LSTM",
 )  # fmt: skip
-READERS = (BOW, TINY_ON, TINY_OFF, LSTM_READER)
-TIMED = (TINY_ON, LSTM_READER)  # the two the timing compares: attention against recurrence
-PHASE = "readers"
+ORDER_MODELS = (BOW, TINY_ON, TINY_OFF, LSTM_MODEL)
+TIMED = (TINY_ON, LSTM_MODEL)  # the two the timing compares: attention against recurrence
+PHASE = "models"
 MAX_TIMED_LENGTH = 4096  # tokens: a timing run is bounded by construction
 
 
 @dataclass(frozen=True)
-class OrderReadersConfig:
+class OrderModelsConfig:
     """The split, the training budget and the timing of one comparison."""
 
-    seed: int = 0  # the split's groups and rows, and every reader's weights
+    seed: int = 0  # the split's groups and rows, and every model's weights
     test_share: float = 0.25  # of the twin groups (whole) and of the other rows
-    val_share: float = 0.2  # of the rest, drawn the same way; picks each reader's best epoch
-    # None: each backbone's own (BACKBONE_DEFAULTS); a number caps every reader (tests: 1).
+    val_share: float = 0.2  # of the rest, drawn the same way; picks each model's best epoch
+    # None: each backbone's own (BACKBONE_DEFAULTS); a number caps every model (tests: 1).
     epochs: int | None = None
-    max_steps: int | None = None  # optimiser steps per reader (None: no cap)
-    device: str = "auto"  # where the readers train and are timed
+    max_steps: int | None = None  # optimiser steps per model (None: no cap)
+    device: str = "auto"  # where the models train and are timed
     lengths: tuple[int, ...] = (16, 32, 64, 128, 256)  # tokens per timed complaint
-    repeats: int = 5  # timed passes per (reader, length); the median is kept
+    repeats: int = 5  # timed passes per (model, length); the median is kept
 
     def __post_init__(self) -> None:
         check_int("seed", self.seed, minimum=0)
@@ -86,8 +86,8 @@ class OrderReadersConfig:
 
 
 @dataclass(frozen=True)
-class ReaderScore:
-    """One reader on the held-out rows: accuracy on all test rows and on the held-out twins."""
+class OrderModelScore:
+    """One model on the held-out rows: accuracy on all test rows and on the held-out twins."""
 
     name: str
     accuracy: float
@@ -95,42 +95,42 @@ class ReaderScore:
     twin_rows: int
     train_seconds: float
     # Largest difference of one desk's probability between two members of one held-out twin
-    # group: 0 (to float noise) for a reader that cannot see order.
+    # group: 0 (to float noise) for a model that cannot see order.
     twin_spread: float = 0.0
 
 
 @dataclass(frozen=True)
-class ReaderTiming:
-    """Forward-pass time per complaint: columns reader, tokens, ms_per_complaint."""
+class OrderModelTiming:
+    """Forward-pass time per complaint: columns model, tokens, ms_per_complaint."""
 
     table: pd.DataFrame
     device: str = "cpu"
     repeats: int = 1
 
-    def ratio(self, reader: str, baseline: str) -> pd.Series:
-        """ms of `reader` over ms of `baseline` at each length (index: tokens)."""
-        wide = self.table.pivot(index="tokens", columns="reader", values="ms_per_complaint")
-        return wide[reader] / wide[baseline]
+    def ratio(self, model: str, reference: str) -> pd.Series:
+        """ms of `model` over ms of `reference` at each length (index: tokens)."""
+        wide = self.table.pivot(index="tokens", columns="model", values="ms_per_complaint")
+        return wide[model] / wide[reference]
 
 
 @dataclass(frozen=True)
-class OrderReaders:
-    """The four readers' scores on one split, and the timing of the two that read order."""
+class OrderModels:
+    """The four models' scores on one split, and the timing of the two that read order."""
 
-    scores: tuple[ReaderScore, ...]
-    timing: ReaderTiming
+    scores: tuple[OrderModelScore, ...]
+    timing: OrderModelTiming
     split: str
     test_rows: int
     twin_groups_held_out: int
     train_rows: int = 0
     val_rows: int = 0
 
-    def score(self, name: str) -> ReaderScore:
-        """The score of reader `name` (one of READERS)."""
+    def score(self, name: str) -> OrderModelScore:
+        """The score of model `name` (one of ORDER_MODELS)."""
         return next(s for s in self.scores if s.name == name)
 
     def table(self) -> pd.DataFrame:
-        """One row per reader: name, accuracy, twin_accuracy, twin_rows, train_seconds, ..."""
+        """One row per model: name, accuracy, twin_accuracy, twin_rows, train_seconds, ..."""
         return pd.DataFrame([s.__dict__ for s in self.scores])
 
 
@@ -163,14 +163,14 @@ def _check_twins(dataset: Dataset) -> None:
     missing = {GROUP_COLUMN, "slice"} - set(dataset.extra.columns)
     if missing:
         raise UserError(
-            f"the data set has no {' or '.join(sorted(missing))} column; compare the readers on "
+            f"the data set has no {' or '.join(sorted(missing))} column; compare the models on "
             "the demo data, whose word-order twins are marked"
         )
     if not (twin_groups(dataset) >= 0).any():
         raise UserError("the data set marks no word-order twin groups; use the demo data")
 
 
-def split_for_readers(dataset: Dataset, config: OrderReadersConfig) -> tuple[Dataset, ...]:
+def split_for_order_models(dataset: Dataset, config: OrderModelsConfig) -> tuple[Dataset, ...]:
     """(train, val, test): whole twin groups held out for test, then for validation."""
     _check_twins(dataset)
     rest, test = group_split(dataset, config.test_share, config.seed)
@@ -181,9 +181,9 @@ def split_for_readers(dataset: Dataset, config: OrderReadersConfig) -> tuple[Dat
 # ------------------------------------------------------------------------------ scoring
 
 
-def score_reader(
+def score_order_model(
     name: str, pred_probs: np.ndarray, classes: Sequence[str], test: Dataset, seconds: float
-) -> ReaderScore:
+) -> OrderModelScore:
     """Accuracy of `pred_probs` (n_test, n_classes) on all test rows and on its twin rows."""
     predicted = np.asarray(classes)[pred_probs.argmax(axis=1)]
     truth = np.asarray(test.labels)
@@ -193,16 +193,16 @@ def score_reader(
         (float(np.ptp(pred_probs[groups == g], axis=0).max()) for g in np.unique(groups[twins])),
         default=0.0,
     )
-    return ReaderScore(
+    return OrderModelScore(
         name, float((predicted == truth).mean()), float((predicted[twins] == truth[twins]).mean()),
         int(twins.sum()), round(seconds, 3), spread,
     )  # fmt: skip
 
 
-# ------------------------------------------------------------------------------ the readers
+# ------------------------------------------------------------------------------ the models
 
 
-def _train_config(backbone: str, positions: bool, config: OrderReadersConfig) -> TrainConfig:
+def _train_config(backbone: str, positions: bool, config: OrderModelsConfig) -> TrainConfig:
     budget = {"epochs": config.epochs} if config.epochs is not None else {}
     return TrainConfig(
         backbone=backbone, positional_encoding=positions, seed=config.seed,
@@ -210,23 +210,23 @@ def _train_config(backbone: str, positions: bool, config: OrderReadersConfig) ->
     )  # fmt: skip
 
 
-_NEURAL = ((TINY_ON, TINY, True), (TINY_OFF, TINY, False), (LSTM_READER, LSTM, True))
+_NEURAL = ((TINY_ON, TINY, True), (TINY_OFF, TINY, False), (LSTM_MODEL, LSTM, True))
 
 
-def compare_order_readers(
+def compare_order_models(
     dataset: Dataset,
-    config: OrderReadersConfig = OrderReadersConfig(),
+    config: OrderModelsConfig = OrderModelsConfig(),
     *,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
-) -> OrderReaders | None:
-    """Train the four readers on one split that holds out whole twin groups; score and time them.
+) -> OrderModels | None:
+    """Train the four models on one split that holds out whole twin groups; score and time them.
 
     Needs the demo data's `twin_group` and `slice` columns (UserError otherwise). Progress goes
-    to `on_progress` in units of readers (fractions while one trains, then the timing); a set
+    to `on_progress` in units of models (fractions while one trains, then the timing); a set
     `cancel` returns None.
     """
-    train, val, test = split_for_readers(dataset, config)
+    train, val, test = split_for_order_models(dataset, config)
     report = _progress(on_progress, len(_NEURAL) + 2)
     scores, trained = [_bag_of_words(train, test)], {}
     for i, (name, backbone, positions) in enumerate(_NEURAL, start=1):
@@ -237,27 +237,27 @@ def compare_order_readers(
         )  # fmt: skip
         if result.cancelled or is_cancelled(cancel):
             return None
-        model = result.transformer
+        model = result.neural
         probs = model.predict_proba(list(test.texts))
-        scores.append(score_reader(name, probs, model.classes_, test, result.train_seconds))
+        scores.append(score_order_model(name, probs, model.classes_, test, result.train_seconds))
         trained[name] = (model.model, model.tokenizer)
     report(len(_NEURAL) + 1, "timing")
     timed = {name: trained[name] for name in TIMED}
     timing = time_per_complaint(timed, config.lengths, repeats=config.repeats, cancel=cancel)
     if timing is None:
         return None
-    return OrderReaders(
+    return OrderModels(
         tuple(scores), timing, _describe(train, val, test, config), len(test),
         len(np.unique(twin_groups(test)[twin_groups(test) >= 0])), len(train), len(val),
     )  # fmt: skip
 
 
-def _bag_of_words(train: Dataset, test: Dataset) -> ReaderScore:
+def _bag_of_words(train: Dataset, test: Dataset) -> OrderModelScore:
     started = time.perf_counter()
     bow = BagOfWordsClassifier().fit(list(train.texts), list(train.labels))
     seconds = time.perf_counter() - started
     probs = bow.predict_proba(list(test.texts))
-    return score_reader(BOW, probs, [str(c) for c in bow.classes_], test, seconds)
+    return score_order_model(BOW, probs, [str(c) for c in bow.classes_], test, seconds)
 
 
 def _progress(on_progress: ProgressCallback | None, total: int) -> Callable[[float, str], None]:
@@ -268,7 +268,7 @@ def _progress(on_progress: ProgressCallback | None, total: int) -> Callable[[flo
     return report
 
 
-def _describe(train: Dataset, val: Dataset, test: Dataset, config: OrderReadersConfig) -> str:
+def _describe(train: Dataset, val: Dataset, test: Dataset, config: OrderModelsConfig) -> str:
     held = len(np.unique(twin_groups(test)[twin_groups(test) >= 0]))
     return (
         f"seed {config.seed}: {len(train)} training, {len(val)} validation and {len(test)} test "
@@ -286,11 +286,11 @@ def time_per_complaint(
     *,
     repeats: int = 5,
     cancel: threading.Event | None = None,
-) -> ReaderTiming | None:
+) -> OrderModelTiming | None:
     """Median forward time of one complaint of exactly n tokens, for each model and n in
-    `lengths`: a ReaderTiming whose table has one row per (reader, length); None on cancel.
+    `lengths`: a OrderModelTiming whose table has one row per (model, length); None on cancel.
 
-    `models` maps a reader's name to its (model, tokenizer); models are timed in eval mode, fp32,
+    `models` maps a model's name to its (model, tokenizer); models are timed in eval mode, fp32,
     on their own device (see the module docstring for the inputs and the tiny transformer's copy).
     """
     check_int("repeats", repeats, minimum=1)
@@ -302,9 +302,9 @@ def time_per_complaint(
             if is_cancelled(cancel):
                 return None
             ids = _synthetic_ids(tokenizer, n).to(timed.device)  # (1, n)
-            rows.append({"reader": name, "tokens": int(n),
+            rows.append({"model": name, "tokens": int(n),
                          "ms_per_complaint": _median_ms(timed, ids, repeats)})  # fmt: skip
-    return ReaderTiming(pd.DataFrame(rows, columns=["reader", "tokens", "ms_per_complaint"]),
+    return OrderModelTiming(pd.DataFrame(rows, columns=["model", "tokens", "ms_per_complaint"]),
                         device, repeats)  # fmt: skip
 
 
