@@ -1,6 +1,7 @@
-"""The Label audit page's run: the form that starts an audit (bag of words, quick or transformer) of
-the active data set on the queue, its progress, and its finished result, cached per server process
-by data fingerprint and settings and recorded once in the review store."""
+"""The Label audit page's run: the form that starts an audit of the active data set on the queue
+(by the bag of words, the embedding audit or the fine-tune audit), its progress, and its finished
+result, cached per server process by data fingerprint and settings and recorded once in the
+review store."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The model commands: `train` (fine-tune the transformer and the baseline, save both) and
+"""The model commands: `train` (the neural model and the bag of words, saved together) and
 `evaluate` (score a saved pair). Heavy imports (torch, transformers) happen inside the handlers
 so `--help` and `validate` stay fast."""
 
