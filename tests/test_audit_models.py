@@ -125,7 +125,7 @@ def test_job_runs_the_fine_tune_audit_on_the_queue_with_step_progress(
 
 def test_audit_progress_counts_steps_within_the_current_fold():
     seen: list[Progress] = []
-    meter = _AuditMeter(4, quick=False, on_progress=seen.append)
+    meter = _AuditMeter(4, embedding=False, on_progress=seen.append)
     meter.on_fold(Progress(1, 4, "fold"))
     meter.on_step(Progress(5, 10, "train"))
     assert seen[-1] == Progress(1.5, 4, "audit", "Fold 2 of 4, step 5 of 10")
@@ -134,7 +134,7 @@ def test_audit_progress_counts_steps_within_the_current_fold():
 
 def test_an_embedding_audit_counts_embedding_as_most_of_its_time():
     seen: list[Progress] = []
-    meter = _AuditMeter(4, quick=True, on_progress=seen.append)
+    meter = _AuditMeter(4, embedding=True, on_progress=seen.append)
     meter.on_embed(Progress(45, 90, "embed"))
     assert seen[-1].fraction == pytest.approx(EMBED_SHARE / 2)
     assert seen[-1].detail == "Embedding text 45 of 90"

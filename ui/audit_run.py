@@ -140,8 +140,8 @@ def start_audit(dataset: Dataset, choice: str, folds: int, model: LoadedModel | 
 def audit_settings(
     choice: str, folds: int, model: LoadedModel | None
 ) -> tuple[AuditConfig, TrainConfig | None]:
-    """The AuditConfig and, for the quick and fine-tune audits, the TrainConfig (the quick
-    audit's names the bundled MiniLM, whose encoder it uses frozen)."""
+    """The AuditConfig and, for the embedding and fine-tune audits, the TrainConfig (the
+    embedding audit's names the bundled MiniLM, whose encoder it uses frozen)."""
     config = AuditConfig(folds=folds)
     if choice == BOW:
         return config, None

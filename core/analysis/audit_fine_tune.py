@@ -1,5 +1,5 @@
 """Audit with a saved model's transformer settings: a per-fold fine-tuning `fit`, and
-`run_chosen_audit`, which runs any audit (bag of words, quick, transformer) with one progress
+`run_chosen_audit`, which runs any audit (bag of words, embedding, fine-tune) with one progress
 per optimiser step, text embedded or fold, and cancel (core.tasks.audit queues it).
 
 The audit never reuses a saved model's weights: they saw every row, so their predictions on the
@@ -80,13 +80,14 @@ def model_audit_settings(
     card: Mapping[str, Any], config: AuditConfig
 ) -> tuple[AuditConfig, TrainConfig]:
     """How to audit with a saved model's settings: a quick model (frozen encoder and a fitted
-    head) is audited the quick way, over its own backbone and max_length (embeddings once,
+    head) gets the embedding audit, over its own backbone and max_length (embeddings once,
     seconds to minutes); a fine-tuned one by fine-tuning its settings on each fold (hours)."""
     train_config = train_config_from_card(card)
     if train_config.recipe == QUICK:
-        quick = embedding_train_config(train_config.backbone, max_length=train_config.max_length,
-                                   device=train_config.device)  # fmt: skip
-        return embedding_audit_config(config), quick
+        embedding = embedding_train_config(
+            train_config.backbone, max_length=train_config.max_length, device=train_config.device
+        )
+        return embedding_audit_config(config), embedding
     return fine_tune_audit_config(config), train_config
 
 
@@ -108,7 +109,7 @@ def run_chosen_audit(
     one `Progress` in folds (phase "audit": folds done plus the share of the current fold or of
     the embedding, with a line saying which as its `detail`)."""
     meter = _AuditMeter(
-        config.folds, quick=config.model == EMBEDDING_AUDIT, on_progress=on_progress
+        config.folds, embedding=config.model == EMBEDDING_AUDIT, on_progress=on_progress
     )
     if config.model == EMBEDDING_AUDIT and train_config is not None:
         return run_embedding_audit(
@@ -126,8 +127,10 @@ class _AuditMeter:
     folds: a embedding audit's embedding counts for EMBED_SHARE of its time, its folds for the rest;
     a fine-tune audit's fold advances with its optimiser steps."""
 
-    def __init__(self, folds: int, *, quick: bool, on_progress: ProgressCallback | None) -> None:
-        self.folds, self.quick, self.on_progress = folds, quick, on_progress
+    def __init__(
+        self, folds: int, *, embedding: bool, on_progress: ProgressCallback | None
+    ) -> None:
+        self.folds, self.embedding, self.on_progress = folds, embedding, on_progress
         self.fold = 0  # folds finished
 
     def on_fold(self, progress: Progress) -> None:
@@ -146,7 +149,7 @@ class _AuditMeter:
         """`within`: the share done of the current fold (or of the embedding)."""
         if self.on_progress is None:
             return
-        if not self.quick:
+        if not self.embedding:
             done = self.fold + within
         elif embedding:
             done = EMBED_SHARE * self.folds * within

@@ -50,7 +50,7 @@ def _run_audit(args: argparse.Namespace):
     config = AuditConfig(folds=args.folds, seed=args.seed)  # bad --folds fails before reading
     _check_runtime(args)
     model = args.model if args.model is not None else "bow"
-    train_config = _quick_settings(args) if model == "quick" else None
+    train_config = _embedding_settings(args) if model == "quick" else None
     folder = None if model in ("bow", "quick") else _model_dir(model)  # before the file is read
     if args.backbone is not None and train_config is None:
         raise CommandError("--backbone is for --model quick; a saved model's folder names its own")
@@ -81,7 +81,7 @@ def _print_issues(result, show: int) -> None:
         print(f"  ... and {len(result.issues) - show} more (see --json)")
 
 
-def _quick_settings(args: argparse.Namespace):
+def _embedding_settings(args: argparse.Namespace):
     """The TrainConfig of `--model quick` (checked before the file is read)."""
     from core.analysis.audit_embedding import embedding_train_config
     from core.models.transformer.config import MINILM

@@ -1,4 +1,4 @@
-"""A label audit as a task of the server's queue (the bag-of-words, quick or fine-tune audit of
+"""A label audit as a task of the server's queue (the bag-of-words, embedding or fine-tune audit of
 core.analysis), or an audit already finished (from the audit cache) behind the same interface,
 so the Label audit page polls one thing either way; and the run record of a finished audit."""
 
