@@ -17,11 +17,7 @@ from transformers import (
 from transformers.configuration_utils import SubConfigSpec
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-
-def mean_pool(states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """The mean of real-token states (batch, seq, hidden) over the mask: (batch, hidden)."""
-    mask = attention_mask.unsqueeze(-1).to(states.dtype)  # (batch, seq, 1)
-    return (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+from core.models.scratch import mean_pool  # the same masked mean the from-scratch models pool with
 
 
 class MeanPoolConfig(PreTrainedConfig):

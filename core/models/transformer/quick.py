@@ -28,8 +28,9 @@ from torch import nn
 from core.errors import UserError
 from core.metrics import evaluate_predictions
 from core.models.device import Runtime
+from core.models.scratch import mean_pool
 from core.models.transformer.config import EMBED_PHASE, HEAD_PHASE
-from core.models.transformer.head import MeanPoolForSequenceClassification, mean_pool
+from core.models.transformer.head import MeanPoolForSequenceClassification
 from core.models.transformer.inference import encode_batch, inference_view
 from core.models.transformer.loop import (
     EpochRecord,
