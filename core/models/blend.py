@@ -14,6 +14,8 @@ from core.checks import check_fraction, check_positive
 from core.errors import UserError
 from core.models.classifier import Prediction
 
+# Who decides, as `decided_by` spells it in the card, the JSON and the classify columns (a
+# contract: the neural model is "transformer" there, ARCHITECTURE.md "Glossary").
 NEURAL, BAG_OF_WORDS, BLEND = "transformer", "bag of words", "blend"
 # The transformer's share, searched in tenths: finer steps would fit a few hundred validation
 # rows' noise, and each step must move at least a handful of answers to be worth saying.
