@@ -3,6 +3,7 @@ the bottom, then data, models, analysis, the services that run and guard them, a
 the UI. A module may import its own layer and the layers below it, never one above."""
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,21 +115,25 @@ def imported(source: str) -> set[str]:
     return names
 
 
-def upward_imports(module: str, source: str) -> list[str]:
-    """The imports of `module` (its `source`) that reach a layer above its own."""
-    here = layer_of(module)
-    above = [name for name in imported(source) if (layer_of(name) or 0) > here]
+def imports_above(module: str, source: str, level_of: Callable[[str], int | None]) -> list[str]:
+    """The imports of `module` (its `source`) that reach a level above its own by `level_of`
+    (none when `level_of` does not place `module`)."""
+    here = level_of(module)
+    if here is None:
+        return []
+    above = [name for name in imported(source) if (level_of(name) or 0) > here]
     return [f"{module} imports {name}" for name in sorted(above)]
+
+
+def upward_imports(module: str, source: str) -> list[str]:
+    """The imports of `module` that reach a layer above its own."""
+    return imports_above(module, source, layer_of)
 
 
 def upward_model_imports(module: str, source: str) -> list[str]:
-    """The imports of a core.models `module` (its `source`) that reach a level of core.models
-    above its own (a model's package from the base, another package above it)."""
-    here = model_layer_of(module)
-    if here is None:  # outside core.models: LAYERS alone orders it
-        return []
-    above = [name for name in imported(source) if (model_layer_of(name) or 0) > here]
-    return [f"{module} imports {name}" for name in sorted(above)]
+    """The imports of a core.models `module` that reach a level of core.models above its own (a
+    model's package from the base, another package above it); outside core.models, none."""
+    return imports_above(module, source, model_layer_of)
 
 
 def sources() -> list[Path]:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from core.errors import UserError
 from core.lab.word_order import word_order_demo
 from core.models.tiny.model import (
     TinyConfig,
@@ -479,3 +480,11 @@ def test_the_tiny_backbone_is_built_with_the_architecture_defaults():
     model, _ = load_backbone(config, ["a", "b"], texts=CRICKET)
     expected, _ = create_tiny_classifier(CRICKET, ["a", "b"], max_length=config.max_length)
     assert model.config == expected.config
+
+
+@pytest.mark.parametrize("value", ["0.1", True, None, 1.0, -0.1])
+def test_a_crafted_dropout_is_refused_in_one_line(value):
+    """A config.json's dropout as a string or a flag is refused as the LSTM's is (not a
+    TypeError deep in the range check)."""
+    with pytest.raises(UserError, match="dropout must be"):
+        TinyConfig(vocab_size=10, dropout=value)

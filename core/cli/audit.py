@@ -12,13 +12,13 @@ from pathlib import Path
 
 from core.cli.common import (
     CommandError,
-    _add_column_options,
-    _add_json_option,
-    _add_runtime_options,
-    _check_runtime,
-    _emit_json,
-    _model_dir,
-    _progress_bar,
+    add_column_options,
+    add_json_option,
+    add_runtime_options,
+    check_runtime,
+    emit_json,
+    model_dir_of,
+    progress_bar,
 )
 
 
@@ -37,7 +37,7 @@ def _cmd_audit(args: argparse.Namespace) -> None:
         result, document = _run_audit(args)
         record_audit_run(store, result, actor=OPERATOR)
     if args.json:
-        _emit_json(document)
+        emit_json(document)
         return
     _print_issues(result, args.show)
 
@@ -48,16 +48,16 @@ def _run_audit(args: argparse.Namespace):
     from core.data.validation import load_dataset
 
     config = AuditConfig(folds=args.folds, seed=args.seed)  # bad --folds fails before reading
-    _check_runtime(args)
+    check_runtime(args)
     model = args.model if args.model is not None else "bow"
     train_config = _embedding_settings(args) if model == "quick" else None
-    folder = None if model in ("bow", "quick") else _model_dir(model)  # before the file is read
+    folder = None if model in ("bow", "quick") else model_dir_of(model)  # before the file is read
     if args.backbone is not None and train_config is None:
         raise CommandError("--backbone is for --model quick; a saved model's folder names its own")
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
     check_auditable(dataset, config.folds)  # before a progress bar starts drawing on stderr
     if model == "bow":
-        with _progress_bar("audit (bag of words)", unit="fold", total=config.folds) as bar:
+        with progress_bar("audit (bag of words)", unit="fold", total=config.folds) as bar:
             result = run_audit(dataset, config, on_progress=lambda p: bar.update(p.done - bar.n))
         document = result.to_json()
     elif train_config is not None:
@@ -121,7 +121,7 @@ def _embedding_audit(dataset, config, train_config):
 
         def bar(kind: str, **options):
             if kind not in bars:  # opened at the first report: a load error prints alone
-                bars[kind] = stack.enter_context(_progress_bar(f"{name} {kind}", **options))
+                bars[kind] = stack.enter_context(progress_bar(f"{name} {kind}", **options))
             return bars[kind]
 
         def on_embed(progress) -> None:
@@ -161,7 +161,7 @@ def _fine_tune_audit(dataset, config, folder: Path, device: str):
         def on_step(progress) -> None:
             if not bars:
                 bars.append(stack.enter_context(
-                    _progress_bar(f"audit ({train_config.backbone})", unit="step")
+                    progress_bar(f"audit ({train_config.backbone})", unit="step")
                 ))  # fmt: skip
             bar = bars[0]
             bar.total = progress.total * config.folds
@@ -195,10 +195,10 @@ def _add_audit(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the fold assignment")
-    _add_column_options(p, label=True)
+    add_column_options(p, label=True)
     p.add_argument("--show", type=int, default=20, help="issues to print without --json")
-    _add_runtime_options(p)  # a model folder or quick: where its fold models train and predict
-    _add_json_option(p, "print the issues as JSON on stdout")
+    add_runtime_options(p)  # a model folder or quick: where its fold models train and predict
+    add_json_option(p, "print the issues as JSON on stdout")
     p.set_defaults(handler=_cmd_audit)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.cli.common import CommandError, _add_json_option, _emit_json
+from core.cli.common import CommandError, add_json_option, emit_json
 
 
 def _cmd_board(args: argparse.Namespace) -> None:
@@ -23,7 +23,7 @@ def _cmd_board(args: argparse.Namespace) -> None:
     table = load_table(Path(args.file), limits=IntakeLimits.from_env())
     board = build_board(table, tat, config)
     if args.json:
-        _emit_json(board.to_json())
+        emit_json(board.to_json())
     else:
         print(render_board_text(board))
 
@@ -58,7 +58,7 @@ def _add_board(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--desk-col", help="routed desk column (default: predicted_label, or detected)")
     p.add_argument("--received-col", help="received time column (default: received_at, detected)")
     p.add_argument("--top", type=int, default=100, help="at-risk complaints to list (default 100)")
-    _add_json_option(p, "print the board as JSON on stdout")
+    add_json_option(p, "print the board as JSON on stdout")
     p.set_defaults(handler=_cmd_board)
 
 

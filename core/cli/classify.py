@@ -8,27 +8,27 @@ from pathlib import Path
 
 from core.cli.common import (
     CommandError,
-    _add_column_options,
-    _add_json_option,
-    _add_model_option,
-    _add_runtime_options,
-    _check_runtime,
-    _emit_json,
-    _load_model_card,
-    _progress_bar,
-    _review_threshold,
+    add_column_options,
+    add_json_option,
+    add_model_option,
+    add_runtime_options,
+    check_runtime,
+    chosen_review_threshold,
+    emit_json,
+    load_model_card,
+    progress_bar,
 )
 
 
 def _cmd_classify(args: argparse.Namespace) -> None:
     # Without --review-threshold each model flags by its own policy (saved in its card).
-    threshold = None if args.review_threshold is None else _review_threshold(args)
+    threshold = None if args.review_threshold is None else chosen_review_threshold(args)
     for option in ("workers", "batch_size", "cpus_per_worker"):
         if (getattr(args, option) or 1) < 1:
             raise CommandError(f"--{option.replace('_', '-')} must be 1 or more")
-    model_dir = _load_model_card(args.model)  # a wrong folder fails before Ray or torch start
+    model_dir = load_model_card(args.model)  # a wrong folder fails before Ray or torch start
     if args.engine == "local":  # on Ray, the actors' hardware decides (core.scale)
-        _check_runtime(args)
+        check_runtime(args)
     from core.data.limits import IntakeLimits
     from core.scale import ScaleConfig, score_archive
 
@@ -42,10 +42,10 @@ def _cmd_classify(args: argparse.Namespace) -> None:
         precision=args.precision, device=args.device,
         limits=IntakeLimits.from_env(),  # GRIEVANCE_LENS_MAX_FILE_MB and _MAX_ROWS, as the app
     )  # fmt: skip
-    with _progress_bar("classify", unit="text") as bar:
+    with progress_bar("classify", unit="text") as bar:
         result = score_archive(config, on_rows=bar.update)
     if args.json:
-        _emit_json({
+        emit_json({
             "rows": result.rows, "out": str(result.out), "text_col": result.text_col,
             "parts": result.parts, "engine": args.engine, "seconds": round(result.seconds, 3),
         })  # fmt: skip
@@ -67,7 +67,7 @@ def _add_classify(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "classify", help="route every complaint of a file or a folder of parts; locally or on Ray"
     )
-    _add_model_option(p)
+    add_model_option(p)
     p.add_argument(
         "input", help="CSV, TSV, XLSX or Parquet file, or a folder of .csv or .parquet parts"
     )
@@ -89,14 +89,14 @@ def _add_classify(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--cpus-per-worker", type=int, help="CPUs (threads) per Ray actor (default: an even share)"
     )
-    _add_runtime_options(p)
-    _add_column_options(p, label=False)
+    add_runtime_options(p)
+    add_column_options(p, label=False)
     p.add_argument(
         "--review-threshold", type=float,
         help="flag needs_review below this top probability (default: the model's own, chosen "
         "on its validation rows and saved in its card)",
     )  # fmt: skip
-    _add_json_option(p, "print rows and out path as JSON")
+    add_json_option(p, "print rows and out path as JSON")
     p.set_defaults(handler=_cmd_classify)
 
 

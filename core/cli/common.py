@@ -1,6 +1,5 @@
 """What the commands share: the user-error type, --json printing, the options several commands
-take (columns, --model, --device/--precision, --json), --model resolution and progress bars.
-Names keep their underscore: they are private to core.cli."""
+take (columns, --model, --device/--precision, --json), --model resolution and progress bars."""
 
 from __future__ import annotations
 
@@ -16,13 +15,13 @@ class CommandError(UserError):
     """Bad input found by a command itself; its message is the user-facing line."""
 
 
-def _emit_json(document: dict) -> None:
+def emit_json(document: dict) -> None:
     """`--json`: the one JSON document a command prints on stdout."""
     json.dump(document, sys.stdout, ensure_ascii=False, indent=2, default=str)
     sys.stdout.write("\n")
 
 
-def _add_column_options(p: argparse.ArgumentParser, *, label: bool) -> None:
+def add_column_options(p: argparse.ArgumentParser, *, label: bool) -> None:
     p.add_argument("--text-col", help="column holding the complaint text (default: detected)")
     if label:
         p.add_argument("--label-col", help="column holding the desk label (default: detected)")
@@ -35,18 +34,18 @@ MODEL_HELP = (
 LIVE = "live"  # --model live: the team's live model (core.review.live)
 
 
-def _add_model_option(p: argparse.ArgumentParser) -> None:
+def add_model_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help=MODEL_HELP)
 
 
-def _model_dir(value: str) -> Path:
+def model_dir_of(value: str) -> Path:
     """The folder a --model value names: `live`, a path that exists, or a saved model's name in
     the models folder; any other path is returned as typed (its checks say what is wrong)."""
     from core.models.card import CARD_NAME, NAME_PATTERN, model_folder
     from core.paths import models_dir
 
     if value == LIVE:
-        return _live_model_dir()
+        return live_model_dir()
     path = Path(value)
     if path.exists() or not NAME_PATTERN.fullmatch(value):
         return path
@@ -58,7 +57,7 @@ def _model_dir(value: str) -> Path:
     )
 
 
-def _live_model_dir() -> Path:
+def live_model_dir() -> Path:
     """The live model's folder (the store at $GRIEVANCE_LENS_DATA_DIR/lens.db); no store file
     means no promotion yet, and is not created just to be asked."""
     from core.paths import models_dir
@@ -72,11 +71,11 @@ def _live_model_dir() -> Path:
         return live_model_folder(store, models_dir())
 
 
-def _add_json_option(p: argparse.ArgumentParser, what: str) -> None:
+def add_json_option(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--json", action="store_true", help=what)
 
 
-def _add_runtime_options(p: argparse.ArgumentParser) -> None:
+def add_runtime_options(p: argparse.ArgumentParser) -> None:
     """--device and --precision: the runtime the model runs on (core.models.device.Runtime)."""
     p.add_argument(
         "--device", choices=("auto", "cpu", "cuda"), default="auto",
@@ -89,7 +88,7 @@ def _add_runtime_options(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def _check_runtime(args: argparse.Namespace) -> None:
+def check_runtime(args: argparse.Namespace) -> None:
     """Refuse a --device or --precision this machine cannot honour before any work starts
     (`cuda` without a CUDA GPU, a bad GRIEVANCE_LENS_PRECISION)."""
     from core.models.device import Runtime
@@ -97,28 +96,28 @@ def _check_runtime(args: argparse.Namespace) -> None:
     Runtime.resolve(args.device, args.precision)
 
 
-def _load_model_card(model: str) -> Path:
-    """The folder of --model `model` (see `_model_dir`), refused without torch when it is not a
+def load_model_card(model: str) -> Path:
+    """The folder of --model `model` (see `model_dir_of`), refused without torch when it is not a
     model, holds pickle-based files or ships code, so a wrong path fails at once instead of
     after seconds of imports."""
     from core.models.card import check_loadable, read_card
 
-    folder = _model_dir(model)
+    folder = model_dir_of(model)
     read_card(folder)
     check_loadable(folder)
     return folder
 
 
-def _load_model(model: str, args: argparse.Namespace):
+def load_model_from_args(model: str, args: argparse.Namespace):
     """The saved model --model `model` names (the operator's choice), checked first by
-    `_load_model_card`, on the runtime of `args.device` and `args.precision`."""
-    folder = _load_model_card(model)
+    `load_model_card`, on the runtime of `args.device` and `args.precision`."""
+    folder = load_model_card(model)
     from core.models.registry import load_model
 
     return load_model(folder, device=args.device, precision=args.precision)
 
 
-def _review_threshold(args: argparse.Namespace) -> float:
+def chosen_review_threshold(args: argparse.Namespace) -> float:
     """--review-threshold, or the default; refused outside 0..1."""
     from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 
@@ -129,13 +128,13 @@ def _review_threshold(args: argparse.Namespace) -> float:
     return threshold
 
 
-def _progress_bar(description: str, **options):
+def progress_bar(description: str, **options):
     from tqdm import tqdm
 
     return tqdm(desc=description, file=sys.stderr, dynamic_ncols=True, **options)
 
 
-def _train_progress(bar):
+def train_progress(bar):
     def update(progress) -> None:
         bar.total = progress.total
         bar.update(progress.done - bar.n)

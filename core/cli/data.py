@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cli.common import _add_column_options, _add_json_option, _emit_json
+from core.cli.common import add_column_options, add_json_option, emit_json
 
 
 def _cmd_validate(args: argparse.Namespace) -> None:
@@ -20,7 +20,7 @@ def _cmd_validate(args: argparse.Namespace) -> None:
         max_tokens=args.max_tokens,
     )
     if args.json:
-        _emit_json(report.to_json())
+        emit_json(report.to_json())
         return
     print(f"{args.file}: text column '{report.text_col}', label column '{report.label_col}'")
     print(f"rows read {report.rows_read}, kept {report.rows_kept}, dropped {len(report.dropped)}")
@@ -38,9 +38,9 @@ def _cmd_validate(args: argparse.Namespace) -> None:
 def _add_validate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check a labelled complaint spreadsheet")
     p.add_argument("file", help="CSV, TSV, XLSX or Parquet file")
-    _add_column_options(p, label=True)
+    add_column_options(p, label=True)
     p.add_argument("--max-tokens", type=int, default=256, help="model length to warn about")
-    _add_json_option(p, "print the report as JSON on stdout")
+    add_json_option(p, "print the report as JSON on stdout")
     p.set_defaults(handler=_cmd_validate)
 
 

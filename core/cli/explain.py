@@ -7,11 +7,11 @@ import argparse
 import sys
 
 from core.cli.common import (
-    _add_json_option,
-    _add_model_option,
-    _add_runtime_options,
-    _emit_json,
-    _load_model,
+    add_json_option,
+    add_model_option,
+    add_runtime_options,
+    emit_json,
+    load_model_from_args,
 )
 
 
@@ -29,11 +29,11 @@ def _cmd_explain(args: argparse.Namespace) -> None:
     if args.max_delta is not None:
         options["max_relative_delta"] = args.max_delta or None  # 0: one pass
     config = ExplainConfig(target=args.target, **options)  # bad options fail first
-    model = _load_model(args.model, args)
+    model = load_model_from_args(args.model, args)
     expl = explain_any(model.neural, model.bow, _complaint(args.text), config)
     decision = model.blend.decide(expl.neural, expl.bow)
     if args.json:
-        _emit_json(
+        emit_json(
             {
                 **expl.to_json(),
                 "method": explanation_method(model.neural),  # an LSTM: gradient x input
@@ -53,7 +53,7 @@ def _cmd_explain(args: argparse.Namespace) -> None:
 
 def _add_explain(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("explain", help="why both models routed one complaint, word by word")
-    _add_model_option(p)
+    add_model_option(p)
     p.add_argument("text", help='the complaint text ("-" reads it from standard input)')
     p.add_argument("--target", help="desk to explain (default: the transformer's prediction)")
     # Defaults live in core.analysis.explain.ExplainConfig (not imported here: it brings torch).
@@ -63,8 +63,8 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
         "--max-delta", type=float,
         help="add steps until |delta| <= this share of the logit gap (default 0.02; 0: one pass)",
     )  # fmt: skip
-    _add_runtime_options(p)
-    _add_json_option(p, "print the explanation as JSON")
+    add_runtime_options(p)
+    add_json_option(p, "print the explanation as JSON")
     p.set_defaults(handler=_cmd_explain)
 
 
@@ -75,10 +75,10 @@ def _cmd_probe(args: argparse.Namespace) -> None:
     config = ProbeConfig(
         n_shuffles=args.shuffles, invariance=not args.no_invariance, seed=args.seed
     )
-    model = _load_model(args.model, args)
+    model = load_model_from_args(args.model, args)
     result = run_probes(model.neural, model.bow, _complaint(args.text), config)
     if args.json:
-        _emit_json(result.to_json())
+        emit_json(result.to_json())
         return
     print(f"original: transformer {result.neural.label}, bag of words {result.bow.label}")
     for o in result.outcomes:
@@ -94,13 +94,13 @@ def _cmd_probe(args: argparse.Namespace) -> None:
 
 def _add_probe(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("probe", help="reorder one complaint's words and compare both models")
-    _add_model_option(p)
+    add_model_option(p)
     p.add_argument("text", help='the complaint text ("-" reads it from standard input)')
     p.add_argument("--shuffles", type=int, default=2, help="random word orders (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffles and the typo")
     p.add_argument("--no-invariance", action="store_true", help="skip typo, please, punctuation")
-    _add_runtime_options(p)
-    _add_json_option(p, "print the probes as JSON")
+    add_runtime_options(p)
+    add_json_option(p, "print the probes as JSON")
     p.set_defaults(handler=_cmd_probe)
 
 

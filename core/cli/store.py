@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cli.common import CommandError, _add_json_option, _emit_json
+from core.cli.common import CommandError, add_json_option, emit_json
 
 EXIT_BROKEN_CHAIN = 1  # the review store's hash chain is broken (an intact store exits 0)
 
@@ -29,7 +29,7 @@ def _cmd_verify_store(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BROKEN_CHAIN
     if args.json:
-        _emit_json({"db": str(path), **report.to_json()})
+        emit_json({"db": str(path), **report.to_json()})
     elif report.broken is None:
         print(f"{path}: intact")
         for head in report.heads:
@@ -42,7 +42,7 @@ def _cmd_verify_store(args: argparse.Namespace) -> int:
 def _add_verify_store(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify-store", help="check the review store's hash chains (tamper check)")
     p.add_argument("--db", help="the review store (default: $GRIEVANCE_LENS_DATA_DIR/lens.db)")
-    _add_json_option(p, "print the verdict, the first broken link and each chain's head as JSON")
+    add_json_option(p, "print the verdict, the first broken link and each chain's head as JSON")
     p.set_defaults(handler=_cmd_verify_store)
 
 

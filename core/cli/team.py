@@ -10,14 +10,14 @@ from pathlib import Path
 from core.cli.common import (
     MODEL_HELP,
     CommandError,
-    _add_column_options,
-    _add_json_option,
-    _add_runtime_options,
-    _emit_json,
-    _load_model,
-    _progress_bar,
-    _review_threshold,
-    _train_progress,
+    add_column_options,
+    add_json_option,
+    add_runtime_options,
+    chosen_review_threshold,
+    emit_json,
+    load_model_from_args,
+    progress_bar,
+    train_progress,
 )
 
 
@@ -34,7 +34,7 @@ def _cmd_promote(args: argparse.Namespace) -> None:
             store, models_dir(), args.name, reason=args.reason, actor=OPERATOR, report=report
         )
     if args.json:
-        _emit_json(dataclasses.asdict(live))
+        emit_json(dataclasses.asdict(live))
         return
     before = f"; before it: {live.previous}" if live.previous else "; the first live model"
     print(
@@ -67,7 +67,7 @@ def _add_promote(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--report", help="the comparison it is based on: a `python -m core compare --json` file"
     )
-    _add_json_option(p, "print the promotion as JSON")
+    add_json_option(p, "print the promotion as JSON")
     p.set_defaults(handler=_cmd_promote)
 
 
@@ -75,21 +75,21 @@ def _cmd_compare(args: argparse.Namespace) -> None:
     """Two saved models on the rows of FILE that neither trained on (challenger against live)."""
     if len(args.model) != 2:
         raise CommandError(f"give --model twice (A, then B), got {len(args.model)}")
-    threshold = _review_threshold(args)
+    threshold = chosen_review_threshold(args)
     from core.analysis.compare import compare_models, render_text
     from core.data.validation import load_dataset
 
-    a, b = (_load_model(model, args) for model in args.model)
+    a, b = (load_model_from_args(model, args) for model in args.model)
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
     gold = _verdicts_since(str(a.card.get("created_at", ""))) if args.with_verdicts else None
     rows = len(dataset) + (0 if gold is None else len(gold))
-    with _progress_bar("compare", total=2 * rows, unit="text") as bar:
+    with progress_bar("compare", total=2 * rows, unit="text") as bar:
         comparison = compare_models(
             a, b, dataset, gold=gold, threshold=threshold,
             on_progress=lambda p: bar.update(p.done - bar.n),
         )  # fmt: skip
     if args.json:
-        _emit_json(comparison.to_json())
+        emit_json(comparison.to_json())
     else:
         print(render_text(comparison))
 
@@ -118,7 +118,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
         help=f"{MODEL_HELP}; give it twice: A (e.g. live), then B (e.g. the challenger)",
     )  # fmt: skip
     p.add_argument("file", help="labelled CSV, TSV, XLSX or Parquet file")
-    _add_column_options(p, label=True)
+    add_column_options(p, label=True)
     p.add_argument(
         "--review-threshold", type=float, default=None,
         help="confidence below which a complaint goes to people (the review load)",
@@ -127,8 +127,8 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
         "--with-verdicts", action="store_true",
         help="also score the triage verdicts reviewers gave since A was trained (gold rows)",
     )  # fmt: skip
-    _add_runtime_options(p)
-    _add_json_option(p, "print the report as JSON on stdout")
+    add_runtime_options(p)
+    add_json_option(p, "print the report as JSON on stdout")
     p.set_defaults(handler=_cmd_compare)
 
 
@@ -149,7 +149,7 @@ def _cmd_save_dataset(args: argparse.Namespace) -> None:
             actor=OPERATOR,
         )  # fmt: skip
     if args.json:
-        _emit_json(_dataset_json(saved))
+        emit_json(_dataset_json(saved))
     else:
         print(f"saved {saved.rows:,} rows as data set {saved.name} ({saved.fingerprint[:12]})")
 
@@ -168,7 +168,7 @@ def _cmd_datasets(args: argparse.Namespace) -> None:
 
     found = list_datasets(datasets_root(), include_retired=args.all)
     if args.json:
-        _emit_json({"datasets": [_dataset_json(saved) for saved in found]})
+        emit_json({"datasets": [_dataset_json(saved) for saved in found]})
         return
     for saved in found:
         parent = f", from {saved.parent}" if saved.parent else ""
@@ -189,14 +189,14 @@ def _cmd_retrain(args: argparse.Namespace) -> None:
     with Store.open(default_db_path()) as store:
         plan = plan_corrections(store, datasets_root(), args.parent, actor=OPERATOR)
         if args.plan_only:
-            _emit_json({"plan": plan.counts(), "by_reviewer": plan.by_reviewer,
+            emit_json({"plan": plan.counts(), "by_reviewer": plan.by_reviewer,
                         "desks_before": plan.desks_before, "desks_after": plan.desks_after,
                         "already_built_as": plan.already_built_as})  # fmt: skip
             return
         name = args.name or next_version_name(datasets_root(), args.parent)
         document = _retrain_here(store, datasets_root(), models_dir(), name, args)
     if args.json:
-        _emit_json(document)
+        emit_json(document)
     else:
         print(f"saved data set {document['dataset']} ({document['counts']}); challenger "
               f"{document['challenger']} trained in {document['train_seconds']:.0f} s; "
@@ -223,11 +223,11 @@ def _retrain_here(store, datasets_root: Path, models_root: Path, name: str, args
     else:
         split = prepared.split
     configure_cpu_threads()
-    with _progress_bar("train", unit="step") as bar:
+    with progress_bar("train", unit="step") as bar:
         saved = train_and_save(
             *split, prepared.recipe.config, models_root=models_root,
             model_name=prepared.challenger, data_fingerprint=prepared.dataset.fingerprint,
-            actor=OPERATOR, on_progress=_train_progress(bar),
+            actor=OPERATOR, on_progress=train_progress(bar),
         )  # fmt: skip
     record_retrain(store, prepared, challenger=saved.folder.name, job=None, actor=OPERATOR)
     return {
@@ -243,15 +243,15 @@ def _add_save_dataset(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("save-dataset", help="save a labelled file on the server as a data set")
     p.add_argument("file", help="labelled CSV, TSV, XLSX or Parquet file")
     p.add_argument("name", help="the data set's name: 1-64 letters, digits, '_', '-' or '.'")
-    _add_column_options(p, label=True)
-    _add_json_option(p, "print the saved data set as JSON")
+    add_column_options(p, label=True)
+    add_json_option(p, "print the saved data set as JSON")
     p.set_defaults(handler=_cmd_save_dataset)
 
 
 def _add_datasets(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("datasets", help="list the saved data sets, newest first")
     p.add_argument("--all", action="store_true", help="retired data sets too")
-    _add_json_option(p, "print them as JSON")
+    add_json_option(p, "print them as JSON")
     p.set_defaults(handler=_cmd_datasets)
 
 
@@ -267,7 +267,7 @@ def _add_retrain(sub: argparse._SubParsersAction) -> None:
         "--plan-only", action="store_true",
         help="print what the next version would change (JSON) and stop",
     )  # fmt: skip
-    _add_json_option(p, "print the result as JSON")
+    add_json_option(p, "print the result as JSON")
     p.set_defaults(handler=_cmd_retrain)
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 from core.cli.common import (
     CommandError,
-    _add_column_options,
-    _add_json_option,
-    _add_model_option,
-    _add_runtime_options,
-    _emit_json,
-    _load_model,
-    _progress_bar,
-    _train_progress,
+    add_column_options,
+    add_json_option,
+    add_model_option,
+    add_runtime_options,
+    emit_json,
+    load_model_from_args,
+    progress_bar,
+    train_progress,
 )
 
 _TRAIN_OPTIONS = {  # CLI flag dest -> TrainConfig field
@@ -61,8 +61,8 @@ def _cmd_train(args: argparse.Namespace) -> None:
     # Process-wide generators too (Python, numpy, torch), for anything outside the run's own
     # seeded generators; only here, in the command's main thread, never inside a server job.
     set_seed(config.seed)
-    with _progress_bar("train", unit="step") as bar:
-        result = train_models(train, val, config, on_progress=_train_progress(bar))
+    with progress_bar("train", unit="step") as bar:
+        result = train_models(train, val, config, on_progress=train_progress(bar))
     saved = save_under_free_name(  # as out.name-2, ... if taken while training; said below
         result, out.parent, out.name, actor=OPERATOR, data_fingerprint=dataset.fingerprint
     )
@@ -93,7 +93,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
             "decision": result.decision_twin_report.to_json(),
         }
     if args.json:
-        _emit_json(document)
+        emit_json(document)
     else:
         _print_scores(document, f"saved {folder}")
 
@@ -153,8 +153,8 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         "--positional-encoding", choices=("on", "off"),
         help="tiny backbone: sinusoidal positions on (default) or off (order-blind)",
     )  # fmt: skip
-    _add_column_options(p, label=True)
-    _add_json_option(p, "print the scores as JSON on stdout")
+    add_column_options(p, label=True)
+    add_json_option(p, "print the scores as JSON on stdout")
     p.set_defaults(handler=_cmd_train)
 
 
@@ -162,12 +162,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
     from core.data.validation import load_dataset
     from core.metrics import evaluate_proba
 
-    loaded = _load_model(args.model, args)
+    loaded = load_model_from_args(args.model, args)
     from core.models.classifier import predict_in_batches
 
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
     texts, labels = list(dataset.texts), list(dataset.labels)
-    with _progress_bar("evaluate", total=len(texts), unit="text") as bar:
+    with progress_bar("evaluate", total=len(texts), unit="text") as bar:
         pred_probs = predict_in_batches(loaded.neural, texts, on_rows=_advance(bar))
     bow_probs = loaded.bow.predict_proba(texts)
     classes = loaded.neural.classes_
@@ -179,7 +179,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
     document = {name: report.to_json() for name, report in document.items()}
     document.update(model_dir=str(loaded.path), rows=len(dataset), blend=loaded.blend.to_json())
     if args.json:
-        _emit_json(document)
+        emit_json(document)
     else:
         _print_scores(document, f"{args.file}: {len(dataset)} rows")
 
@@ -191,11 +191,11 @@ def _advance(bar):
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="score a saved model pair on a labelled file")
-    _add_model_option(p)
+    add_model_option(p)
     p.add_argument("file", help="labelled CSV, TSV, XLSX or Parquet file")
-    _add_column_options(p, label=True)
-    _add_runtime_options(p)
-    _add_json_option(p, "print the scores as JSON on stdout")
+    add_column_options(p, label=True)
+    add_runtime_options(p)
+    add_json_option(p, "print the scores as JSON on stdout")
     p.set_defaults(handler=_cmd_evaluate)
 
 

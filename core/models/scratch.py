@@ -93,6 +93,9 @@ class ScratchConfig:
 
     def check_dropout(self) -> None:
         """`dropout` is a probability below 1 (nn.Dropout(1.0) would zero every activation)."""
+        # A number first: a crafted "0.1" would otherwise fail the range check with a TypeError.
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)):
+            raise UserError(f"dropout must be a number in [0, 1); got {self.dropout!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise UserError(f"dropout must be in [0, 1); got {self.dropout}")
 

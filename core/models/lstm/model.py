@@ -72,9 +72,6 @@ class LstmConfig(ScratchConfig):
         if not isinstance(self.bidirectional, bool):
             raise UserError(f"bidirectional must be true or false; got {self.bidirectional!r}")
         self.check_pooling(POOLINGS)
-        # A number first: a crafted "0.1" would otherwise fail the range check with a TypeError.
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)):
-            raise UserError(f"dropout must be a number in [0, 1); got {self.dropout!r}")
         self.check_dropout()
 
     @property
