@@ -36,6 +36,7 @@ class Permission(StrEnum):
     MANAGE_DATA = "manage_data"  # retire saved data sets, retrain from the team's corrections
     SEE_ALL_TRAIL = "see_all_trail"  # everyone's audit trail, not only one's own
     CANCEL_ANY_JOB = "cancel_any_job"  # cancel another user's job
+    MANAGE_TOKENS = "manage_tokens"  # create, list and revoke the intake API's tokens
 
 
 # The lowest role that holds each permission.
@@ -48,6 +49,7 @@ MINIMUM_ROLE: dict[Permission, Role] = {
     Permission.MANAGE_DATA: Role.ADMIN,
     Permission.SEE_ALL_TRAIL: Role.ADMIN,
     Permission.CANCEL_ANY_JOB: Role.ADMIN,
+    Permission.MANAGE_TOKENS: Role.ADMIN,
 }
 
 

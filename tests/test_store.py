@@ -62,7 +62,10 @@ def test_open_creates_missing_folders_file_and_schema(tmp_path):
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert tables == {"decisions", "trail", "triage_items", "triage_decisions", "runs"}
+    assert tables == {
+        "decisions", "trail", "triage_items", "triage_decisions", "runs",
+        "api_tokens", "api_token_revocations", "inbox", "inbox_requests", "inbox_resolutions",
+    }  # fmt: skip
 
 
 def test_open_on_an_empty_existing_file(tmp_path):
@@ -368,7 +371,7 @@ def test_a_version_1_store_is_migrated_keeping_every_row(tmp_path):
     path = tmp_path / "v1.db"
     _version_1_file(path)
     with Store.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 5
+        assert store.schema_version == SCHEMA_VERSION == 6
         assert [(d.row, d.reviewer) for d in store.decisions(FP)] == [(2, "asha")]
         assert [r.kind for r in store.runs()] == ["a"]
         decided, waiting = store.triage_items()
@@ -928,7 +931,7 @@ def test_one_user_queues_at_most_the_hourly_cap(store, monkeypatch):
     _, reviewer = _actors()
     limits = TriageLimits(max_items_per_hour=3)
     two_hours_ago = (datetime.now(UTC) - timedelta(hours=2)).isoformat(timespec="microseconds")
-    monkeypatch.setattr(store_module, "_utc_now", lambda: two_hours_ago)
+    monkeypatch.setattr(store_module, "utc_now", lambda: two_hours_ago)
     store.enqueue_triage([_item(row=r) for r in (1, 2, 3)], actor=reviewer, limits=limits)
     monkeypatch.undo()  # those three are outside the last hour now
     store.enqueue_triage([_item(row=r) for r in (4, 5)], actor=reviewer, limits=limits)

@@ -31,10 +31,36 @@ _INSERT_GUARDED = (
 )
 
 
-def _insert_guards(tables: tuple[str, ...] | None = None) -> str:
-    """Two BEFORE INSERT triggers per chained table (all of them, or those named in `tables`):
-    no row whose key is taken (INSERT OR REPLACE would delete the old row without firing its
-    DELETE trigger) and no row without its hash (core.review.chain)."""
+# The intake's chained tables (migration 6): the API's tokens and their revocations, the inbox of
+# complaints, the batches answered under an Idempotency-Key and the resolutions.
+_INTAKE_GUARDED = (
+    ("api_tokens", "API tokens are", "id = NEW.id"),
+    ("api_token_revocations", "token revocations are", "id = NEW.id OR token_id = NEW.token_id"),
+    ("inbox", "inbox complaints are", "id = NEW.id"),
+    ("inbox_requests", "answered batches are", "id = NEW.id"),
+    ("inbox_resolutions", "resolutions are", "id = NEW.id OR complaint_id = NEW.complaint_id"),
+)
+
+
+def _append_only(guarded: tuple[tuple[str, str, str], ...]) -> str:
+    """BEFORE UPDATE and BEFORE DELETE triggers that refuse every change to each table."""
+    return "".join(
+        f"""
+        CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table}
+        BEGIN SELECT RAISE(ABORT, '{rows} append-only: rows cannot be updated'); END;
+        CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table}
+        BEGIN SELECT RAISE(ABORT, '{rows} append-only: rows cannot be deleted'); END;"""
+        for table, rows, _ in guarded
+    )
+
+
+def _insert_guards(
+    tables: tuple[str, ...] | None = None,
+    guarded: tuple[tuple[str, str, str], ...] = _INSERT_GUARDED,
+) -> str:
+    """Two BEFORE INSERT triggers per chained table of `guarded` (all of them, or those named in
+    `tables`): no row whose key is taken (INSERT OR REPLACE would delete the old row without
+    firing its DELETE trigger) and no row without its hash (core.review.chain)."""
     return "".join(
         f"""
         CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table}
@@ -43,7 +69,7 @@ def _insert_guards(tables: tuple[str, ...] | None = None) -> str:
         CREATE TRIGGER {table}_hashed BEFORE INSERT ON {table}
         WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
         BEGIN SELECT RAISE(ABORT, '{rows} hash-chained: a row needs its hash'); END;"""
-        for table, rows, taken in _INSERT_GUARDED
+        for table, rows, taken in guarded
         if tables is None or table in tables
     )
 
@@ -235,6 +261,76 @@ MIGRATIONS: tuple[MigrationStep | tuple[MigrationStep, ...], ...] = (
         BEGIN SELECT RAISE(ABORT, 'review decisions are append-only: rows cannot be deleted'); END;
         """,
         _insert_guards(("decisions",)),
+    ),
+    # 6: the intake API (core.intake). Tokens are stored as SHA-256 digests of their secrets and
+    # revoked by a row of their own; every complaint is stored once per (source, caller's id)
+    # with the live model's routing answer; a batch sent with an Idempotency-Key is remembered
+    # with its complaints; a resolution stops a complaint's clock. Reviewers' verdicts on inbox
+    # complaints are triage verdicts (triage_items.batch = 'inbox', row = the complaint's id).
+    (
+        """
+        CREATE TABLE api_tokens (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            source TEXT NOT NULL,
+            scopes TEXT NOT NULL,
+            secret_sha256 TEXT NOT NULL UNIQUE,
+            created_by TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            hash TEXT
+        );
+        CREATE TABLE api_token_revocations (
+            id INTEGER PRIMARY KEY,
+            token_id INTEGER NOT NULL UNIQUE REFERENCES api_tokens (id),
+            revoked_by TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            hash TEXT
+        );
+        CREATE TABLE inbox (
+            id INTEGER PRIMARY KEY,
+            source TEXT NOT NULL,
+            external_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            channel TEXT NOT NULL,
+            customer_ref TEXT NOT NULL,
+            received_at TEXT NOT NULL,
+            desk TEXT NOT NULL,
+            confidence REAL NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+            needs_review INTEGER NOT NULL CHECK (needs_review IN (0, 1)),
+            review_reason TEXT NOT NULL,
+            unknown_desk_score REAL,
+            decided_by TEXT NOT NULL,
+            probabilities TEXT NOT NULL,
+            model TEXT NOT NULL,
+            model_digest TEXT NOT NULL,
+            due_by TEXT NOT NULL,
+            token TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            hash TEXT,
+            UNIQUE (source, external_id)
+        );
+        CREATE INDEX inbox_by_received ON inbox (received_at, id);
+        CREATE TABLE inbox_requests (
+            id INTEGER PRIMARY KEY,
+            source TEXT NOT NULL,
+            key TEXT NOT NULL,
+            body_sha256 TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            hash TEXT,
+            UNIQUE (source, key)
+        );
+        CREATE TABLE inbox_resolutions (
+            id INTEGER PRIMARY KEY,
+            complaint_id INTEGER NOT NULL UNIQUE REFERENCES inbox (id),
+            resolved_by TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            hash TEXT
+        );
+        CREATE INDEX triage_items_by_row ON triage_items (batch, row);
+        """,
+        _append_only(_INTAKE_GUARDED),
+        _insert_guards(guarded=_INTAKE_GUARDED),
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

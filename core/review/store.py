@@ -12,7 +12,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -43,7 +43,8 @@ from core.review.schema import (
 )
 
 __all__ = [
-    "DB_NAME", "PUBLIC_ACTIONS", "BrokenChainError", "Store", "StoreError", "default_db_path",
+    "DB_NAME", "PUBLIC_ACTIONS", "BrokenChainError", "Store", "StoreError", "append_event",
+    "default_db_path", "utc_now",
 ]  # fmt: skip
 
 DB_NAME = "lens.db"
@@ -68,7 +69,7 @@ class BrokenChainError(StoreError):
         self.report = report
 
 
-def _utc_now() -> str:
+def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
@@ -174,11 +175,11 @@ class Store:
         if not isinstance(decision, ReviewDecision):
             raise TypeError(f"expected a ReviewDecision, got {type(decision).__name__}")
         _check_reviewer(actor, decision.reviewer)
-        now = _utc_now()
+        now = utc_now()
         with self._transaction() as conn:
             decision_id = insert_chained(conn, "decisions", _decision_values(decision, now))
             details = _jsonable(decision, id=decision_id, created_at=now)
-            _append_event(conn, "decision.recorded", decision_id, decision.reviewer, details, now)
+            append_event(conn, "decision.recorded", decision_id, decision.reviewer, details, now)
         return decision_id
 
     def decisions(self, fingerprint: str) -> list[ReviewDecision]:
@@ -236,9 +237,9 @@ class Store:
         actor.require(permission)
         if action not in PUBLIC_ACTIONS:
             raise ValueError(f"unknown public trail action {action!r}; add it to PUBLIC_ACTIONS")
-        now = _utc_now()
+        now = utc_now()
         with self._transaction() as conn:
-            return _append_event(conn, action, entity_id, actor.user, dict(details), now)
+            return append_event(conn, action, entity_id, actor.user, dict(details), now)
 
     def events(self, action: str, *, limit: int = 100) -> list[TrailEvent]:
         """The latest `limit` trail events of one PUBLIC_ACTIONS `action`, newest first, for
@@ -279,7 +280,7 @@ class Store:
             raise TypeError(f"expected TriageItem objects, got {type(bad).__name__}")
         if any(i.status != "open" or i.final_label is not None for i in items):
             raise UserError("enqueue only open items (status 'open', no final_label)")
-        now = _utc_now()
+        now = utc_now()
         with self._transaction() as conn:
             if skip_queued:
                 items = [item for item in items if not _already_queued(conn, item)]
@@ -342,7 +343,7 @@ class Store:
         check_non_empty_str("final_label", final_label)
         check_non_empty_str("reviewer", reviewer)
         _check_reviewer(actor, reviewer)
-        now = _utc_now()
+        now = utc_now()
         with self._transaction() as conn:
             predicted = _open_triage_label(conn, item_id)
             status = "confirmed" if final_label == predicted else "corrected"
@@ -352,7 +353,7 @@ class Store:
             }  # fmt: skip
             insert_chained(conn, "triage_decisions", verdict)
             details = {"status": status, "predicted_label": predicted, "final_label": final_label}
-            _append_event(conn, "triage.decided", item_id, reviewer, details, now)
+            append_event(conn, "triage.decided", item_id, reviewer, details, now)
             row = conn.execute(_TRIAGE_BY_ID, (item_id,)).fetchone()
         return _triage_from_row(row)
 
@@ -366,11 +367,11 @@ class Store:
         actor.require(Permission.RUN_JOBS)
         check_non_empty_str("kind", kind)
         params_json, metrics_json = _to_json(parameters, "parameters"), _to_json(metrics, "metrics")
-        now = _utc_now()
+        now = utc_now()
         run = {"kind": kind, "parameters": params_json, "metrics": metrics_json, "created_at": now}
         with self._transaction() as conn:
             run_id = insert_chained(conn, "runs", run)
-            _append_event(conn, "run.recorded", run_id, actor.user, {"kind": kind}, now)
+            append_event(conn, "run.recorded", run_id, actor.user, {"kind": kind}, now)
         return run_id
 
     def runs(self, *, kind: str | None = None, limit: int = 100) -> list[RunRecord]:
@@ -382,6 +383,15 @@ class Store:
             (kind, limit),
         )
         return [RunRecord(r[0], json.loads(r[1]), json.loads(r[2]), r[3], r[4]) for r in rows]
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on any error) for the
+        modules that own the store's other tables (core.intake.inbox, core.intake.tokens)."""
+        return self._transaction()
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """Rows of one read, serialised with this Store's other calls."""
+        return self._query(sql, params)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -474,7 +484,7 @@ _TRIAGE_JOIN = "triage_items AS i LEFT JOIN triage_decisions AS d ON d.item_id =
 _TRIAGE_BY_ID = f"SELECT {_TRIAGE_COLUMNS} FROM {_TRIAGE_JOIN} WHERE i.id = ?"
 
 
-def _append_event(
+def append_event(
     conn: sqlite3.Connection,
     action: str,
     entity_id: int | None,
@@ -547,7 +557,7 @@ def _insert_triage(conn: sqlite3.Connection, item: TriageItem, actor: str, now: 
     }  # fmt: skip
     item_id = insert_chained(conn, "triage_items", values)
     details = {"batch": item.batch, "predicted_label": item.predicted_label, "row": item.row}
-    _append_event(conn, "triage.enqueued", item_id, actor, details, now)
+    append_event(conn, "triage.enqueued", item_id, actor, details, now)
     return item_id
 
 

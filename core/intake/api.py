@@ -1,0 +1,426 @@
+"""The intake API (FastAPI): the bank's systems post complaints, the live model routes each one
+as it arrives, the inbox keeps it (core.intake.inbox), and the bank reads decisions back.
+
+    POST /v1/complaints                   submit: a batch; the routing answer of each complaint
+    GET  /v1/complaints/{complaint_id}    read:   one record (desk, verdict, state, due, history)
+    POST /v1/complaints/{id}/resolve      submit: the bank resolved it; its clock stops
+    GET  /v1/updates?after=CURSOR         read:   verdicts and resolutions since the cursor
+    GET  /metrics                         read:   Prometheus text
+    GET  /v1/health, /v1/ready, /docs     open:   process up; model and store ready; OpenAPI
+
+Every data route needs a bearer token with its scope (core.intake.tokens); health, readiness and
+the docs carry no data and are open, so a load balancer can probe them. Errors are JSON
+`{"error": "..."}` a person can act on: 401, 403, 413, 422, 429, 503; a bug is a 500 with a
+reference the server log repeats beside the traceback, never a traceback in the response. The
+API keeps no state outside the store but a rate counter per token, so it runs as several
+processes (`serve --workers N`) or replicas on one store.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from core.checks import MAX_COMPLAINT_CHARS
+from core.errors import UserError
+from core.intake.inbox import (
+    ComplaintRecord,
+    IdempotencyConflict,
+    Submission,
+    body_digest,
+    complaint_record,
+    find_answers,
+    inbox_counts,
+    resolve_complaint,
+    store_batch,
+    updates_after,
+)
+from core.intake.metrics import ApiMetrics
+from core.intake.router import LiveRouter, NotReady
+from core.intake.schemas import ApiSettings, ComplaintBatch, ComplaintIn, received_error
+from core.intake.tokens import READ, SUBMIT, ApiToken, authenticate
+from core.text import word_spans
+
+LOG = logging.getLogger(__name__)
+API_VERSION = "1"
+
+
+class ApiError(Exception):
+    """An answer with a status and one line for the caller."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers
+
+
+@dataclass
+class ApiState:
+    settings: ApiSettings
+    store: Any  # core.review.store.Store
+    router: LiveRouter
+    tat: Any  # core.board.tat.TatTable
+    metrics: ApiMetrics
+    limiter: RateLimiter
+
+
+class RateLimiter:
+    """A token bucket per token name: `per_minute` requests a minute, in bursts of as many."""
+
+    def __init__(self, per_minute: int) -> None:
+        self._rate = per_minute / 60.0
+        self._capacity = float(per_minute)
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, name: str) -> float:
+        """0 when a request of `name` may go now, else the seconds until it may."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, at = self._buckets.get(name, (self._capacity, now))
+            tokens = min(self._capacity, tokens + (now - at) * self._rate)
+            if tokens < 1.0:
+                self._buckets[name] = (tokens, now)
+                return (1.0 - tokens) / self._rate
+            self._buckets[name] = (tokens - 1.0, now)
+            return 0.0
+
+
+def create_app(settings: ApiSettings | None = None) -> FastAPI:
+    """The API, its store and model opened by its lifespan (never at import)."""
+    chosen = settings or ApiSettings.from_env()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from core.board.tat import load_tat
+        from core.review.store import Store
+
+        store = Store.open(chosen.db_path)
+        router = LiveRouter(store, chosen.models_root, model=chosen.model,
+                            loader=_loader(chosen))  # fmt: skip
+        app.state.api = ApiState(
+            chosen, store, router, load_tat(), ApiMetrics(lambda: inbox_counts(store)),
+            RateLimiter(chosen.rate_per_minute),
+        )  # fmt: skip
+        try:
+            router.current()  # load the model now, not on the first complaint
+        except NotReady as exc:
+            LOG.warning("the API starts without a model: %s", exc)
+        try:
+            yield
+        finally:
+            store.close()
+
+    app = FastAPI(
+        title="Grievance Lens intake API", version=API_VERSION, lifespan=lifespan,
+        description="Complaints in, routing decisions out. Bearer tokens: `python -m core token "
+        "create NAME --scopes submit,read`.",
+    )  # fmt: skip
+    _install_errors(app)
+    _install_timing(app, chosen.max_body_bytes)
+    _install_routes(app)
+    app.add_middleware(BodyCap, cap=chosen.max_body_bytes)
+    return app
+
+
+def _loader(settings: ApiSettings):
+    from core.intake.router import default_loader
+
+    return default_loader(settings.device, settings.precision)
+
+
+def _state(request: Request) -> ApiState:
+    return request.app.state.api
+
+
+def _caller(scope: str) -> Callable[[Request], ApiToken]:
+    def check(request: Request) -> ApiToken:
+        state = _state(request)
+        header = request.headers.get("authorization", "")
+        kind, _, secret = header.partition(" ")
+        token = authenticate(state.store, secret.strip()) if kind.lower() == "bearer" else None
+        if token is None:
+            raise ApiError(
+                401, "send a valid API token: `Authorization: Bearer glk_...` (an admin creates "
+                "one with `python -m core token create`)", {"WWW-Authenticate": "Bearer"},
+            )  # fmt: skip
+        if scope not in token.scopes:
+            raise ApiError(403, f"token {token.name} lacks the {scope!r} scope; ask an admin")
+        wait = state.limiter.take(token.name)
+        if wait > 0:
+            raise ApiError(
+                429, f"token {token.name} is over its rate limit; retry in {wait:.1f} s",
+                {"Retry-After": str(max(1, round(wait)))},
+            )  # fmt: skip
+        return token
+
+    return check
+
+
+def _install_routes(app: FastAPI) -> None:
+    submit, read = Depends(_caller(SUBMIT)), Depends(_caller(READ))
+
+    @app.post("/v1/complaints")
+    def post_complaints(
+        request: Request, batch: ComplaintBatch, token: ApiToken = submit
+    ) -> dict[str, Any]:
+        """Route and store a batch; idempotent on (source, id) and on `Idempotency-Key`."""
+        return _post(_state(request), batch, token, request.headers.get("idempotency-key"))
+
+    @app.get("/v1/complaints/{complaint_id}")
+    def get_complaint(request: Request, complaint_id: int, token: ApiToken = read) -> dict:
+        state = _state(request)
+        record = complaint_record(state.store, complaint_id, source=token.source, tat=state.tat)
+        return _found(record, complaint_id).to_json()
+
+    @app.post("/v1/complaints/{complaint_id}/resolve")
+    def resolve(request: Request, complaint_id: int, token: ApiToken = submit) -> dict:
+        outcome = resolve_complaint(_state(request).store, complaint_id, token=token)
+        if outcome is None:
+            _found(None, complaint_id)
+        record, already = outcome
+        return {**record.to_json(), "duplicate": already}
+
+    @app.get("/v1/updates")
+    def get_updates(
+        request: Request,
+        after: int = Query(0, ge=0, le=2**62, description="the `next` cursor of the last page"),
+        limit: int = Query(500, ge=1, le=1000),
+        token: ApiToken = read,
+    ) -> dict:
+        rows, cursor = updates_after(_state(request).store, source=token.source, after=after,
+                                     limit=limit)  # fmt: skip
+        return {"updates": [u.to_json() for u in rows], "next": cursor}
+
+    @app.get("/v1/health")
+    def health() -> dict:
+        return {"status": "ok"}
+
+    @app.get("/v1/ready")
+    def ready(request: Request) -> JSONResponse:
+        state = _state(request)
+        try:
+            serving = state.router.current()
+        except NotReady as exc:
+            return JSONResponse({"ready": False, "error": str(exc)}, status_code=503)
+        if state.store.read_only:
+            message = "the review store is read-only; the operator makes it writable"
+            return JSONResponse({"ready": False, "error": message}, status_code=503)
+        body = {"ready": True, "model": serving.name, "warnings": []}
+        if state.router.problem:
+            body["warnings"].append(state.router.problem)
+        return JSONResponse(body)
+
+    @app.get("/metrics", response_class=Response)
+    def metrics(request: Request, token: ApiToken = read) -> Response:
+        text = _state(request).metrics.text()
+        return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+def _found(record: ComplaintRecord | None, complaint_id: int) -> ComplaintRecord:
+    if record is None:
+        raise ApiError(404, f"no complaint {complaint_id} for this token's source")
+    return record
+
+
+def _post(state: ApiState, batch: ComplaintBatch, token: ApiToken, key: str | None) -> dict:
+    settings = state.settings
+    items = batch.complaints
+    if len(items) > settings.max_batch:
+        raise ApiError(413, f"a batch holds at most {settings.max_batch} complaints; got "
+                       f"{len(items)}: send it in smaller batches")  # fmt: skip
+    _check_key(key)
+    _check_unique_ids(items)
+    zone = ZoneInfo(state.tat.timezone)
+    now = datetime.now(UTC)
+    submissions, refused = [], []
+    for index, item in enumerate(items):
+        problem = _text_problem(item.text)
+        if problem:
+            refused.append({"id": item.id, "error": problem})
+        else:
+            submissions.append(_submission(index, item, zone, now))
+    digest = body_digest(json.dumps(batch.model_dump(mode="json"), sort_keys=True).encode())
+    order = [item.id for item in items]
+    try:
+        known = find_answers(state.store, token, [s.id for s in submissions], key=key,
+                             body_sha256=digest)  # fmt: skip
+        if isinstance(known, list):
+            return _batch_json(known)
+        fresh = [s for s in submissions if s.id not in known]
+        routed: list = []
+        model = ("", "")
+        if fresh:
+            serving, routings = state.router.route([s.text for s in fresh])
+            model = (serving.name, serving.digest)
+            routed = list(zip(fresh, routings, strict=True))
+        stored = store_batch(
+            state.store, token, routed, model=model, tat=state.tat, key=key, body_sha256=digest,
+            refused=refused, order=order,
+        ) if routed or key else None  # fmt: skip
+    except IdempotencyConflict as exc:
+        raise ApiError(422, str(exc)) from exc
+    except NotReady as exc:
+        raise ApiError(503, str(exc), {"Retry-After": "5"}) from exc
+    if isinstance(stored, list):
+        return _batch_json(stored)
+    answers = {a.id: a.to_json() for a in (stored.answers if stored else [])}
+    answers |= {i: a.to_json() for i, a in known.items()} | {r["id"]: r for r in refused}
+    for answer in answers.values():
+        if "desk" in answer and not answer.get("duplicate"):
+            state.metrics.routed.labels(answer["desk"]).inc()
+    return _batch_json([answers[i] for i in order])
+
+
+def _batch_json(results: list[dict]) -> dict:
+    refused = sum(1 for r in results if "error" in r)
+    return {"results": results, "accepted": len(results) - refused, "refused": refused}
+
+
+def _check_key(key: str | None) -> None:
+    if key is not None and not (1 <= len(key) <= 200 and key.isprintable() and key.isascii()):
+        raise ApiError(422, "Idempotency-Key: 1 to 200 printable ASCII characters")
+
+
+def _check_unique_ids(items: list[ComplaintIn]) -> None:
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        if item.id in first:
+            raise ApiError(
+                422, f"complaints[{index}].id repeats complaints[{first[item.id]}].id "
+                f"({item.id[:60]!r}); every complaint of a batch needs its own id",
+            )  # fmt: skip
+        first[item.id] = index
+
+
+def _text_problem(text: str) -> str | None:
+    if len(text) > MAX_COMPLAINT_CHARS:
+        return (f"text is {len(text):,} characters; a complaint may have at most "
+                f"{MAX_COMPLAINT_CHARS:,} (nothing was stored for it)")  # fmt: skip
+    if not word_spans(text):
+        return "text has no words; send the complaint's text (nothing was stored for it)"
+    return None
+
+
+def _submission(index: int, item: ComplaintIn, zone: ZoneInfo, now: datetime) -> Submission:
+    received = item.received_at
+    if received is not None:
+        received = received if received.tzinfo else received.replace(tzinfo=zone)
+        problem = received_error(received, now)
+        if problem:
+            raise ApiError(422, f"complaints[{index}].received_at {problem}")
+    return Submission(item.id, item.text, item.channel or "", item.customer_ref or "", received)
+
+
+def _install_errors(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse({"error": exc.message}, exc.status, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"error": _validation_message(exc)}, 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail)}, exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(UserError)
+    async def user_error(request: Request, exc: UserError) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, 422)
+
+    @app.exception_handler(Exception)
+    async def bug(request: Request, exc: Exception) -> JSONResponse:
+        reference = secrets.token_hex(4)
+        LOG.error("intake API bug, reference %s", reference, exc_info=exc)
+        message = f"internal error (reference {reference}); the server log has the details"
+        return JSONResponse({"error": message}, 500)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    """The first problem as `where: why` ("complaints[2].text: Field required"), and a count."""
+    errors = exc.errors()
+    if not errors:
+        return "the request is malformed"
+    first = errors[0]
+    if first.get("type") == "json_invalid":
+        return f"the body is not valid JSON ({first.get('ctx', {}).get('error', 'malformed')})"
+    where = _location(first.get("loc", ()))
+    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    return f"{where}: {first.get('msg', 'invalid')}{more}"
+
+
+def _location(loc: tuple) -> str:
+    parts = [p for p in loc if p not in ("body", "query", "path", "header")]
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text[:200] or "body"
+
+
+class BodyTooLarge(Exception):
+    """A request body grew past the cap while it streamed in."""
+
+
+def _install_timing(app: FastAPI, cap: int) -> None:
+    """Latency per route into the metrics, and a body cap: a Content-Length over it is refused
+    before the body is read, and a body without one is counted as it streams in."""
+
+    @app.exception_handler(BodyTooLarge)
+    async def too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
+        return _too_big(cap)
+
+    @app.middleware("http")
+    async def timed(request: Request, call_next: Callable) -> Response:
+        start = time.perf_counter()
+        state: ApiState | None = getattr(request.app.state, "api", None)
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > cap:
+            response: Response = _too_big(cap)
+        else:
+            response = await call_next(request)
+        route = request.scope.get("route")
+        if state is not None:
+            name = getattr(route, "path", "unmatched")
+            state.metrics.observe(name, response.status_code, time.perf_counter() - start)
+        return response
+
+
+class BodyCap:
+    """ASGI: raise BodyTooLarge once a request's body passes `cap` bytes (chunked uploads)."""
+
+    def __init__(self, app: Any, cap: int) -> None:
+        self.app, self.cap = app, cap
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> dict:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.cap:
+                raise BodyTooLarge()
+            return message
+
+        await self.app(scope, counted, send)
+
+
+def _too_big(cap: int) -> JSONResponse:
+    return JSONResponse({"error": f"the body is over {cap >> 20} MiB; send smaller batches"}, 413)
