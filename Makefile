@@ -17,8 +17,9 @@ $(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt
 	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements-dev.txt
 	touch $(DEV_STAMP)
 
+# The app and the intake API (http://127.0.0.1:8600) together; Ctrl-C stops both.
 run: $(RUNTIME_STAMP)
-	$(BIN)/python -m ui.launch
+	$(BIN)/python -m ui.launch --with-api
 
 test: $(DEV_STAMP)
 	$(BIN)/ruff check .

@@ -10,9 +10,15 @@ A server without sign-in listens on loopback only: any other address is refused 
 the server starts (core.exposure; app.py applies the same rule again at run time). So is a
 sign-in whose cookie secret could be guessed. The server answers only requests addressed to an
 allowed host name (ui.hosts: DNS rebinding).
+
+`--with-api` (what `make run` passes) also starts the intake API (`python -m core serve`, on
+127.0.0.1:8600 unless GRIEVANCE_LENS_API_PORT says otherwise) as a child process, which stops
+with the app: one command, one Ctrl-C.
 """
 
+import atexit
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -42,12 +48,38 @@ def checked_launch() -> HostRule | str:
         return str(exc)
 
 
+WITH_API = "--with-api"
+API_PORT_ENV = "GRIEVANCE_LENS_API_PORT"
+
+
+def start_api() -> subprocess.Popen:
+    """The intake API beside the app, stopped when the app's process exits."""
+    port = os.environ.get(API_PORT_ENV, "8600")
+    command = [sys.executable, "-m", "core", "serve", "--host", "127.0.0.1", "--port", port]
+    child = subprocess.Popen(command, cwd=APP.parent)
+    atexit.register(_stop, child)
+    return child
+
+
+def _stop(child: subprocess.Popen) -> None:
+    if child.poll() is None:
+        child.terminate()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+
+
 def main() -> int:
+    with_api = WITH_API in sys.argv[1:]
+    sys.argv = [arg for arg in sys.argv if arg != WITH_API]
     checked = checked_launch()
     if isinstance(checked, str):
         print(f"error: {checked}", file=sys.stderr)
         return 2
     install_host_check(checked)
+    if with_api:
+        start_api()
     PagesManager.uses_pages_directory = False
     sys.argv = ["streamlit", "run", str(APP), *sys.argv[1:]]
     return cli.main()

@@ -16,6 +16,7 @@ from core.errors import UserError
 MAX_BATCH_ENV = "GRIEVANCE_LENS_API_MAX_BATCH"
 MAX_BODY_MB_ENV = "GRIEVANCE_LENS_API_MAX_BODY_MB"
 RATE_ENV = "GRIEVANCE_LENS_API_RATE_PER_MINUTE"
+MODEL_ENV = "GRIEVANCE_LENS_API_MODEL"  # what `serve --model` hands its worker processes
 EARLIEST_RECEIVED = datetime(2000, 1, 1, tzinfo=UTC)  # older is a typo, not a complaint
 CLOCK_SLACK = timedelta(minutes=5)  # a caller's clock a little ahead of ours is not an error
 # Printable, one line: ids and refs are shown on pages and in the trail.
@@ -75,6 +76,7 @@ class ApiSettings:
         values = {
             "db_path": default_db_path(),
             "models_root": models_dir(),
+            "model": environ.get(MODEL_ENV, "").strip() or "live",
             "max_batch": _count(environ, MAX_BATCH_ENV, 500, upper=10_000),
             "max_body_bytes": _count(environ, MAX_BODY_MB_ENV, 32, upper=1024) * 1024 * 1024,
             "rate_per_minute": _count(environ, RATE_ENV, 1200, upper=1_000_000),

@@ -1,0 +1,79 @@
+"""Start the intake API: `python -m core serve` (and `make run`, beside the app).
+
+The same exposure rule as the app (core.exposure): a non-loopback address needs sign-in
+configured or GRIEVANCE_LENS_ALLOW_UNAUTHENTICATED_PUBLIC=1, and every data request needs a
+token either way. `--workers N` runs N processes on the one store (uvicorn's workers); each
+loads the model once, in the app's lifespan.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.errors import UserError
+from core.exposure import ALLOW_PUBLIC_ENV, allows_public, exposure_error, read_launch
+from core.intake.schemas import MODEL_ENV
+from core.paths import ROOT
+
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8600
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    model: str = "live"
+    workers: int = 1
+
+
+def streamlit_folders() -> list[Path]:
+    """The .streamlit folders whose secrets say whether sign-in is configured."""
+    folders = [Path.home() / ".streamlit", Path.cwd() / ".streamlit", ROOT / ".streamlit"]
+    return list(dict.fromkeys(folder.resolve() for folder in folders))
+
+
+def serve_refusal(config: ServeConfig) -> str | None:
+    """Why the API must not start on `config.host` (one line), or None."""
+    launch = read_launch([], os.environ, folders=streamlit_folders())
+    refusal = exposure_error(
+        config.host, auth_configured=launch.auth is not None, allow_public=allows_public(os.environ)
+    )
+    if refusal is None:
+        return None
+    return (
+        f"the intake API would listen on {config.host} while the app has no sign-in; serve on "
+        "127.0.0.1 (the default), configure sign-in ([auth] in .streamlit/secrets.toml), or set "
+        f"{ALLOW_PUBLIC_ENV}=1 on a trusted network (tokens are needed either way)"
+    )
+
+
+def app_from_env():
+    """uvicorn's factory in each worker process: the settings from the environment."""
+    from core.intake.api import create_app
+
+    return create_app()
+
+
+def serve(config: ServeConfig) -> None:
+    """Run the API until interrupted (blocks)."""
+    import uvicorn
+
+    if not 1 <= config.workers <= 64:
+        raise UserError(f"--workers must be 1 to 64, got {config.workers}")
+    if not 1 <= config.port <= 65535:
+        raise UserError(f"--port must be 1 to 65535, got {config.port}")
+    refusal = serve_refusal(config)
+    if refusal:
+        raise UserError(refusal)
+    os.environ[MODEL_ENV] = config.model  # the workers read their settings from the environment
+    print(
+        f"intake API on http://{config.host}:{config.port} (docs at /docs; Ctrl-C stops it)",
+        file=sys.stderr,
+    )
+    uvicorn.run(
+        "core.intake.serve:app_from_env", factory=True, host=config.host, port=config.port,
+        workers=config.workers, log_level="warning", access_log=False,
+    )  # fmt: skip
