@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "core.roles",
         "core.exposure",
         "core.review",
+        "core.intake",  # the intake API: tokens, the inbox, its views
         "core.scale",
         "core.cli",
         "core.__main__",
