@@ -29,6 +29,7 @@ PAGES = [
     st.Page("pages/board.py", title="Routing board", icon=":material/timer:"),
     st.Page("pages/attention_lab.py", title="Attention lab", icon=":material/grid_on:"),
     st.Page("pages/jobs.py", title="Jobs", icon=":material/queue:"),
+    st.Page("pages/tokens.py", title="API tokens", icon=":material/key:"),
 ]
 
 
