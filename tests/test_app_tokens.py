@@ -72,7 +72,7 @@ def test_a_token_is_created_shown_once_listed_and_revoked():
     at.button(key="FormSubmitter:tokens.revoke-Revoke the chosen token").click().run()
     assert not at.exception
     assert any("Revoked crm" in s.value for s in at.success)
-    assert tokens_table(at)["revoked"].tolist()[0].endswith(f"by {LOCAL_USER}")
+    assert tokens_table(at)["revoked"].tolist()[0].endswith(f"by {LOCAL_USER.user}")
     with Store.open(default_db_path()) as store:
         assert authenticate(store, secret) is None
         newest_first = [e.action for e in store.trail(actor=OPERATOR)]
