@@ -677,3 +677,13 @@ def test_a_batch_that_fails_half_way_stores_nothing_and_a_retry_stores_it_once(
     replay = api.post(_items(*TEXTS), headers=key).json()
     assert replay["results"] == [{**r, "duplicate": True} for r in retry["results"]]
     assert api.count() == len(TEXTS)
+
+
+@pytest.mark.parametrize("path_id", ["abc", "0", "-1", "99999999999999999999"])
+def test_a_malformed_complaint_id_in_the_path_is_422_naming_it(api: Api, path_id: str):
+    for method, path in (
+        ("GET", f"/v1/complaints/{path_id}"),
+        ("POST", f"/v1/complaints/{path_id}/resolve"),
+    ):
+        response = api.client.request(method, path, headers=api.auth())
+        assert _error(response, 422).startswith("complaint_id: ")
