@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -170,6 +170,9 @@ def _caller(scope: str) -> Callable[[Request], ApiToken]:
     return check
 
 
+COMPLAINT_ID = Path(ge=1, le=2**62, description="the `complaint_id` the API answered with")
+
+
 def _install_routes(app: FastAPI) -> None:
     submit, read = Depends(_caller(SUBMIT)), Depends(_caller(READ))
 
@@ -181,13 +184,17 @@ def _install_routes(app: FastAPI) -> None:
         return _post(_state(request), batch, token, request.headers.get("idempotency-key"))
 
     @app.get("/v1/complaints/{complaint_id}")
-    def get_complaint(request: Request, complaint_id: int, token: ApiToken = read) -> dict:
+    def get_complaint(
+        request: Request, complaint_id: int = COMPLAINT_ID, token: ApiToken = read
+    ) -> dict:
         state = _state(request)
         record = complaint_record(state.store, complaint_id, source=token.source, tat=state.tat)
         return _found(record, complaint_id).to_json()
 
     @app.post("/v1/complaints/{complaint_id}/resolve")
-    def resolve(request: Request, complaint_id: int, token: ApiToken = submit) -> dict:
+    def resolve(
+        request: Request, complaint_id: int = COMPLAINT_ID, token: ApiToken = submit
+    ) -> dict:
         outcome = resolve_complaint(_state(request).store, complaint_id, token=token)
         if outcome is None:
             _found(None, complaint_id)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.errors import UserError
 
@@ -44,6 +44,14 @@ class ComplaintIn(BaseModel):
         "zone of the TAT file). Default: when the API received it."
     )  # fmt: skip
     customer_ref: str | None = Field(None, max_length=100, pattern=_ONE_LINE)
+
+    @field_validator("id", "text", "channel", "customer_ref")
+    @classmethod
+    def _valid_unicode(cls, value: str | None) -> str | None:
+        # JSON may escape half of a surrogate pair ("\ud899"): not text, and not storable.
+        if value is not None and any("\ud800" <= ch <= "\udfff" for ch in value):
+            raise ValueError("holds an unpaired surrogate (\\ud800-\\udfff): send valid Unicode")
+        return value
 
 
 class ComplaintBatch(BaseModel):

@@ -50,10 +50,20 @@ def serve_refusal(config: ServeConfig) -> str | None:
     )
 
 
+WORKERS_ENV = "GRIEVANCE_LENS_API_WORKERS"
+
+
 def app_from_env():
-    """uvicorn's factory in each worker process: the settings from the environment."""
+    """uvicorn's factory in each worker process: the settings from the environment. With N
+    workers each process computes on its share of the cores: N processes each running as many
+    threads as there are cores would fight for them (2 workers on 2 cores ran at a third of one)."""
     from core.intake.api import create_app
 
+    workers = int(os.environ.get(WORKERS_ENV, "1"))
+    if workers > 1:
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
     return create_app()
 
 
@@ -69,6 +79,7 @@ def serve(config: ServeConfig) -> None:
     if refusal:
         raise UserError(refusal)
     os.environ[MODEL_ENV] = config.model  # the workers read their settings from the environment
+    os.environ[WORKERS_ENV] = str(config.workers)
     print(
         f"intake API on http://{config.host}:{config.port} (docs at /docs; Ctrl-C stops it)",
         file=sys.stderr,
