@@ -333,7 +333,7 @@ def fuzz(box: Sandbox, examples: int) -> dict:
             [str(tool), "run", f"{server.url}/openapi.json", "-H",
              f"Authorization: Bearer {box.token}", "--checks", "not_a_server_error",
              "--max-examples", str(examples), "--generation-deterministic"],
-            capture_output=True, text=True, timeout=900,
+            capture_output=True, text=True, timeout=900, cwd=box.folder,
         )  # fmt: skip
     finally:
         server.stop()

@@ -337,12 +337,6 @@ def test_a_malformed_idempotency_key_is_422(api: Api, key: str | bytes):
     assert api.count() == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a keyed batch holding an id stored earlier is a 500 (KeyError in "
-    "core/intake/inbox.py _remember: api._post passes only the fresh items to store_batch, "
-    "while `order` names every id)",
-)
 def test_a_keyed_batch_may_hold_an_id_stored_earlier(api: Api):
     first = api.post(_items(TEXTS[0])).json()["results"][0]
     response = api.post(
@@ -396,12 +390,6 @@ def test_a_chunked_body_under_the_cap_is_read(make_api):
     assert api.count() == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a chunked body over max_body_bytes is a 400 'There was an error parsing the "
-    "body', not 413: core/intake/api.py BodyCap raises BodyTooLarge inside receive(), which "
-    "FastAPI's body reading wraps into HTTPException(400) before the BodyTooLarge handler",
-)
 def test_a_chunked_body_over_the_cap_is_413(make_api):
     api = make_api(max_body_bytes=1 << 20)
     body = b'{"complaints": [{"id": "a", "text": "' + b"u" * (1 << 20) + b'"}]}'

@@ -274,9 +274,10 @@ def _post(state: ApiState, batch: ComplaintBatch, token: ApiToken, key: str | No
             serving, routings = state.router.route([s.text for s in fresh])
             model = (serving.name, serving.digest)
             routed = list(zip(fresh, routings, strict=True))
+        earlier = refused + [a.to_json() for a in known.values()]
         stored = store_batch(
             state.store, token, routed, model=model, tat=state.tat, key=key, body_sha256=digest,
-            refused=refused, order=order,
+            others=earlier, order=order,
         ) if routed or key else None  # fmt: skip
     except IdempotencyConflict as exc:
         raise ApiError(422, str(exc)) from exc
@@ -378,55 +379,57 @@ def _location(loc: tuple) -> str:
     return text[:200] or "body"
 
 
-class BodyTooLarge(Exception):
-    """A request body grew past the cap while it streamed in."""
-
-
 def _install_timing(app: FastAPI, cap: int) -> None:
-    """Latency per route into the metrics, and a body cap: a Content-Length over it is refused
-    before the body is read, and a body without one is counted as it streams in."""
-
-    @app.exception_handler(BodyTooLarge)
-    async def too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
-        return _too_big(cap)
+    """Latency per route into the metrics, and the body cap for a stated Content-Length (refused
+    before the body is read; a chunked body is capped by BodyCap)."""
 
     @app.middleware("http")
     async def timed(request: Request, call_next: Callable) -> Response:
         start = time.perf_counter()
         state: ApiState | None = getattr(request.app.state, "api", None)
         length = request.headers.get("content-length", "")
-        if length.isdigit() and int(length) > cap:
-            response: Response = _too_big(cap)
-        else:
-            response = await call_next(request)
-        route = request.scope.get("route")
-        if state is not None:
-            name = getattr(route, "path", "unmatched")
-            state.metrics.observe(name, response.status_code, time.perf_counter() - start)
-        return response
+        status = 500  # unless an answer comes back: a bug's 500 is counted too
+        try:
+            if length.isdigit() and int(length) > cap:
+                response: Response = _too_big(cap)
+            else:
+                response = await call_next(request)
+            status = response.status_code
+            return response
+        finally:
+            if state is not None:
+                name = getattr(request.scope.get("route"), "path", "unmatched")
+                state.metrics.observe(name, status, time.perf_counter() - start)
 
 
 class BodyCap:
-    """ASGI: raise BodyTooLarge once a request's body passes `cap` bytes (chunked uploads)."""
+    """ASGI: a request body without a Content-Length (chunked) is read here, up to `cap` bytes,
+    before the app sees it; past the cap the answer is 413 and the app never runs. (Raising
+    from inside the app's own body reading would surface as FastAPI's 400.)"""
 
     def __init__(self, app: Any, cap: int) -> None:
         self.app, self.cap = app, cap
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or ()) if scope["type"] == "http" else {}
+        if scope["type"] != "http" or b"content-length" in headers:
+            await self.app(scope, receive, send)  # a stated length is checked by the middleware
             return
-        seen = 0
-
-        async def counted() -> dict:
-            nonlocal seen
+        messages, seen = [], 0
+        while True:
             message = await receive()
+            messages.append(message)
             seen += len(message.get("body", b""))
             if seen > self.cap:
-                raise BodyTooLarge()
-            return message
+                await _too_big(self.cap)(scope, receive, send)
+                return
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
 
-        await self.app(scope, counted, send)
+        async def replay() -> dict:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
 
 
 def _too_big(cap: int) -> JSONResponse:

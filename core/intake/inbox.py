@@ -142,13 +142,14 @@ def store_batch(
     tat: TatTable,
     key: str | None = None,
     body_sha256: str = "",
-    refused: Sequence[dict] = (),
+    others: Sequence[dict] = (),
     order: Sequence[str] = (),
 ) -> list[dict] | StoredBatch:
     """Store the routed `items` of one batch (model = (name, card digest)) with their triage
     items and one trail event, in one transaction; complaints stored meanwhile by another
     request are answered from the store, marked duplicate. With `key`, the whole answer (in the
-    caller's `order`, `refused` items included) is kept for a retry of the same batch, which
+    caller's `order`, with the `others`: the refused items and those answered before routing) is
+    kept for a retry of the same batch, which
     then gets it back (a list) instead of a new record."""
     now = utc_now()
     with store.transaction() as conn:
@@ -170,7 +171,7 @@ def store_batch(
             details = {"complaints": new_ids, "model": model[0], "source": token.source}
             append_event(conn, ACCEPTED, new_ids[0], token.actor, details, now)
         if key is not None:
-            _remember(conn, token, key, body_sha256, answers, refused, order, now)
+            _remember(conn, token, key, body_sha256, answers, others, order, now)
     return StoredBatch(answers, len(new_ids))
 
 
@@ -180,11 +181,11 @@ def _remember(
     key: str,
     body_sha256: str,
     answers: list[Answer],
-    refused: Sequence[dict],
+    others: Sequence[dict],
     order: Sequence[str],
     now: str,
 ) -> None:
-    by_id = {a.id: a.to_json() for a in answers} | {r["id"]: r for r in refused}
+    by_id = {r["id"]: r for r in others} | {a.id: a.to_json() for a in answers}
     answer = json.dumps([by_id[i] for i in order], allow_nan=False)
     values = {
         "source": token.source, "key": key, "body_sha256": body_sha256, "answer": answer,
