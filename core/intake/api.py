@@ -433,4 +433,5 @@ class BodyCap:
 
 
 def _too_big(cap: int) -> JSONResponse:
-    return JSONResponse({"error": f"the body is over {cap >> 20} MiB; send smaller batches"}, 413)
+    size = f"{cap >> 20} MiB" if cap >= 1 << 20 else f"{cap:,} bytes"
+    return JSONResponse({"error": f"the body is over {size}; send smaller batches"}, 413)
