@@ -1,7 +1,11 @@
 """Routing board page: each desk's open complaints against the regulator's clock (turnaround
 times from the TAT file, core.board.tat), the complaints most at risk first, and what routing the
 unsure ones differently would change. Everything is counted in core.board; this page only draws.
-Viewers may read it; routing the data set with a model is a job (reviewers and admins)."""
+Viewers may read it; routing the data set with a model is a job (reviewers and admins).
+
+While the intake API's inbox holds open complaints, the board of that live inbox is the one shown
+first; it redraws itself every LIVE_REFRESH_S seconds (a fragment), measured at the minute of
+each redraw, so arrivals, verdicts and resolutions show without a click."""
 
 from __future__ import annotations
 
@@ -37,8 +41,10 @@ from ui.board import (
     classify_page_file,
     dataset_input,
     finished_file,
+    live_inbox_input,
     local_as_utc,
     now_to_the_minute,
+    open_inbox_count,
     routed_run,
     start_routing,
 )
@@ -49,13 +55,16 @@ from ui.jobs import JobProgress, counted, describe_job, render_unfinished
 from ui.safe import md_escape
 from ui.state import ActiveDataset, open_in_explain
 from ui.uploads import read_upload
-from ui.widgets import require_model, shown_frame
+from ui.widgets import require_model, require_store, shown_frame
 
+LIVE_INBOX = "The live inbox (complaints from the intake API)"
 AS_ROUTED = "The active data set, as routed in its desk column"
 BY_MODEL = "The active data set, routed by the model"
 CLASSIFIED = "The file classified on Classify"
 UPLOADED = "An uploaded classified file"
 TAT_ENV_SHOWN = md_escape("GRIEVANCE_LENS_TAT")
+SOURCE_KEY = "board.source"
+LIVE_REFRESH_S = 10.0  # seconds between redraws of the live inbox's board
 
 
 def require_tat() -> TatTable:
@@ -80,10 +89,18 @@ def render_tat(tat: TatTable) -> None:
         )
 
 
-def render_source(actor: Actor) -> BoardInput | None:
-    """The table to draw the board from, as the radio says; None (with the reason shown) until
+def choose_source() -> str:
+    """What the board is of, as the radio says: the live inbox first while it holds open
+    complaints (until this session picks another), else the active data set."""
+    if SOURCE_KEY not in st.session_state:
+        st.session_state[SOURCE_KEY] = LIVE_INBOX if open_inbox_count() else AS_ROUTED
+    options = [LIVE_INBOX, AS_ROUTED, BY_MODEL, CLASSIFIED, UPLOADED]
+    return st.radio("Board of", options, key=SOURCE_KEY)
+
+
+def render_source(actor: Actor, source: str) -> BoardInput | None:
+    """The table to draw the board from, as `source` says; None (with the reason shown) until
     there is one."""
-    source = st.radio("Board of", [AS_ROUTED, BY_MODEL, CLASSIFIED, UPLOADED], key="board.source")
     if source == UPLOADED:
         return uploaded_input()
     if source == CLASSIFIED:
@@ -287,6 +304,25 @@ def render_what_if(board: Board) -> None:
     )  # fmt: skip
 
 
+def render_live_board(actor: Actor, tat: TatTable) -> None:
+    """The board of the intake API's open complaints, read and measured afresh at each redraw
+    (every LIVE_REFRESH_S seconds)."""
+    source = live_inbox_input(require_store(), tat)
+    if source is None:
+        st.info(
+            "No complaint from the intake API is open. The bank's systems post complaints with "
+            "a token (an admin creates one on API tokens); they show here as they arrive."
+        )
+        return
+    as_of = render_as_of(tat)
+    try:
+        board = boarded(source, tat, BoardConfig(as_of=as_of))
+    except UserError as exc:
+        st.error(md_escape(exc))
+        return
+    render_board(board, source, actor)
+
+
 def render_board(board: Board, source: BoardInput, actor: Actor) -> None:
     st.caption(
         f"{md_escape(source.name)} · as of {as_of_text(board)} · desk column "
@@ -309,7 +345,11 @@ st.write(
 actor = current_actor()
 tat = require_tat()
 render_tat(tat)
-source = render_source(actor)
+choice = choose_source()
+if choice == LIVE_INBOX:
+    st.fragment(render_live_board, run_every=LIVE_REFRESH_S)(actor, tat)
+    st.stop()
+source = render_source(actor, choice)
 if source is None:
     st.stop()
 as_of = render_as_of(tat)

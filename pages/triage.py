@@ -5,8 +5,15 @@ Classify puts every prediction whose confidence is below the review threshold in
 Reviewed rows become training data by download: a labelled CSV of them, or the active data set
 with them appended, which the Data page loads as it is (the session's data set is never changed
 behind the reviewer's back). The waiting items are shown a page at a time, oldest first, and
-every page can be reached, so a flood of queued items cannot hide the newest. Page-private
-session keys: "triage.item" and "triage.page" (widgets) and "triage.last_save"."""
+every page can be reached, so a flood of queued items cannot hide the newest.
+
+Complaints posted to the intake API that the live model was unsure of are triage items of batch
+"inbox" (core.intake.inbox): while any waits, that batch is the one shown first, as "Arriving from
+the intake API", the oldest due first with its channel, received time and due time
+(core.intake.queue). The waiting list redraws itself every REFRESH_S seconds (a fragment), so new
+arrivals appear without a click; the reviewer's pick and form are widgets with keys and survive
+it. Page-private session keys: "triage.batch", "triage.item" and "triage.page" (widgets),
+"triage.last_save" and "triage.rerun_app"."""
 
 from __future__ import annotations
 
@@ -18,6 +25,8 @@ import streamlit as st
 
 from core.access import Actor, Permission
 from core.errors import UserError
+from core.intake.inbox import INBOX_BATCH
+from core.intake.queue import InboxTriageItem, inbox_triage, inbox_triage_count
 from core.review.records import TriageItem
 from core.review.store import Store
 from core.review.triage import as_seen_by, triage_training_rows, with_training_rows
@@ -36,9 +45,14 @@ from ui.widgets import (
 )
 
 ALL = "All batches"
+BATCH_KEY = "triage.batch"
 ITEM_KEY = "triage.item"
 PAGE_KEY = "triage.page"
 LAST_SAVE_KEY = "triage.last_save"
+# Set by a verdict given in the refreshing list: its fragment then reruns the whole page, so the
+# counts, the saved line and the reviewed items follow the verdict.
+RERUN_APP = "triage.rerun_app"
+REFRESH_S = 5.0  # seconds between redraws of the waiting list (new arrivals from the API)
 PAGE_SIZE = 200  # waiting items per page: a table one can scan; the pages reach every item
 REVIEWED_LIMIT = 5000  # reviewed items listed (and offered as training rows), oldest first
 
@@ -81,6 +95,42 @@ def render_table(items: list[TriageItem]) -> None:
     )
 
 
+def inbox_frame(arrivals: list[InboxTriageItem]) -> pd.DataFrame:
+    """The inbox's waiting complaints as listed: where and when each arrived, when it is due."""
+    return pd.DataFrame(
+        {
+            "item": [a.item.id for a in arrivals],
+            "complaint": [a.complaint_id for a in arrivals],
+            "channel": [a.channel for a in arrivals],
+            "received": [utc_minute(a.received_at) for a in arrivals],
+            "due by": [utc_minute(a.due_by) for a in arrivals],
+            "text": [a.item.text for a in arrivals],
+            "predicted": [a.item.predicted_label for a in arrivals],
+            "confidence": [a.item.confidence for a in arrivals],
+            "source": [a.source for a in arrivals],
+            "caller's id": [a.caller_id for a in arrivals],
+        }
+    )
+
+
+def utc_minute(moment: str) -> str:
+    """An ISO time of the inbox ("2025-06-01T20:00:00Z") to the minute: "2025-06-01 20:00 UTC"."""
+    return f"{moment[:16].replace('T', ' ')} UTC"
+
+
+def render_inbox_table(arrivals: list[InboxTriageItem]) -> None:
+    st.dataframe(
+        shown_frame(inbox_frame(arrivals)),
+        hide_index=True,
+        width="stretch",
+        height=260,
+        column_config={
+            "confidence": st.column_config.NumberColumn("confidence", format="%.2f"),
+            "text": st.column_config.TextColumn("text", width="large"),
+        },
+    )
+
+
 def desk_options(item: TriageItem) -> list[str]:
     """The desks to choose from: the model's classes (most probable first), then the data set's."""
     ranked = sorted(item.probabilities, key=lambda label: -item.probabilities[label])
@@ -89,10 +139,24 @@ def desk_options(item: TriageItem) -> list[str]:
     return ranked + extra or [item.predicted_label]
 
 
-def render_item(item: TriageItem, open_ids: list[int], reviewer: str, store: Store) -> None:
+def render_item(
+    item: TriageItem,
+    open_ids: list[int],
+    reviewer: str,
+    store: Store,
+    arrival: InboxTriageItem | None = None,
+) -> None:
     """The complaint, the model's probabilities, and Confirm / Correct."""
-    where = f"row {item.row} of " if item.row is not None else ""
-    st.caption(f"Item #{item.id}: {where}{md_escape(item.batch)}")
+    if arrival is not None:
+        st.caption(
+            f"Item #{item.id}: complaint {arrival.complaint_id} from "
+            f"{md_escape(arrival.source)} (its id {md_escape(arrival.caller_id)}), channel "
+            f"{md_escape(arrival.channel or 'not given')}, received "
+            f"{utc_minute(arrival.received_at)}, due by {utc_minute(arrival.due_by)}"
+        )
+    else:
+        where = f"row {item.row} of " if item.row is not None else ""
+        st.caption(f"Item #{item.id}: {where}{md_escape(item.batch)}")
     st.text(shown_text(item.text))
     probabilities = pd.DataFrame(
         {"desk": list(item.probabilities), "probability": list(item.probabilities.values())}
@@ -143,14 +207,28 @@ def decide(
         return
     message = f"Saved: item #{done.id} {done.status} as {done.final_label}."
     remember_save(LAST_SAVE_KEY, SaveOutcome(True, message))
+    st.session_state[RERUN_APP] = True
+    # the next one down the list as shown (oldest first, or oldest due first), else the first
+    later = open_ids[open_ids.index(item.id) + 1 :] if item.id in open_ids else []
     rest = [i for i in open_ids if i != item.id]
-    later = [i for i in rest if i > item.id]
     if rest:
         st.session_state[ITEM_KEY] = (later or rest)[0]
 
 
 def queue_page(store: Store, batch: str | None, waiting: int) -> list[TriageItem]:
     """The page of waiting items the reviewer picked (oldest first; the last page is newest)."""
+    offset = (page_number(waiting, "oldest first") - 1) * PAGE_SIZE
+    return store.open_triage(batch=batch, limit=PAGE_SIZE, offset=offset)
+
+
+def inbox_page(store: Store, waiting: int) -> list[InboxTriageItem]:
+    """The page of the inbox's waiting complaints the reviewer picked (oldest due first)."""
+    offset = (page_number(waiting, "oldest due first") - 1) * PAGE_SIZE
+    return inbox_triage(store, limit=PAGE_SIZE, offset=offset)
+
+
+def page_number(waiting: int, order: str) -> int:
+    """The page of `waiting` items picked (1 when they fit on one page)."""
     pages = max(1, math.ceil(waiting / PAGE_SIZE))
     if st.session_state.get(PAGE_KEY, 1) > pages:  # items were decided or the batch changed
         st.session_state[PAGE_KEY] = pages
@@ -158,14 +236,14 @@ def queue_page(store: Store, batch: str | None, waiting: int) -> list[TriageItem
     if pages > 1:
         page = int(
             st.number_input(
-                f"Page of the waiting items (1 to {pages:,}; {PAGE_SIZE} each, oldest first)",
+                f"Page of the waiting items (1 to {pages:,}; {PAGE_SIZE} each, {order})",
                 min_value=1,
                 max_value=pages,
                 step=1,
                 key=PAGE_KEY,
             )
         )
-    return store.open_triage(batch=batch, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    return page
 
 
 def reviewed_items(store: Store, batch: str | None) -> list[TriageItem]:
@@ -178,11 +256,21 @@ def reviewed_items(store: Store, batch: str | None) -> list[TriageItem]:
     return sorted(decided, key=lambda item: item.id or 0)[:REVIEWED_LIMIT]
 
 
-def render_queue(open_items: list[TriageItem], reviewer: str | None, store: Store) -> None:
+def render_queue(
+    open_items: list[TriageItem],
+    reviewer: str | None,
+    store: Store,
+    arrivals: dict[int, InboxTriageItem] | None = None,
+) -> None:
+    """The waiting items' table, the item picked, and its verdict form; `arrivals` (the inbox's
+    complaints by item id) lists them with their channel and clock."""
     if not open_items:
         st.info("Nothing is waiting for review.")
         return
-    render_table(open_items)
+    if arrivals is None:
+        render_table(open_items)
+    else:
+        render_inbox_table(list(arrivals.values()))
     by_id = {i.id: i for i in open_items}
     if st.session_state.get(ITEM_KEY) not in by_id:
         st.session_state[ITEM_KEY] = open_items[0].id
@@ -196,7 +284,36 @@ def render_queue(open_items: list[TriageItem], reviewer: str | None, store: Stor
         ),
     )
     if reviewer is not None:
-        render_item(by_id[item_id], list(by_id), reviewer, store)
+        arrival = arrivals.get(item_id) if arrivals is not None else None
+        render_item(by_id[item_id], list(by_id), reviewer, store, arrival)
+
+
+def render_waiting(store: Store, batch: str | None, reviewer: str | None) -> None:
+    """The waiting list of `batch` (None: all), redrawn every REFRESH_S seconds: the inbox's
+    complaints as arriving from the intake API (oldest due first), any other batch oldest first.
+    After a verdict given here, the whole page runs again (its counts follow)."""
+    if st.session_state.pop(RERUN_APP, False):
+        st.rerun()
+    if batch == INBOX_BATCH:
+        waiting = inbox_triage_count(store)
+        st.subheader(f"Arriving from the intake API ({waiting:,} waiting)")
+        st.caption(
+            "Complaints the bank's systems posted that the live model was unsure of, the oldest "
+            "due first; new ones appear here by themselves. Times are UTC."
+        )
+        arrivals = inbox_page(store, waiting)
+        by_item = {a.item.id: a for a in arrivals}
+        render_queue([a.item for a in arrivals], reviewer, store, by_item)
+        return
+    waiting = store.triage_counts(batch=batch)["open"]
+    st.subheader(f"Waiting for review ({waiting:,})")
+    render_queue(queue_page(store, batch, waiting), reviewer, store)
+
+
+def default_batch(store: Store, batches: list[str]) -> None:
+    """The batch shown when the reviewer has not picked one: the inbox while any of it waits."""
+    if BATCH_KEY not in st.session_state and INBOX_BATCH in batches and inbox_triage_count(store):
+        st.session_state[BATCH_KEY] = INBOX_BATCH
 
 
 def render_training_rows(reviewed: list[TriageItem], actor: Actor) -> None:
@@ -242,16 +359,17 @@ st.write(
 )
 actor = current_actor()
 store = require_store()
+st.session_state.pop(RERUN_APP, None)  # this run draws the whole page afresh
 render_counts(store.triage_counts())
-batch = st.selectbox("Batch", [ALL, *store.triage_batches()], key="triage.batch")
+batches = store.triage_batches()
+default_batch(store, batches)
+batch = st.selectbox("Batch", [ALL, *batches], key=BATCH_KEY)
 chosen = None if batch == ALL else batch
 render_last_save(LAST_SAVE_KEY)
 reviewer = None
 if allowed(actor, Permission.DECIDE, "Confirming or correcting predictions"):
     reviewer = render_reviewer("triage", prompt="Your name, saved with each verdict", actor=actor)
-waiting = store.triage_counts(batch=chosen)["open"]
-st.subheader(f"Waiting for review ({waiting:,})")
-render_queue(queue_page(store, chosen, waiting), reviewer, store)
+st.fragment(render_waiting, run_every=REFRESH_S)(store, chosen, reviewer)
 reviewed = as_seen_by(reviewed_items(store, chosen), actor)  # the trail's rule for names
 st.subheader(f"Reviewed ({len(reviewed):,})")
 if reviewed:

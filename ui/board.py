@@ -1,12 +1,13 @@
-"""The routing board as the page reaches it: the table a board is built from (the active data set,
-the data set routed by a model on the queue, the file classified on Classify, or an upload),
-boards built on the short lane and kept per content and settings, and the time ages are measured
-at. Session keys: "board.routed" holds this session's RoutedRun (one at a time),
-"board.dataset_input" the active data set's table for the board, "board.classified_table" the
-last classified file's table."""
+"""The routing board as the page reaches it: the table a board is built from (the intake API's
+live inbox, the active data set, the data set routed by a model on the queue, the file classified
+on Classify, or an upload), boards built on the short lane and kept per content and settings,
+and the time ages are measured at. Session keys: "board.routed" holds this session's RoutedRun
+(one at a time), "board.dataset_input" the active data set's table for the board,
+"board.classified_table" the last classified file's table."""
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -18,13 +19,16 @@ import streamlit as st
 from core.board.board import Board, BoardConfig, build_board, dataset_table
 from core.board.tat import TatTable
 from core.data.export import table_digest
+from core.intake.inbox import open_complaints
+from core.intake.queue import inbox_board_table, open_complaint_count
 from core.jobs import Job, JobStatus
 from core.memo import MB, ByteBoundedCache
 from ui.jobs import get_job_queue, job_requester, run_short_cached
-from ui.state import CLASSIFY_JOB, ActiveDataset
+from ui.state import CLASSIFY_JOB, ActiveDataset, get_store
 
 if TYPE_CHECKING:
     from core.models.registry import LoadedModel
+    from core.review.store import Store
     from core.tasks.classify import ClassifiedFile
 
 ROUTED_RUN = "board.routed"  # RoutedRun: the active data set classified for the board
@@ -58,6 +62,29 @@ class RoutedRun:
     job: Job[ClassifiedFile | None]
     # The finished job's file, kept once seen: the queue keeps only its newest results.
     classified: ClassifiedFile | None = None
+
+
+def open_inbox_count() -> int:
+    """How many complaints from the intake API are open, to choose the board shown first; 0
+    when the review store cannot be opened or read (a file's board needs no store; the live
+    inbox's board, when picked, says what is wrong with it)."""
+    from core.errors import UserError
+
+    try:
+        return open_complaint_count(get_store())
+    except (UserError, sqlite3.Error):
+        return 0
+
+
+def live_inbox_input(store: Store, tat: TatTable) -> BoardInput | None:
+    """The intake API's open complaints as a board's table, each at its desk now (the
+    reviewer's, else the live model's); None when none is open. Read afresh at each call."""
+    records = open_complaints(store, tat=tat)
+    if not records:
+        return None
+    table = inbox_board_table(records)
+    name = f"The live inbox ({len(records):,} open complaints from the intake API)"
+    return BoardInput(name, table, f"inbox:{table_digest(table)}")
 
 
 def dataset_input(active: ActiveDataset) -> BoardInput:
