@@ -122,6 +122,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            router.close()
             store.close()
 
     app = FastAPI(

@@ -5,8 +5,8 @@ Each request asks `current()`, which costs one indexed read of the trail's newes
 it differs from the model held, the new one is loaded before that request is routed, and the
 requests already routing finish on the old one, so a promotion switches the API without a
 restart and without a failed request. A promoted model that cannot be loaded leaves the previous
-one serving and is reported by `/v1/ready` (retried after RETRY_S). Routing is serialised per
-process: on a few cores one inference at a time is faster than several fighting for them.
+one serving and is reported by `/v1/ready` (retried after RETRY_S). Inference runs on one
+thread per process that merges waiting requests (core.intake.batching).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.errors import UserError
+from core.intake.batching import RoutingBatcher
 from core.intake.inbox import Routing
 from core.review.live import PROMOTED, checked_live_folder, live_model
 from core.review.store import Store
@@ -73,7 +74,11 @@ class LiveRouter:
         self._problem: str | None = None
         self._failed: tuple[int, float] | None = None  # (promotion, when it failed to load)
         self._switch = threading.Lock()
-        self._infer = threading.Lock()
+        self._batcher = RoutingBatcher()
+
+    def close(self) -> None:
+        """Stop the inference thread (after the routing waiting for it)."""
+        self._batcher.close()
 
     @property
     def problem(self) -> str | None:
@@ -99,12 +104,8 @@ class LiveRouter:
 
     def route(self, texts: Sequence[str]) -> tuple[ServingModel, list[Routing]]:
         """The model's decision for each text: the contract columns `classify` gives."""
-        from core.models.classify import classification_columns
-
         serving = self.current()
-        with self._infer:
-            columns = classification_columns(serving.loaded, list(texts))
-        assert columns is not None  # no cancel was passed
+        columns = self._batcher.columns(serving.loaded, texts)
         classes = [str(c) for c in serving.loaded.neural.classes_]
         return serving, [_routing(row, classes) for row in columns.to_dict("records")]
 

@@ -78,6 +78,10 @@ def serve(config: ServeConfig) -> None:
     refusal = serve_refusal(config)
     if refusal:
         raise UserError(refusal)
+    # OpenMP threads that sleep when a pass ends instead of spinning for the next one: between
+    # short passes the cores go to the request's own work (one complaint: p50 15 ms instead of
+    # 28, p90 22 instead of 117; batches as fast). Set before torch loads; the operator's wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ[MODEL_ENV] = config.model  # the workers read their settings from the environment
     os.environ[WORKERS_ENV] = str(config.workers)
     print(

@@ -4,6 +4,7 @@ probabilities."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -107,12 +108,15 @@ def predict_with_features_in_batches(
     chunk: int = CHUNK,
     on_rows: Callable[[int], None] | None = None,
     cancel: threading.Event | None = None,
+    batch_size: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """`predict_in_batches` for `model.predict_proba_and_features` (a NeuralClassifier):
-    probabilities (n, k) and embeddings (n, d) in input order; None when cancelled."""
-    found = _in_batches(
-        model.predict_proba_and_features, texts, chunk=chunk, on_rows=on_rows, cancel=cancel
-    )
+    probabilities (n, k) and embeddings (n, d) in input order; None when cancelled.
+    `batch_size`: texts per forward pass (None: the model's default)."""
+    predict = model.predict_proba_and_features
+    if batch_size is not None:
+        predict = functools.partial(predict, batch_size=batch_size)
+    found = _in_batches(predict, texts, chunk=chunk, on_rows=on_rows, cancel=cancel)
     if found is None:
         return None
     if not found:

@@ -39,9 +39,13 @@ def classification_columns(
     review_threshold: float | None = None,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
+    batch_size: int | None = None,
 ) -> pd.DataFrame | None:
     """The contract columns for `texts` (one row each, same order), reporting texts classified
-    as `Progress` (phase "classify"); None when cancelled.
+    as `Progress` (phase "classify"); None when cancelled. `batch_size`: texts per forward pass
+    of the neural model (None: its default, right for a file, whose texts are sorted by length
+    first); a caller routing a few dozen texts as they arrive passes a small one, so that one
+    long complaint does not pad every other of its batch (core.intake.batching.BATCH_SIZE).
 
     The decision is the model's blend of both models (`loaded.blend`; the transformer alone for
     models saved before blends). `needs_review` follows the model's review policy
@@ -60,7 +64,9 @@ def classification_columns(
         neural_probs = predict_in_batches(loaded.neural, texts, **options)
         scored = None if neural_probs is None else (neural_probs, None)
     else:
-        scored = predict_with_features_in_batches(loaded.neural, texts, **options)
+        scored = predict_with_features_in_batches(
+            loaded.neural, texts, batch_size=batch_size, **options
+        )
     if scored is None:
         return None
     bow_probs = loaded.bow.predict_proba(texts)
