@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.errors import UserError
 
@@ -63,8 +64,11 @@ def replay(
     *,
     on_answer: Callable[[int, dict], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    client: Any = None,
 ) -> ReplayReport:
-    """Post `texts` one by one at `config.rate` per second; returns what the API answered."""
+    """Post `texts` one by one at `config.rate` per second; returns what the API answered.
+    `client`: an httpx.Client to post with (tests pass FastAPI's TestClient); default: one for
+    `config.url` with the token."""
     import httpx
 
     if config.rate <= 0:
@@ -74,10 +78,13 @@ def replay(
     headers = {"Authorization": f"Bearer {config.token}"}
     start, desks = time.monotonic(), {}
     posted = duplicates = refused = 0
-    with httpx.Client(base_url=config.url, headers=headers, timeout=60.0) as client:
+    if client is None:
+        client = httpx.Client(base_url=config.url, timeout=60.0)
+    client.headers.update(headers)
+    with client:
         for row, text in _numbered(texts, config.limit):
             item = {"id": f"{config.prefix}-{row}", "text": text, "channel": config.channel}
-            answer = _post_one(client, item)
+            answer = _post_one(client, item, sleep)
             posted += 1
             if "error" in answer:
                 refused += 1
@@ -95,7 +102,7 @@ def _numbered(texts: list[str], limit: int | None) -> Iterator[tuple[int, str]]:
         yield index + 2, text  # spreadsheet rows: the header is row 1
 
 
-def _post_one(client, item: dict) -> dict:
+def _post_one(client: Any, item: dict, sleep: Callable[[float], None]) -> dict:
     import httpx
 
     for attempt in range(RETRIES):
@@ -105,10 +112,10 @@ def _post_one(client, item: dict) -> dict:
             if attempt == RETRIES - 1:
                 where = client.base_url
                 raise UserError(f"cannot reach the intake API at {where} ({exc})") from exc
-            time.sleep(min(2.0**attempt, 10.0))
+            sleep(min(2.0**attempt, 10.0))
             continue
         if response.status_code in (429, 503) and attempt < RETRIES - 1:
-            time.sleep(float(response.headers.get("retry-after", "1")))
+            sleep(float(response.headers.get("retry-after", "1")))
             continue
         body = _json(response)
         if response.status_code != 200:
