@@ -83,8 +83,13 @@ def queue_frame(items: list[TriageItem]) -> pd.DataFrame:
 
 
 def render_table(items: list[TriageItem]) -> None:
+    render_frame(queue_frame(items))
+
+
+def render_frame(frame: pd.DataFrame) -> None:
+    """A queue as a table: texts masked as the sidebar says, confidence to two places."""
     st.dataframe(
-        shown_frame(queue_frame(items)),
+        shown_frame(frame),
         hide_index=True,
         width="stretch",
         height=260,
@@ -119,16 +124,7 @@ def utc_minute(moment: str) -> str:
 
 
 def render_inbox_table(arrivals: list[InboxTriageItem]) -> None:
-    st.dataframe(
-        shown_frame(inbox_frame(arrivals)),
-        hide_index=True,
-        width="stretch",
-        height=260,
-        column_config={
-            "confidence": st.column_config.NumberColumn("confidence", format="%.2f"),
-            "text": st.column_config.TextColumn("text", width="large"),
-        },
-    )
+    render_frame(inbox_frame(arrivals))
 
 
 def desk_options(item: TriageItem) -> list[str]:

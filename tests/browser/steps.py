@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
 from playwright.sync_api import expect
 
 # A cold server imports torch and transformers on the first run, on a shared, busy machine.
@@ -25,3 +30,38 @@ def choose_option(page, selectbox, option: str) -> None:
     selectbox.evaluate("element => element.scrollIntoView({block: 'center'})")
     selectbox.click()
     page.get_by_role("option", name=option, exact=True).click()
+
+
+@contextlib.contextmanager
+def mock_provider(emails: Iterable[str]) -> Iterator[str]:
+    """The mock OpenID provider on a free loopback port, vouching for each of `emails`
+    (`email_verified`: the app trusts no other); yields its base URL."""
+    import oidc_provider_mock
+    import werkzeug.serving
+
+    users = [
+        oidc_provider_mock.User(sub=e, claims={"email": e, "email_verified": True}) for e in emails
+    ]
+    app = oidc_provider_mock.app(user_claims=users)
+    server = werkzeug.serving.make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+
+
+def write_auth_secrets(folder: Path, provider: str) -> Path:
+    """A secrets.toml in `folder` whose [auth] signs in with the mock `provider`."""
+    secrets = folder / "secrets.toml"
+    secrets.write_text(
+        "[auth]\n"
+        'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'  # Streamlit fills in {port}
+        'cookie_secret = "a-test-cookie-secret-of-some-length"\n'
+        'client_id = "grievance-lens"\n'
+        'client_secret = "any: the mock accepts every client"\n'
+        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n'
+    )
+    return secrets

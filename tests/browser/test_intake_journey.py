@@ -18,7 +18,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -38,6 +37,7 @@ from core.review.store import DB_NAME, Store
 from core.roles import ROLES_ENV
 from tests.browser.conftest import show_failed_page
 from tests.browser.server import ROOT, AppServer
+from tests.browser.steps import mock_provider, write_auth_secrets
 
 pytestmark = pytest.mark.browser
 
@@ -76,21 +76,8 @@ def run_core(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def provider() -> Iterator[str]:
     """The mock OpenID provider on a free loopback port, vouching for both addresses."""
-    import oidc_provider_mock
-    import werkzeug.serving
-
-    users = [
-        oidc_provider_mock.User(sub=e, claims={"email": e, "email_verified": True})
-        for e in (ADMIN, REVIEWER)
-    ]
-    server = werkzeug.serving.make_server(
-        "127.0.0.1", 0, oidc_provider_mock.app(user_claims=users), threaded=True
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=10)
+    with mock_provider((ADMIN, REVIEWER)) as url:
+        yield url
 
 
 def start_api(env: dict[str, str], log_path: Path) -> tuple[subprocess.Popen, str]:
@@ -133,15 +120,7 @@ def journey(
     """The app (sign-in on) and the intake API on one data folder and one models folder holding
     two tiny saved models, the first promoted live beforehand with the command line."""
     folder = tmp_path_factory.mktemp("lens-intake")
-    secrets = folder / "secrets.toml"
-    secrets.write_text(
-        "[auth]\n"
-        'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'  # Streamlit fills in {port}
-        'cookie_secret = "a-test-cookie-secret-of-some-length"\n'
-        'client_id = "grievance-lens"\n'
-        'client_secret = "any: the mock accepts every client"\n'
-        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n'
-    )
+    secrets = write_auth_secrets(folder, provider)
     roles = folder / "roles.toml"
     roles.write_text(ROLES)
     models, data = folder / "models", folder / "data"

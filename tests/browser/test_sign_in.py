@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from core.review.store import DB_NAME, Store
 from core.review.triage import enqueue_uncertain
 from core.roles import ROLES_ENV
 from tests.browser.server import AppServer
-from tests.browser.steps import choose_option
+from tests.browser.steps import choose_option, mock_provider, write_auth_secrets
 from ui.safe import WORD_JOINER
 
 pytestmark = pytest.mark.browser
@@ -44,26 +43,14 @@ WAIT_MS = 90_000  # a page that loads torch for the first time takes a while on 
 @pytest.fixture(scope="module")
 def provider() -> Iterator[str]:
     """The mock OpenID provider on a free loopback port; yields its base URL."""
-    import oidc_provider_mock
-    import werkzeug.serving
-
-    # The provider vouches for each address (`email_verified`): the app trusts no other.
     emails = (
         "stranger@elsewhere.example",
         "Vera@Bank.example",
         "asha@bank.example",
         "lead@bank.example",
     )
-    users = [
-        oidc_provider_mock.User(sub=e, claims={"email": e, "email_verified": True}) for e in emails
-    ]
-    app = oidc_provider_mock.app(user_claims=users)
-    server = werkzeug.serving.make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=10)
+    with mock_provider(emails) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -71,15 +58,7 @@ def auth_server(provider: str, tmp_path_factory, tiny_model_dir: Path) -> Iterat
     """The app with sign-in on: its own secrets and roles files, the session's tiny model, and
     one open triage item."""
     folder = tmp_path_factory.mktemp("lens-auth")
-    secrets = folder / "secrets.toml"
-    secrets.write_text(
-        "[auth]\n"
-        'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'  # Streamlit fills in {port}
-        'cookie_secret = "a-test-cookie-secret-of-some-length"\n'
-        'client_id = "grievance-lens"\n'
-        'client_secret = "any: the mock accepts every client"\n'
-        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n'
-    )
+    secrets = write_auth_secrets(folder, provider)
     roles = folder / "roles.toml"
     roles.write_text(ROLES)
     models = folder / "models"
