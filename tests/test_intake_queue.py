@@ -144,3 +144,27 @@ def test_the_board_draws_the_inbox(store: Store, stored):
     }  # fmt: skip
     assert loads["UPI Dispute"].breached == 2  # 52 h and 40 h old against 24 h
     assert loads["UPI Dispute"].unsure == 2 and loads["Loan Query"].unsure == 0
+
+
+def test_a_verdict_on_an_inbox_complaint_is_a_correction_for_retraining(tmp_path):
+    """The closed loop: a complaint posted through the API, flagged, and corrected on the Triage
+    queue becomes a labelled row of the next version of a saved data set."""
+    from core.data.dataset import Dataset
+    from core.data.saved import DatasetSave, save_dataset
+    from core.review.corrections import plan_corrections
+    from tests.helpers import TINY_LABELS, TINY_TEXTS
+
+    root = tmp_path / "datasets"
+    save_dataset(root, DatasetSave("complaints", Dataset(TINY_TEXTS, TINY_LABELS)), actor=OPERATOR)
+    with Store.open(tmp_path / "loop.db") as store:
+        token = create_token(store, "web", ["submit", "read"], actor=OPERATOR).token
+        text = "a new kind of complaint about a locker key"
+        routing = Routing("Other", 0.4, True, "unsure", 0.9, "transformer", {"Other": 0.4})
+        store_batch(store, token, [(Submission("L-1", text), routing)], model=("m", "d"),
+                    tat=load_tat())  # fmt: skip
+        (waiting,) = inbox_triage(store)
+        store.decide_triage(
+            waiting.item.id, final_label="KYC Update", reviewer="Ben", actor=OPERATOR
+        )
+        plan = plan_corrections(store, root, "complaints", actor=OPERATOR)
+    assert [(a.text, a.label, a.status) for a in plan.added] == [(text, "KYC Update", "corrected")]
