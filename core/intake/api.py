@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from fastapi import Depends, FastAPI, Path, Query, Request
@@ -50,10 +50,14 @@ from core.intake.inbox import (
     updates_after,
 )
 from core.intake.metrics import ApiMetrics
-from core.intake.router import LiveRouter, NotReady
+from core.intake.router import LiveRouter, NotReady, default_loader
 from core.intake.schemas import ApiSettings, ComplaintBatch, ComplaintIn, received_error
 from core.intake.tokens import READ, SUBMIT, ApiToken, authenticate
 from core.text import word_spans
+
+if TYPE_CHECKING:
+    from core.board.tat import TatTable
+    from core.review.store import Store
 
 LOG = logging.getLogger(__name__)
 API_VERSION = "1"
@@ -70,9 +74,9 @@ class ApiError(Exception):
 @dataclass
 class ApiState:
     settings: ApiSettings
-    store: Any  # core.review.store.Store
+    store: Store
     router: LiveRouter
-    tat: Any  # core.board.tat.TatTable
+    tat: TatTable
     metrics: ApiMetrics
     limiter: RateLimiter
 
@@ -110,7 +114,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
 
         store = Store.open(chosen.db_path)
         router = LiveRouter(store, chosen.models_root, model=chosen.model,
-                            loader=_loader(chosen))  # fmt: skip
+                            loader=default_loader(chosen.device, chosen.precision))  # fmt: skip
         app.state.api = ApiState(
             chosen, store, router, load_tat(), ApiMetrics(lambda: inbox_counts(store)),
             RateLimiter(chosen.rate_per_minute),
@@ -135,12 +139,6 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     _install_routes(app)
     app.add_middleware(BodyCap, cap=chosen.max_body_bytes)
     return app
-
-
-def _loader(settings: ApiSettings):
-    from core.intake.router import default_loader
-
-    return default_loader(settings.device, settings.precision)
 
 
 def _state(request: Request) -> ApiState:

@@ -102,7 +102,7 @@ def body_digest(body: bytes) -> str:
 
 def find_answers(
     store: Store, token: ApiToken, ids: Sequence[str], *, key: str | None, body_sha256: str
-) -> dict[str, Answer] | list[dict] | None:
+) -> dict[str, Answer] | list[dict]:
     """Before routing: the stored answer of the whole batch sent under `key` (a list, each
     marked duplicate), else the stored answers of the complaints already in the inbox by id."""
     if key is not None:
