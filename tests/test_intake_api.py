@@ -675,3 +675,12 @@ def test_a_malformed_complaint_id_in_the_path_is_422_naming_it(api: Api, path_id
     ):
         response = api.client.request(method, path, headers=api.auth())
         assert _error(response, 422).startswith("complaint_id: ")
+
+
+def test_the_docs_page_is_served_from_the_package_not_a_cdn(api: Api):
+    page = api.client.get("/docs")
+    assert page.status_code == 200
+    assert "swagger-ui-bundle.js" in page.text and "//cdn" not in page.text
+    script = api.client.get("/docs-static/swagger-ui-bundle.js")
+    assert script.status_code == 200 and len(script.content) > 100_000
+    assert api.client.get("/openapi.json").json()["info"]["title"] == "Grievance Lens intake API"

@@ -33,6 +33,7 @@ from zoneinfo import ZoneInfo
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core.checks import MAX_COMPLAINT_CHARS
@@ -129,7 +130,10 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
             router.close()
             store.close()
 
-    app = FastAPI(
+    # The docs page from files shipped with the package, not a CDN: a bank's network (and this
+    # project's machines) reach no CDN, and a page that fetches scripts from one shows nothing.
+    app = FastAPIOffline(
+        redoc_url=None, static_url="/docs-static",
         title="Grievance Lens intake API", version=API_VERSION, lifespan=lifespan,
         description="Complaints in, routing decisions out. Bearer tokens: `python -m core token "
         "create NAME --scopes submit,read`.",

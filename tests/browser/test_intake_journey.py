@@ -325,3 +325,15 @@ def test_intake_from_token_to_verdict_board_and_promotion(sign_in, journey: Jour
     assert posted.status_code == 200, posted.text
     (answer,) = posted.json()["results"]
     assert answer["model"] == NEXT_LIVE
+
+
+def test_the_api_docs_render_with_no_network(browser: Browser, journey: Journey):
+    """The OpenAPI page's scripts come from the API itself: chromium here reaches no CDN."""
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.goto(f"{journey.api}/docs")
+        expect(page.get_by_text("Grievance Lens intake API").first).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_text("/v1/complaints").first).to_be_visible()
+    finally:
+        context.close()
