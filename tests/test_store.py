@@ -20,7 +20,7 @@ from core.paths import DATA_DIR_ENV
 from core.review.records import ReviewDecision, TriageItem
 from core.review.relabel import apply_decisions, plan_carry_over
 from core.review.schema import SCHEMA_VERSION, switch_to_wal
-from core.review.store import DB_NAME, Store, StoreError, default_db_path
+from core.review.store import DB_NAME, Store, StoreBusyError, StoreError, default_db_path
 from core.review.triage import (
     enqueue_uncertain,
     triage_batch_id,
@@ -90,6 +90,63 @@ def test_reopening_keeps_schema_and_runs_no_migration_twice(tmp_path):
 def test_busy_timeout_and_foreign_keys_are_set(store):
     assert store._query("PRAGMA busy_timeout")[0][0] >= 1000
     assert store._query("PRAGMA foreign_keys")[0][0] == 1
+
+
+# ------------------------------------------------------------- a store another process holds
+
+
+@pytest.fixture
+def short_busy_timeout(monkeypatch):
+    """A busy timeout short enough that waiting it out takes a tenth of a second."""
+    from core.review import schema
+    from core.review import store as store_module
+
+    for module in (schema, store_module):
+        monkeypatch.setattr(module, "BUSY_TIMEOUT_S", 0.1)
+
+
+@pytest.fixture
+def held(tmp_path, short_busy_timeout):
+    """A store file another connection holds in a write transaction (BEGIN EXCLUSIVE)."""
+    path = tmp_path / "lens.db"
+    Store.open(path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    yield path, holder
+    holder.close()
+
+
+def test_a_store_held_by_another_process_is_busy_not_broken(held):
+    path, holder = held
+    with pytest.raises(StoreBusyError) as caught:
+        Store.open(path)
+    message = str(caught.value)
+    assert isinstance(caught.value, StoreError)  # a UserError: one line, exit code 2
+    assert message == (
+        f"the review store {path} is busy: another process holds it (database is locked); "
+        "try again in a moment"
+    )
+    assert "not a readable" not in message and "move it aside" not in message
+    holder.execute("ROLLBACK")  # once the other process lets go, the same file opens as it was
+    with Store.open(path) as store:
+        assert store.verify_chains().intact
+
+
+def test_a_write_that_times_out_on_the_lock_is_busy_not_a_raw_sqlite_error(
+    tmp_path, short_busy_timeout
+):
+    path = tmp_path / "lens.db"
+    with Store.open(path) as store:
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            with pytest.raises(StoreBusyError, match="is busy: another process holds it"):
+                store.record_decision(_decision(), actor=OPERATOR)
+        finally:
+            holder.close()
+        assert store.decisions(FP) == []  # nothing half-written; the next write goes through
+        store.record_decision(_decision(), actor=OPERATOR)
+        assert len(store.decisions(FP)) == 1
 
 
 def test_default_path_follows_the_environment(tmp_path, monkeypatch):

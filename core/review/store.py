@@ -43,8 +43,8 @@ from core.review.schema import (
 )
 
 __all__ = [
-    "DB_NAME", "PUBLIC_ACTIONS", "BrokenChainError", "Store", "StoreError", "append_event",
-    "default_db_path", "utc_now",
+    "DB_NAME", "PUBLIC_ACTIONS", "BrokenChainError", "Store", "StoreBusyError", "StoreError",
+    "append_event", "default_db_path", "utc_now",
 ]  # fmt: skip
 
 DB_NAME = "lens.db"
@@ -67,6 +67,27 @@ class BrokenChainError(StoreError):
             "see `python -m core verify-store`"
         )
         self.report = report
+
+
+class StoreBusyError(StoreError):
+    """Another process held the store's lock for longer than the busy timeout. The file is fine:
+    the same action can be tried again (nothing was written). Not an unreadable store, whose
+    advice (move the file aside) would lose the trail."""
+
+    def __init__(self, path: Path, exc: sqlite3.Error) -> None:
+        super().__init__(
+            f"the review store {path} is busy: another process holds it ({exc}); try again in a "
+            "moment"
+        )
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """Whether `exc` is SQLite's SQLITE_BUSY ("database is locked"): another connection holds
+    the lock. Errors raised without a code (not from SQLite itself) go by their message."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return "database is locked" in str(exc)
+    return code & 0xFF == sqlite3.SQLITE_BUSY
 
 
 def utc_now() -> str:
@@ -98,7 +119,8 @@ class Store:
         """Open (creating the file, its folders and the schema if needed) the store at `path`.
 
         `path` defaults to `default_db_path()`. The schema and its append-only triggers are
-        verified first: a tampered, corrupt or unreadable file raises StoreError (one line).
+        verified first: a tampered, corrupt or unreadable file raises StoreError (one line), and a
+        file another process holds for longer than the busy timeout raises StoreBusyError.
         `read_only` defaults to whether the file or its folder is not writable; a read-only store
         is opened with SQLite's mode=ro (no WAL switch, no migration) and refuses writes.
         """
@@ -117,6 +139,8 @@ class Store:
             _prepare(conn, path, read_only=read_only)
         except sqlite3.DatabaseError as exc:
             conn.close()
+            if _busy(exc):
+                raise StoreBusyError(path, exc) from exc
             raise StoreError(
                 f"{path} is not a readable review store ({exc}); move it aside to start a new "
                 "one, or restore a backup"
@@ -396,14 +420,20 @@ class Store:
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         # BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout), so a
-        # transaction never fails half-way with SQLITE_BUSY on its first write.
+        # transaction never fails half-way with SQLITE_BUSY on its first write; when the wait
+        # runs out, nothing has been written and the caller hears StoreBusyError.
         if self.read_only:
             raise StoreError(
                 f"the review store {self.path} is read-only (the file or its folder is not "
                 "writable): nothing was saved; ask the operator to make it writable"
             )
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if _busy(exc):
+                    raise StoreBusyError(self.path, exc) from exc
+                raise
             try:
                 yield self._conn
             except BaseException:
