@@ -4,8 +4,10 @@
 The roles file is configuration (trusted, like .streamlit/); the identity comes from the OpenID
 provider through Streamlit's sign-in. Nobody gets in unless the file lists them, so a missing or
 malformed file is an error that says what to fix, never "everyone is a viewer". An e-mail counts
-only when the provider says it is verified, and addresses compare in one normal form (NFKC, case
-folded) with plain-ASCII domains, so no look-alike character can borrow a listed address.
+only when the provider says it is verified, and addresses compare exactly but for the case of
+ASCII letters, with plain-ASCII domains; a local part that is not plain ASCII matches only an
+entry that spells it exactly, never a `*@domain` pattern, so no look-alike character (fullwidth,
+circled, a ligature) can borrow a listed address or a listed domain.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import string
 import tomllib
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +39,9 @@ UNVERIFIED_ISSUERS_ENV = "GRIEVANCE_LENS_UNVERIFIED_EMAIL_ISSUERS"
 # Entra's shared endpoints: an issuer or metadata URL with one of these as a path segment speaks
 # for every tenant (anyone can make one), not for the bank's.
 SHARED_TENANTS = frozenset({"common", "organizations", "consumers", "{tenantid}"})
+# Case folding for ASCII letters only: str.lower() and casefold() also map look-alikes (the
+# Kelvin sign, fullwidth and circled letters, ligatures) onto ASCII, which is what must not happen.
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
 class RolesError(UserError):
@@ -60,7 +65,8 @@ class RoleRules:
 
     def role_for(self, email: str) -> Role | None:
         """The highest role whose list matches `email` (in normal form, see `normal_address`),
-        or None; an address whose domain is not plain ASCII matches nothing."""
+        or None; an address whose domain is not plain ASCII matches nothing, and one whose local
+        part is not plain ASCII matches only an entry that spells it exactly (no pattern)."""
         address = normal_address(email)
         if address is None:
             return None
@@ -71,26 +77,36 @@ class RoleRules:
 
 
 def normal_address(text: str) -> str | None:
-    """`text` in the form addresses are compared in: NFKC, case folded, without surrounding
-    spaces; None when its domain (after the last "@") is not plain ASCII as written.
+    """`text` in the form addresses are compared in: without surrounding spaces, ASCII letters
+    in lower case and every other character exactly as written; None when its domain (after the
+    last "@") is not plain ASCII.
 
-    Folding alone would turn look-alikes into a listed domain (the Kelvin sign becomes "k",
-    fullwidth letters become ASCII), so the domain must already be ASCII: international domains
-    arrive in their xn-- form. The local part is folded too (providers treat it without regard
-    to case); a fullwidth "@" there folds into a second "@", which no address may have.
+    No Unicode folding: NFKC and case folding turn look-alikes into the ASCII letters they
+    imitate (fullwidth and circled letters, the ligature U+FB01 into "fi", the Kelvin sign
+    into "k"), so a look-alike would sign in as the address it imitates. International domains
+    arrive in their xn-- form; a local part that is not plain ASCII matches only an entry that
+    spells it exactly (`_matches`).
     """
     raw = text.strip()
     if not raw.rpartition("@")[2].isascii():
         return None
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", raw).casefold())
+    return raw.translate(_ASCII_LOWER)
+
+
+def plain_local_part(address: str) -> bool:
+    """Whether the local part of `address` (before its last "@") is printable ASCII: the only
+    local parts a `*@domain` pattern admits."""
+    local = address.rpartition("@")[0]
+    return local.isascii() and local.isprintable()
 
 
 def _matches(pattern: str, address: str) -> bool:
-    """`*@bank.com` matches every address at exactly bank.com (not at sub.bank.com); anything
-    else matches only itself."""
+    """`*@bank.com` matches every address at exactly bank.com (not at sub.bank.com) whose local
+    part is plain ASCII; anything else matches only itself."""
     if pattern.startswith("*@"):
         local, _, domain = address.rpartition("@")
-        return bool(local) and "@" not in local and domain == pattern[2:]
+        plain = bool(local) and "@" not in local and plain_local_part(address)
+        return plain and domain == pattern[2:]
     return address == pattern
 
 
@@ -229,7 +245,8 @@ def actor_for_claims(
     form (`normal_address`). It counts only when `email_verified` is true (True, or "true" in
     any case); a claim that is missing passes only for an issuer (`iss`) in
     `unverified_issuers` (see `unverified_email_issuers`). An address that is unverified, has a
-    domain that is not plain ASCII, or is not in the roles file is refused.
+    domain that is not plain ASCII, or is not in the roles file is refused; one whose local part
+    is not plain ASCII is in it only when listed exactly (see `RoleRules.role_for`).
     """
     email = claims.get("email")
     address = normal_address(email) if isinstance(email, str) else ""
@@ -245,6 +262,13 @@ def actor_for_claims(
         )
     _check_verified(claims, address, unverified_issuers)
     role = rules.role_for(address)
+    if role is None and not plain_local_part(address):
+        raise SignInRefused(
+            f"{address} is not on the list of people who may use Grievance Lens: its part before "
+            'the "@" is not plain ASCII, so only the roles file naming this exact address admits '
+            "it (a *@domain pattern does not); ask an admin to add it, or sign in with your "
+            "plain-ASCII address"
+        )
     if role is None:
         raise SignInRefused(
             f"{address} is not on the list of people who may use Grievance Lens; ask an admin "

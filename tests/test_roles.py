@@ -130,7 +130,7 @@ def test_a_listed_verified_email_becomes_a_signed_in_actor(rules: RoleRules):
         ({"email": "lead@bank.example", "email_verified": None}, "is not verified"),
         ({"email": "lead@bank.example"}, "did not say whether lead@bank.example is verified"),
         ({"email": "lead@bank.example", "iss": ["a"]}, "did not say whether"),
-        ({"email": "a\uff20x@bank.example", "email_verified": True}, "did not include an"),
+        ({"email": "a\uff20x@bank.example", "email_verified": True}, "is not plain ASCII"),
     ],
 )
 def test_identities_the_roles_file_does_not_admit_are_refused(
@@ -181,21 +181,23 @@ KELVIN = "\u212a"  # the Kelvin sign: .lower() makes it a Latin "k"
     ("email", "role"),
     [
         ("LEAD@BANK.EXAMPLE", Role.ADMIN),
-        ("\uff2c\uff25\uff21\uff24@bank.example", Role.ADMIN),  # fullwidth LEAD, NFKC: "LEAD"
+        ("\uff2c\uff25\uff21\uff24@bank.example", None),  # fullwidth LEAD is not LEAD
         (f"lead@ban{KELVIN}.example", None),  # a domain must be plain ASCII as sent
         ("lead@bank\uff0eexample", None),  # a fullwidth full stop in the domain
         ("someone@b\u0430nk.example", None),  # a Cyrillic "a"
-        ("lead\uff20evil.example@bank.example", None),  # a fullwidth "@" becomes a second "@"
+        ("lead\uff20evil.example@bank.example", None),  # a fullwidth "@" is no "@" either
     ],
 )
-def test_addresses_compare_after_nfkc_and_case_folding(email: str, role: Role | None):
+def test_addresses_compare_exactly_with_plain_ascii_domains(email: str, role: Role | None):
     assert parse_roles(ROLES).role_for(email) is role
 
 
-def test_case_folding_is_more_than_lower_case():
+def test_case_folding_is_for_ascii_letters_only():
     rules = parse_roles('admin = ["strasse@bank.example"]')
-    assert rules.role_for("STRA\u00dfE@bank.example") is Role.ADMIN  # "ß" folds to "ss"
-    assert parse_roles('admin = ["Stra\u00dfe@bank.example"]').admin == ("strasse@bank.example",)
+    assert rules.role_for("STRA\u00dfE@bank.example") is None  # "ß" is not "ss"
+    assert parse_roles('admin = ["Stra\u00dfe@bank.example"]').admin == (
+        "stra\u00dfe@bank.example",
+    )
 
 
 def test_a_sign_in_whose_domain_is_not_plain_ascii_is_refused():
@@ -220,3 +222,47 @@ def test_the_roles_file_is_known_by_the_digest_of_its_bytes(tmp_path: Path):
     assert first.digest != second.digest and len(first.digest) == 64
     path.write_text('admin = ["lead@bank.example"]\n')
     assert read_roles_file(path) == first
+
+
+# Issue 38: Unicode folding let look-alike local parts sign in as a listed address.
+LOOK_ALIKES = """
+admin = ["lead@bank.example", "fiona@partner.example", "strasse@partner.example"]
+reviewer = ["*@bank.example"]
+"""
+
+
+@pytest.mark.parametrize(
+    "email",
+    [
+        "\uff4c\uff45\uff41\uff44@bank.example",  # fullwidth "lead"
+        "\uff2c\uff25\uff21\uff24@bank.example",  # fullwidth "LEAD"
+        "\u24db\u24d4\u24d0\u24d3@bank.example",  # circled "lead"
+        "\ufb01ona@partner.example",  # the "fi" ligature
+        "\u212aate@bank.example",  # the Kelvin sign, which folds to "k"
+        "STRA\u00dfE@partner.example",  # "ß", which case folding makes "ss"
+        "le\u0430d@bank.example",  # a Cyrillic "a"
+        "lead\u200b@bank.example",  # a zero-width space
+    ],
+)
+def test_a_look_alike_local_part_borrows_no_listed_address_or_domain(email: str):
+    rules = parse_roles(LOOK_ALIKES)
+    assert rules.role_for(email) is None  # neither the address it imitates nor *@its domain
+    with pytest.raises(SignInRefused, match="is not on the list") as caught:
+        actor_for_claims({"email": email, "email_verified": True}, rules)
+    message = str(caught.value)
+    assert "plain ASCII" in message and "\n" not in message
+
+
+def test_local_parts_compare_exactly_but_for_the_case_of_ascii_letters():
+    rules = parse_roles(
+        'admin = ["Zo\u00eb@Partner.example", "\uff4c\uff45\uff41\uff44@bank.example"]'
+    )
+    assert rules.admin == ("zo\u00eb@partner.example", "\uff4c\uff45\uff41\uff44@bank.example")
+    assert rules.role_for("zo\u00eb@partner.example") is Role.ADMIN  # listed exactly
+    assert rules.role_for("ZO\u00eb@PARTNER.EXAMPLE") is Role.ADMIN  # ASCII letters fold
+    assert rules.role_for("zo\u00cb@partner.example") is None  # "Ë" is not "ë"
+    assert rules.role_for("zoe\u0308@partner.example") is None  # the same letter, decomposed
+    assert rules.role_for("\uff4c\uff45\uff41\uff44@bank.example") is Role.ADMIN  # only itself
+    assert rules.role_for("lead@bank.example") is None
+    actor = actor_for_claims({"email": "Zo\u00eb@partner.example", "email_verified": True}, rules)
+    assert (actor.user, actor.role) == ("zo\u00eb@partner.example", Role.ADMIN)
