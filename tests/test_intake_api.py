@@ -684,3 +684,17 @@ def test_the_docs_page_is_served_from_the_package_not_a_cdn(api: Api):
     script = api.client.get("/docs-static/swagger-ui-bundle.js")
     assert script.status_code == 200 and len(script.content) > 100_000
     assert api.client.get("/openapi.json").json()["info"]["title"] == "Grievance Lens intake API"
+
+
+def test_a_busy_store_is_a_503_to_retry_not_a_422(api: Api, monkeypatch):
+    import sqlite3
+
+    from core.review.store import StoreBusyError
+
+    def busy(*args, **kwargs):
+        raise StoreBusyError(Path("lens.db"), sqlite3.OperationalError("database is locked"))
+
+    monkeypatch.setattr("core.intake.api.store_batch", busy)
+    response = api.post(_items("upi payment failed"))
+    assert "is busy" in _error(response, 503)
+    assert response.headers["retry-after"] == "1"

@@ -54,6 +54,7 @@ from core.intake.metrics import ApiMetrics
 from core.intake.router import LiveRouter, NotReady, default_loader
 from core.intake.schemas import ApiSettings, ComplaintBatch, ComplaintIn, received_error
 from core.intake.tokens import READ, SUBMIT, ApiToken, authenticate
+from core.review.store import StoreBusyError
 from core.text import word_spans
 
 if TYPE_CHECKING:
@@ -352,6 +353,11 @@ def _install_errors(app: FastAPI) -> None:
     @app.exception_handler(UserError)
     async def user_error(request: Request, exc: UserError) -> JSONResponse:
         return JSONResponse({"error": str(exc)}, 422)
+
+    @app.exception_handler(StoreBusyError)
+    async def store_busy(request: Request, exc: StoreBusyError) -> JSONResponse:
+        # Nothing of the request was stored (its transaction never began): a retry is safe.
+        return JSONResponse({"error": str(exc)}, 503, headers={"Retry-After": "1"})
 
     @app.exception_handler(Exception)
     async def bug(request: Request, exc: Exception) -> JSONResponse:
