@@ -3,8 +3,11 @@ back, and the refusals (role, reason, a model that is not a saved model, a model
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from core.models.card import card_digest
 from core.review.live import (
     MAX_REASON_CHARS,
     NO_LIVE_MODEL,
+    LiveModel,
     live_model,
     live_model_folder,
     promote_model,
@@ -155,3 +159,99 @@ def test_a_report_that_is_not_plain_json_is_refused(store: Store, models: Path):
 def test_the_operator_promotes_as_itself(store: Store, models: Path):
     live = promote_model(store, models, "beta", reason="from the command line", actor=OPERATOR)
     assert live.promoted_by == "operator"
+
+
+def paused_writes(monkeypatch: pytest.MonkeyPatch, thread_name: str, until: threading.Event):
+    """Make the trail write of the thread named `thread_name` wait (after the promotion's read of
+    the live model, before its event is written) until `until` is set and a moment more."""
+    import core.review.store as store_module
+
+    insert = store_module.insert_chained
+
+    def paused(conn, table, row):
+        if threading.current_thread().name == thread_name:
+            until.wait(timeout=5)
+            time.sleep(0.3)  # time for the other promotion to read the live model, if it can
+        return insert(conn, table, row)
+
+    monkeypatch.setattr(store_module, "insert_chained", paused)
+
+
+@pytest.mark.parametrize("second", ["beta", "alpha"])
+def test_overlapping_promotions_see_each_other(
+    tmp_path: Path, models: Path, monkeypatch: pytest.MonkeyPatch, second: str
+):
+    """Two admins (two connections) promote at once; the first pauses between reading the live
+    model and writing its promotion. The second must then see the first as `previous` (or be
+    refused when it promotes the same model), never the live model before both."""
+    path = tmp_path / "lens.db"
+    stores = {"first": Store.open(path), "second": Store.open(path)}  # two sessions' own
+    second_started = threading.Event()
+    paused_writes(monkeypatch, "first-admin", second_started)
+    outcome: dict[str, object] = {}
+
+    def promote(name: str, actor: Actor, key: str) -> None:
+        if key == "second":
+            second_started.set()
+        try:
+            outcome[key] = promote_model(stores[key], models, name, reason="r", actor=actor)
+        except UserError as exc:
+            outcome[key] = exc
+
+    first = threading.Thread(target=promote, name="first-admin", args=("alpha", ADMIN, "first"))
+    first.start()
+    time.sleep(0.2)  # the first is at its paused write
+    promote(second, OTHER_ADMIN, "second")
+    first.join(timeout=30)
+    for opened in stores.values():
+        opened.close()
+    made = outcome["first"]
+    assert isinstance(made, LiveModel) and made.name == "alpha" and made.previous is None
+    if second == "beta":
+        assert isinstance(outcome["second"], LiveModel) and outcome["second"].previous == "alpha"
+    else:
+        assert isinstance(outcome["second"], UserError)
+        assert "already the live model" in str(outcome["second"])
+    with Store.open(path) as store:
+        history = promotion_history(store)
+        assert [(m.name, m.previous) for m in history][-1] == ("alpha", None)
+        assert len(history) == (2 if second == "beta" else 1)
+        assert store.verify_chains().intact
+
+
+def big_report(megabytes: float) -> dict:
+    """A comparison report of about `megabytes` MB of JSON (changed complaints of 500 chars)."""
+    rows = int(megabytes * 1_000_000 / 540)
+    changed = [{"text": f"{i:08d}" + "x" * 492, "a": "Cards", "b": "UPI"} for i in range(rows)]
+    return {"rows": rows, "p_value": 0.01, "changed": changed}
+
+
+def test_the_live_model_read_leaves_the_report_unread(
+    store: Store, models: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """`live_model` (twice per Classify click) reads the promotion's fields, not its comparison
+    report (up to 8 MiB of JSON); the report is read when asked for, store open or closed."""
+    report = big_report(7.5)
+    promote_model(store, models, "beta", reason="first", actor=ADMIN)
+    made = promote_model(store, models, "alpha", reason="won", actor=OTHER_ADMIN, report=report)
+    fetched: list[int] = []
+    query = store._query
+
+    def measured(sql, params=()):
+        rows = query(sql, params)
+        fetched.append(max((len(v) for r in rows for v in r if isinstance(v, str)), default=0))
+        return rows
+
+    monkeypatch.setattr(store, "_query", measured)
+    live = live_model(store)
+    assert fetched and max(fetched) < 10_000  # no report came out of the store
+    assert live == made and live.event_id == made.event_id  # the report is not compared
+    assert (live.name, live.digest, live.previous) == ("alpha", card_digest(models / "alpha"),
+                                                      "beta")  # fmt: skip
+    assert (live.since, live.promoted_by, live.reason) == (made.since, "bo@bank.example", "won")
+    assert "changed" not in repr(live)
+    assert live.report == report and max(fetched) > 7_000_000  # read on demand, once
+    assert [m.report for m in promotion_history(store)] == [report, None]
+    unread = live_model(store)
+    store.close()  # a light read's report is still read when its store was closed since
+    assert dataclasses.asdict(unread)["report"] == report

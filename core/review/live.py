@@ -3,16 +3,20 @@
 The record of it is the review store's trail (event "model.promoted": who, when, the model's
 name and card digest, the reason and the comparison report it was based on), so it survives a
 restart and is tamper-evident like every decision. Rolling back is promoting an earlier model.
+A promotion reads the live model and records itself in one write transaction, so two admins
+promoting at once are recorded one after the other. Reading the live model leaves the comparison
+report (up to 8 MiB) in the store until it is asked for (LiveModel.report).
 Torch-free (core.models.card, never the registry), so `--model live` resolves in milliseconds.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core.access import Actor, Permission
 from core.errors import UserError
@@ -24,9 +28,7 @@ from core.models.card import (
     model_folder,
     read_card_and_digest,
 )
-
-if TYPE_CHECKING:
-    from core.review.store import Store
+from core.review.store import Store, append_event, utc_now
 
 __all__ = [
     "MAX_REASON_CHARS",
@@ -57,16 +59,66 @@ NO_LIVE_MODEL = (
 
 @dataclass(frozen=True)
 class LiveModel:
-    """One promotion: the model that became live, when and by whom, and why."""
+    """One promotion: the model that became live, when and by whom, and why.
+
+    `report` is read from the trail the first time it is asked for when the LiveModel comes from
+    a read of the store (`live_model`, `promotion_history`): it is up to MAX_REPORT_BYTES of JSON
+    and most readers (every Classify click) never show it. Equality and repr leave it out (the
+    event id names the promotion)."""
 
     name: str  # the saved model's folder name in the models folder
     digest: str  # its card digest at promotion (core.models.card.card_digest)
     since: str  # when it was promoted (UTC, ISO 8601: the trail event's created_at)
     promoted_by: str  # the admin's e-mail, or "operator" / "local"
     reason: str
-    report: dict | None  # the comparison report the admin promoted from, if any
+    report: dict | None = field(compare=False, repr=False)  # the comparison report, if any
     event_id: int  # the trail event that records this promotion
     previous: str | None  # the live model's name before this promotion (None: the first)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, _REPORT: self.report}  # a copy carries the report, not a store
+
+
+_REPORT = "_report"  # where a LiveModel keeps its report, or the _UnreadReport that reads it
+
+
+@dataclass(frozen=True)
+class _UnreadReport:
+    """The comparison report of promotion `event_id` in `store`, not read yet."""
+
+    store: Store
+    event_id: int
+
+    def read(self) -> dict | None:
+        sql, params = (
+            "SELECT details FROM trail WHERE id = ? AND action = ?",
+            (self.event_id, PROMOTED),
+        )
+        try:
+            rows = self.store.query(sql, params)
+        except sqlite3.ProgrammingError:  # the store was closed since: read it again, read-only
+            with Store.open(self.store.path, read_only=True) as again:
+                rows = again.query(sql, params)
+        return _report_of(json.loads(rows[0][0])) if rows else None
+
+
+class _ReportOnDemand:
+    """LiveModel.report: the report it was made with, or read through its _UnreadReport once."""
+
+    def __get__(self, live: LiveModel | None, owner: type | None = None) -> dict | None:
+        if live is None:
+            raise AttributeError("report")  # the dataclass field has no default
+        value = live.__dict__[_REPORT]
+        if isinstance(value, _UnreadReport):
+            value = value.read()
+            live.__dict__[_REPORT] = value  # frozen to callers; this fills in what it always held
+        return value
+
+    def __set__(self, live: LiveModel, value: dict | None | _UnreadReport) -> None:
+        live.__dict__[_REPORT] = value  # __init__ only: a frozen LiveModel refuses assignment
+
+
+LiveModel.report = _ReportOnDemand()  # type: ignore[assignment]  # after @dataclass made the field
 
 
 def promote_model(
@@ -89,18 +141,25 @@ def promote_model(
     reason = _checked_reason(reason)
     details_report = _checked_report(report)
     digest = _checked_model(models_root, name)
-    current = live_model(store)
-    if current is not None and (current.name, current.digest) == (name, digest):
-        raise UserError(f"{name} is already the live model (since {format_since(current.since)})")
-    details = {
-        "name": name, "digest": digest, "reason": reason, "report": details_report,
-        "previous": None if current is None else current.name,
-    }  # fmt: skip
-    event_id = store.record_event(
-        PROMOTED, details, actor=actor, permission=Permission.MANAGE_MODELS
-    )
-    # Read back (for its time); by id, since another admin may have promoted just after.
-    return next(m for m in promotion_history(store, limit=100) if m.event_id == event_id)
+    # The live model is read in the promotion's own write transaction, so a promotion made at
+    # the same time by another admin is either wholly before this one (it is `previous`) or after.
+    with store.transaction() as conn:
+        current = next(iter(_promotions(store, _on(conn), limit=1)), None)
+        if current is not None and (current.name, current.digest) == (name, digest):
+            raise UserError(
+                f"{name} is already the live model (since {format_since(current.since)})"
+            )
+        previous = None if current is None else current.name
+        details = {
+            "name": name, "digest": digest, "reason": reason, "report": details_report,
+            "previous": previous,
+        }  # fmt: skip
+        now = utc_now()
+        event_id = append_event(conn, PROMOTED, None, actor.user, details, now)
+    return LiveModel(
+        name=name, digest=digest, since=now, promoted_by=actor.user, reason=reason,
+        report=details_report, event_id=event_id, previous=previous,
+    )  # fmt: skip
 
 
 def live_model(store: Store) -> LiveModel | None:
@@ -110,8 +169,9 @@ def live_model(store: Store) -> LiveModel | None:
 
 
 def promotion_history(store: Store, *, limit: int = 20) -> list[LiveModel]:
-    """The latest `limit` promotions, newest first (the first is the live model)."""
-    return [_from_event(e) for e in store.events(PROMOTED, limit=limit)]
+    """The latest `limit` promotions, newest first (the first is the live model); each one's
+    comparison report is read when asked for (LiveModel.report)."""
+    return _promotions(store, store.query, limit=limit)
 
 
 def live_model_folder(store: Store, models_root: str | Path) -> Path:
@@ -194,13 +254,39 @@ def _checked_model(models_root: str | Path, name: str) -> str:
     return digest
 
 
-def _from_event(event: Any) -> LiveModel:
-    """A LiveModel from one "model.promoted" trail event (core.review.records.TrailEvent)."""
-    details = event.details
-    report = details.get("report")
+_Query = Callable[[str, Sequence[Any]], list[tuple]]
+# A promotion's fields without its comparison report: SQLite drops the report from the details
+# (one pass of its JSON parser in C), so Python neither receives nor parses it.
+_PROMOTIONS = (
+    "SELECT id, created_at, actor, json_remove(details, '$.report') FROM trail"
+    " WHERE action = ? ORDER BY id DESC LIMIT ?"
+)
+
+
+def _on(conn: sqlite3.Connection) -> _Query:
+    return lambda sql, params: conn.execute(sql, params).fetchall()
+
+
+def _promotions(store: Store, query: _Query, *, limit: int) -> list[LiveModel]:
+    """The latest `limit` promotions through `query` (the store's, or a transaction's
+    connection), their reports left unread in `store`."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise UserError(f"limit must be an integer >= 1, got {limit!r}")  # as Store.events
+    rows = query(_PROMOTIONS, (PROMOTED, limit))
+    return [_unread(store, *row) for row in rows]
+
+
+def _unread(store: Store, event_id: int, since: str, actor: str, text: str) -> LiveModel:
+    """One promotion of `store` from a row of _PROMOTIONS, its report read when asked for."""
+    details = json.loads(text)
     return LiveModel(
-        name=str(details["name"]), digest=str(details["digest"]), since=event.created_at,
-        promoted_by=str(event.actor), reason=str(details.get("reason", "")),
-        report=report if isinstance(report, dict) else None, event_id=int(event.id),
+        name=str(details["name"]), digest=str(details["digest"]), since=since,
+        promoted_by=str(actor), reason=str(details.get("reason", "")),
+        report=_UnreadReport(store, int(event_id)), event_id=int(event_id),
         previous=details.get("previous"),
     )  # fmt: skip
+
+
+def _report_of(details: Mapping[str, Any]) -> dict | None:
+    report = details.get("report")
+    return report if isinstance(report, dict) else None
