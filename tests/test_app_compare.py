@@ -15,7 +15,7 @@ from core.access import OPERATOR
 from core.data.dataset import Dataset
 from core.data.saved import DatasetSave, datasets_root, save_dataset
 from core.models.blend import Blend
-from core.review.live import live_model, promote_model
+from core.review.live import live_model, promote_model, promotion_report
 from core.review.records import TriageItem
 from core.review.store import Store, default_db_path
 from core.roles import ROLES_ENV
@@ -124,7 +124,8 @@ def test_an_admin_compares_the_challenger_with_live_and_promotes_it(lens: Path):
     with Store.open(default_db_path()) as store:
         live = live_model(store)
         assert live.name == "challenger" and live.reason == "better on the held-out rows"
-        assert live.report["rows"] == 25 and live.report["b"]["name"] == "challenger"
+        report = promotion_report(store, live)
+        assert report["rows"] == 25 and report["b"]["name"] == "challenger"
         (event,) = store.events("comparison.run")
         assert event.details["b"]["name"] == "challenger"
 

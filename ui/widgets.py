@@ -105,7 +105,7 @@ def render_live_model_history(actor: Actor, *, limit: int = 20) -> None:
     else:
         rows = [{"since": format_since(m.since), "model": m.name, "by": m.promoted_by,
                  "reason": m.reason, "before": m.previous or "",
-                 "with a comparison": m.report is not None} for m in history]  # fmt: skip
+                 "with a comparison": m.has_report} for m in history]  # fmt: skip
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     if allowed(actor, Permission.MANAGE_MODELS, "Promoting a model"):
         _render_rollback_form(store, actor, history[0].previous if history else None)

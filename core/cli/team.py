@@ -25,7 +25,7 @@ def _cmd_promote(args: argparse.Namespace) -> None:
     """Make a saved model the team's live model, as the operator; the trail records it."""
     from core.access import OPERATOR
     from core.paths import models_dir
-    from core.review.live import format_since, promote_model
+    from core.review.live import format_since, promote_model, promotion_report
     from core.review.store import Store, default_db_path
 
     report = _read_report(Path(args.report)) if args.report is not None else None
@@ -33,8 +33,9 @@ def _cmd_promote(args: argparse.Namespace) -> None:
         live = promote_model(
             store, models_dir(), args.name, reason=args.reason, actor=OPERATOR, report=report
         )
+        kept = promotion_report(store, live)  # the report as the trail keeps it
     if args.json:
-        emit_json(dataclasses.asdict(live))
+        emit_json({**dataclasses.asdict(live), "report": kept})
         return
     before = f"; before it: {live.previous}" if live.previous else "; the first live model"
     print(
