@@ -1,6 +1,8 @@
 """When each complaint was received: the received-time column, found by name like the text
 column, and its values read into time-zone-aware timestamps, vectorised (no Python loop over
-rows), with one line naming the first row that cannot be read or lies in the future."""
+rows), with one line naming the first row that cannot be read or lies in the future. A time
+outside the years core.board.moments allows (pandas cannot hold 1500-01-01 or 9999-12-31 in
+nanoseconds) reads as unreadable, never as an OutOfBoundsDatetime."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pandas as pd
 
+from core.board.moments import FIRST_YEAR, LAST_YEAR, YEARS, check_as_of
 from core.data.columns import column_list
 from core.data.limits import DataError
 
@@ -72,16 +75,20 @@ def parse_received(
     ----------
     series : (n,) the column's cells (strings, datetimes or NaN), any index.
     timezone : zoneinfo name, e.g. "Asia/Kolkata".
-    as_of : the moment ages are measured at; naive means `timezone`.
+    as_of : the moment ages are measured at; naive means `timezone`; its year as written
+        FIRST_YEAR..LAST_YEAR (core.board.moments).
     rows : (n,) 1-based spreadsheet rows of the cells (header = 1); default 2..n+1.
 
     Returns
     -------
     pandas.Series (n,) of ``datetime64[ns, timezone]``, the index of `series`.
 
-    Raises DataError naming the first unreadable row (then the first row later than `as_of` plus
-    five minutes), its value and how to write it, and how many more rows are like it.
+    Raises DataError naming the first unreadable row (not a time, or outside the years
+    FIRST_YEAR..LAST_YEAR in `timezone`; then the first row later than `as_of` plus five
+    minutes), its value and how to write it, and how many more rows are like it; UserError for
+    an `as_of` outside the range.
     """
+    check_as_of(as_of)
     zone = ZoneInfo(timezone)
     rows = list(range(2, len(series) + 2)) if rows is None else [int(r) for r in rows]
     text = _cell_text(series)
@@ -99,12 +106,20 @@ def _is_datetimes(series: pd.Series) -> bool:
 
 
 def _from_datetimes(series: pd.Series, zone: ZoneInfo) -> pd.Series:
-    """A column that is already timestamps (a Parquet file, a frame built in Python)."""
-    values = series.reset_index(drop=True)
+    """A column that is already timestamps (a Parquet file, a frame built in Python); NaT where
+    out of range."""
+    values = _in_range(series.reset_index(drop=True))  # in its own zone: safe to convert
     if values.dt.tz is None:
         flags = np.zeros(len(values), dtype=bool)  # an ambiguous hour (DST) reads as standard
         values = values.dt.tz_localize(zone, ambiguous=flags, nonexistent="shift_forward")
-    return values.dt.tz_convert(zone).astype(f"datetime64[ns, {zone.key}]")
+    return _in_range(values.dt.tz_convert(zone)).astype(f"datetime64[ns, {zone.key}]")
+
+
+def _in_range(values: pd.Series) -> pd.Series:
+    """`values` (datetimes of any unit, naive or aware) with NaT where the year, in their own
+    zone, is outside FIRST_YEAR..LAST_YEAR: what is left fits nanoseconds with decades to spare
+    for a change of zone."""
+    return values.where(values.dt.year.between(FIRST_YEAR, LAST_YEAR))
 
 
 def _cell_text(series: pd.Series) -> pd.Series:
@@ -114,13 +129,15 @@ def _cell_text(series: pd.Series) -> pd.Series:
 
 
 def _parse(text: pd.Series, zone: ZoneInfo) -> pd.Series:
-    """Both kinds of value, each vectorised, in one tz-aware series (NaT where unreadable)."""
+    """Both kinds of value, each vectorised, in one tz-aware series (NaT where unreadable or out
+    of range)."""
     filled = text.notna().to_numpy(dtype=bool)
     aware = filled & text.fillna("").str.contains(_OFFSET).to_numpy(dtype=bool)
     result = pd.Series(pd.NaT, index=text.index, dtype=f"datetime64[ns, {zone.key}]")
     if aware.any():
         instants = pd.to_datetime(text[aware], format="ISO8601", utc=True, errors="coerce")
-        result[aware] = instants.dt.tz_convert(zone).astype(result.dtype)
+        local = _in_range(_in_range(instants).dt.tz_convert(zone))
+        result[aware] = local.astype(result.dtype)
     naive = filled & ~aware
     if naive.any():
         local = _parse_naive(text[naive])
@@ -131,14 +148,20 @@ def _parse(text: pd.Series, zone: ZoneInfo) -> pd.Series:
 
 
 def _parse_naive(text: pd.Series) -> pd.Series:
-    """Naive timestamps: ISO 8601, then each fallback format on what is still unread."""
-    parsed = pd.to_datetime(text, format="ISO8601", errors="coerce").astype("datetime64[ns]")
+    """Naive timestamps: ISO 8601, then each fallback format on what is still unread; NaT where
+    out of range (pandas reads 1500-01-01 in seconds, which nanoseconds cannot hold)."""
+    parsed = _naive(text, "ISO8601")
     for fmt in _FALLBACK_FORMATS:
         missing = parsed.isna()
         if not missing.any():
             break
-        parsed[missing] = pd.to_datetime(text[missing], format=fmt, errors="coerce")
+        parsed[missing] = _naive(text[missing], fmt)
     return parsed
+
+
+def _naive(text: pd.Series, fmt: str) -> pd.Series:
+    parsed = pd.to_datetime(text, format=fmt, errors="coerce")
+    return _in_range(parsed).astype("datetime64[ns]")
 
 
 def _refuse(bad: pd.Series, text: pd.Series, rows: list[int], name: str, message) -> None:
@@ -151,7 +174,10 @@ def _refuse(bad: pd.Series, text: pd.Series, rows: list[int], name: str, message
 
 
 def _unreadable(name: str, row: int, value: str) -> str:
-    return f"{name} in row {row} is {value}, which is not a date and time; write it like {EXAMPLE}"
+    return (
+        f"{name} in row {row} is {value}, which is not a date and time in {YEARS}; write it "
+        f"like {EXAMPLE}"
+    )
 
 
 def _future(name: str, row: int, value: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.cli.common import CommandError, add_json_option, emit_json
+from core.cli.common import add_json_option, emit_json
 
 
 def _cmd_board(args: argparse.Namespace) -> None:
@@ -29,20 +29,16 @@ def _cmd_board(args: argparse.Namespace) -> None:
 
 
 def _as_of(value: str | None):
-    """--as-of as a datetime (naive: the TAT file's time zone); None: now."""
-    from datetime import datetime
+    """--as-of as a datetime (naive: the TAT file's time zone), in the years the board reads
+    (core.board.moments); None: now. UserError when it is not a time or out of range."""
+    from core.board.moments import parse_as_of
 
-    if value is None:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError as err:
-        raise CommandError(
-            f"--as-of {value!r} is not a date and time; write e.g. 2026-11-30T14:05+05:30"
-        ) from err
+    return None if value is None else parse_as_of(value, "--as-of")
 
 
 def _add_board(sub: argparse._SubParsersAction) -> None:
+    from core.board.moments import YEARS  # no pandas: cheap at start-up
+
     p = sub.add_parser(
         "board", help="each desk's open complaints against its turnaround time (routing board)"
     )
@@ -52,8 +48,8 @@ def _add_board(sub: argparse._SubParsersAction) -> None:
         "core/board/tat.toml)",
     )  # fmt: skip
     p.add_argument(
-        "--as-of", help="measure ages at this time, ISO 8601 (default: now; naive: the TAT "
-        "file's time zone)",
+        "--as-of", help=f"measure ages at this time, ISO 8601, in {YEARS} (default: now; "
+        "naive: the TAT file's time zone)",
     )  # fmt: skip
     p.add_argument("--desk-col", help="routed desk column (default: predicted_label, or detected)")
     p.add_argument("--received-col", help="received time column (default: received_at, detected)")
