@@ -251,3 +251,22 @@ def test_the_data_sets_table_is_built_once_per_data_set(monkeypatch):
     at = use_demo(board_page())
     at.selectbox(key="board.risk_desk").set_value("Card Fraud").run()  # a rerun of the page
     assert not at.exception and len(built) == 1
+
+
+def test_an_upload_with_a_desk_per_row_is_refused_in_one_line():
+    """A viewer's file whose desk column holds one value per row is refused at once (issue 38):
+    a board draws at most MAX_BOARD_DESKS desks."""
+    rows = 300
+    upload = pd.DataFrame({
+        "text": [f"complaint number {i} about a payment" for i in range(rows)],
+        "desk": [f"desk {i}" for i in range(rows)],
+        "received_at": ["2025-06-01T10:00+05:30"] * rows,
+    })  # fmt: skip
+    at = board_page(as_of=datetime(2025, 6, 3, 12, 0, tzinfo=UTC))
+    at.radio(key="board.source").set_value("An uploaded classified file").run()
+    csv = upload.to_csv(index=False).encode()
+    at.file_uploader(key="board.upload").set_value(("ids.csv", csv, "text/csv")).run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any("300 distinct desks" in e and "at most 200" in e for e in errors), errors
+    assert not [d for d in at.dataframe if "breached" in d.value.columns]

@@ -171,11 +171,13 @@ def classify_page_file() -> tuple[str, ClassifiedFile] | None:
 
 
 def boarded(source: BoardInput, tat: TatTable, config: BoardConfig) -> Board:
-    """`build_board` of `source` on the short lane (its cost grows with the file), kept per
-    (content, TAT table, settings): a rerun of the page costs a look-up. Raises UserError."""
+    """`build_board` of `source` on the short lane (its cost linear in the file's rows, its
+    desks capped), kept per (content, TAT table, settings): a rerun of the page costs a
+    look-up. The job's cancel reaches the build, so a board past the lane's time limit (or
+    whose page gave up) frees its worker. Raises UserError."""
     return run_short_cached(
         BOARDS, (source.key, hash(source.rows), tat, config),
-        lambda cancel: build_board(source.table, tat, config, rows=source.rows),
+        lambda cancel: build_board(source.table, tat, config, rows=source.rows, cancel=cancel),
         title="Build the routing board", kind="board", spinner="Counting the board…",
     )  # fmt: skip
 

@@ -8,11 +8,16 @@ whose `status` column reads closed, resolved, done or completed. A complaint's a
 and is due within 24 hours when 0 <= hours_left <= 24. Rows without a received time are counted
 apart (`no_time`), never dropped. The routed desk is `predicted_label` (a classified file), else
 the desk column detected like a label (core.data.columns), unless `BoardConfig.desk_col` names one.
+
+Cost. Building a board is linear in the file's rows: the rows are grouped by desk once, never
+filtered per desk; a file with more than MAX_BOARD_DESKS distinct desks (a wrong desk column) is
+refused before any per-desk work, and `build_board` checks its caller's cancel between phases.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -28,10 +33,11 @@ from core.data.columns import LABEL_NAMES, column_list, detect_columns, detect_t
 from core.data.dataset import Dataset
 from core.data.limits import DataError
 from core.errors import UserError
+from core.progress import check_cancel
 
 __all__ = [
-    "AtRisk", "Board", "BoardConfig", "DeskLoad", "Scenario", "WhatIf", "build_board",
-    "dataset_table", "render_board_text",
+    "MAX_BOARD_DESKS", "AtRisk", "Board", "BoardConfig", "DeskLoad", "Scenario", "WhatIf",
+    "build_board", "dataset_table", "render_board_text",
 ]  # fmt: skip
 
 PREDICTED = "predicted_label"
@@ -41,6 +47,7 @@ BREACHED, DUE, ON_TIME, NO_TIME = "breached", "due in 24 h", "on time", "no time
 DUE_WINDOW_HOURS = 24.0
 NO_DESK = "(no desk)"
 MAX_TOP = 10_000
+MAX_BOARD_DESKS = 200  # distinct desks a board draws (a TAT file names at most 200 too)
 AT_RISK_TEXT_CHARS = 500  # enough to recognise a complaint; the file has the rest
 
 _MODEL_COLUMNS = {PREDICTED, "bow_label", "transformer_label"}
@@ -167,6 +174,7 @@ def build_board(
     config: BoardConfig = BoardConfig(),
     *,
     rows: Sequence[int] | None = None,
+    cancel: threading.Event | None = None,
 ) -> Board:
     """The routing board of `table` under `tat`.
 
@@ -178,33 +186,37 @@ def build_board(
     tat : the TAT file (core.board.tat.load_tat).
     config : column overrides, as_of, top.
     rows : (n,) 1-based spreadsheet rows of the table's rows; default 2..n+1 (header = row 1).
+    cancel : set by the caller to stop: checked between phases (and per desk).
 
-    Raises DataError/UserError (one line) for a missing column, unreadable or future received
-    times (naming the row), unreadable needs_review cells, or a TAT desk that is a near miss of
-    a desk of the file. Without a received-time column the board shows volumes only.
+    Raises DataError/UserError (one line) for a missing column, more than MAX_BOARD_DESKS
+    distinct desks, unreadable or future received times (naming the row), unreadable
+    needs_review cells, or a TAT desk that is a near miss of a desk of the file; Cancelled
+    (core.progress) once `cancel` is set. Without a received-time column the board shows
+    volumes only.
     """
     table = table.rename(columns=str).reset_index(drop=True)
     rows = _spreadsheet_rows(table, rows)
     as_of = _as_of(config.as_of, tat.timezone)
     desk_col = _desk_column(table, config.desk_col)
     desks = _desk_values(table[desk_col])
-    warnings = check_tat_desks(tat, sorted(set(desks)))
+    check_cancel(cancel)
+    warnings = check_tat_desks(tat, _board_desks(desks, desk_col))
     open_mask, closed = _open_rows(table)
     received_col = detect_received_column(table, received_col=config.received_col)
     received = _received(table, received_col, tat, as_of, rows, warnings)
+    check_cancel(cancel)
     items = _items(table, rows, desks, received, as_of, tat)[open_mask].reset_index(drop=True)
     open_table = table[open_mask].reset_index(drop=True)
     text_col = _text_column(table, desk_col)
     warnings += _default_desk_warning(items, tat) + _no_time_warning(items, received_col)
-    at_risk, total = _at_risk(items, open_table, text_col, config.top)
-    by_desk = {
-        desk: _at_risk(items[items["desk"] == desk], open_table, text_col, config.top)[0]
-        for desk in sorted(set(items["desk"]))
-    }
-    what_if, what_if_missing = _what_if(items, open_table, desk_col, received_col, tat)
+    check_cancel(cancel)
+    at_risk, total, by_desk = _at_risk(items, open_table, text_col, config.top)
+    check_cancel(cancel)
+    what_if, what_if_missing = _what_if(items, open_table, desk_col, received_col, tat, cancel)
+    loads = _desk_loads(items, tat, cancel)
     return Board(
         as_of=as_of, tat=tat, desk_col=desk_col, received_col=received_col, text_col=text_col,
-        desks=_desk_loads(items, tat), at_risk=at_risk, at_risk_total=total, rows=len(table),
+        desks=loads, at_risk=at_risk, at_risk_total=total, rows=len(table),
         no_time=int((items["status"] == NO_TIME).sum()), what_if=what_if,
         warnings=tuple(warnings), items=items, closed=closed, at_risk_by_desk=by_desk,
         what_if_missing=what_if_missing,
@@ -261,6 +273,18 @@ def _desk_values(column: pd.Series) -> np.ndarray:
     """(n,) desk names, stripped; a blank cell is NO_DESK (counted, never dropped)."""
     text = column.astype("string").str.strip()
     return text.where(text.str.len() > 0).fillna(NO_DESK).to_numpy(dtype=object)
+
+
+def _board_desks(desks: np.ndarray, desk_col: str) -> list[str]:
+    """The distinct desks, sorted; DataError when there are more than a board draws (a column
+    of ids or texts taken for the desk: every per-desk part of the board grows with them)."""
+    distinct = pd.unique(desks)
+    if len(distinct) > MAX_BOARD_DESKS:
+        raise DataError(
+            f"the file has {len(distinct):,} distinct desks in column '{_one_line(desk_col, 40)}'; "
+            f"a board draws at most {MAX_BOARD_DESKS}: check the desk column"
+        )
+    return sorted(distinct)
 
 
 def _text_column(table: pd.DataFrame, desk_col: str) -> str | None:
@@ -366,9 +390,14 @@ def _no_time_warning(items: pd.DataFrame, received_col: str | None) -> list[str]
     return [f"{missing} open complaints have no {received_col}: counted apart as 'no time'"]
 
 
-def _desk_loads(items: pd.DataFrame, tat: TatTable) -> tuple[DeskLoad, ...]:
+def _desk_loads(
+    items: pd.DataFrame, tat: TatTable, cancel: threading.Event | None
+) -> tuple[DeskLoad, ...]:
     """One DeskLoad per desk with open complaints, the fullest queue first."""
-    loads = [_desk_load(desk, group, tat) for desk, group in items.groupby("desk", sort=True)]
+    loads = []
+    for desk, group in items.groupby("desk", sort=True):  # one pass: each row in one group
+        check_cancel(cancel)
+        loads.append(_desk_load(desk, group, tat))
     return tuple(sorted(loads, key=lambda load: (-load.open, load.desk)))
 
 
@@ -389,27 +418,38 @@ def _desk_load(desk: str, group: pd.DataFrame, tat: TatTable) -> DeskLoad:
 
 def _at_risk(
     items: pd.DataFrame, table: pd.DataFrame, text_col: str | None, top: int
-) -> tuple[tuple[AtRisk, ...], int]:
-    """Breached or due within 24 h, smallest hours_left first (then row); the first `top`.
-    `items` may be a desk's rows only: its index still points into `table`."""
+) -> tuple[tuple[AtRisk, ...], int, dict[str, tuple[AtRisk, ...]]]:
+    """Breached or due within 24 h, smallest hours_left first (then row): the first `top`, how
+    many there are, and each desk's own first `top` (every desk of `items`, sorted; an empty
+    list for a desk with none). One sort and one grouping: a desk's list is its share of the
+    whole ordering. `items`' index points into `table`."""
     risky = items[items["status"].isin([BREACHED, DUE])]
-    ordered = risky.sort_values(["hours_left", "row"], kind="stable").head(top)
+    ordered = risky.sort_values(["hours_left", "row"], kind="stable")
     texts = table[text_col] if text_col is not None else None
-    return tuple(_risk(i, ordered.loc[i], texts) for i in ordered.index), len(risky)
+    by_desk: dict[str, list[AtRisk]] = {desk: [] for desk in sorted(set(items["desk"]))}
+    for item in _risks(ordered.groupby("desk", sort=False).head(top), texts):
+        by_desk[item.desk].append(item)
+    lists = {desk: tuple(risks) for desk, risks in by_desk.items()}
+    return _risks(ordered.head(top), texts), len(risky), lists
 
 
-def _risk(position: int, item: pd.Series, texts: pd.Series | None) -> AtRisk:
-    text = "" if texts is None or pd.isna(texts.iloc[position]) else str(texts.iloc[position])
-    flag = item["needs_review"]
-    confidence = item["confidence"]
-    return AtRisk(
-        row=int(item["row"]), desk=str(item["desk"]),
-        received_at=item["received_at"].to_pydatetime(),
-        hours_left=float(item["hours_left"]),
-        confidence=None if pd.isna(confidence) else float(confidence),
-        needs_review=None if pd.isna(flag) else bool(flag),
-        text=text[:AT_RISK_TEXT_CHARS],
-    )  # fmt: skip
+def _risks(ordered: pd.DataFrame, texts: pd.Series | None) -> tuple[AtRisk, ...]:
+    """The AtRisk of each row of `ordered`, in its order (columns read once, not row by row)."""
+    cells = [None] * len(ordered) if texts is None else texts.iloc[ordered.index].tolist()
+    columns = ("row", "desk", "received_at", "hours_left", "confidence", "needs_review")
+    values = zip(*(ordered[c].tolist() for c in columns), cells, strict=True)
+    return tuple(
+        AtRisk(
+            row=int(row),
+            desk=str(desk),
+            received_at=received.to_pydatetime(),
+            hours_left=float(left),
+            confidence=None if pd.isna(confidence) else float(confidence),
+            needs_review=None if pd.isna(flag) else bool(flag),
+            text="" if text is None or pd.isna(text) else str(text)[:AT_RISK_TEXT_CHARS],
+        )  # fmt: skip
+        for row, desk, received, left, confidence, flag, text in values
+    )
 
 
 def _what_if(
@@ -418,9 +458,12 @@ def _what_if(
     desk_col: str,
     received_col: str | None,
     tat: TatTable,
+    cancel: threading.Event | None = None,
 ) -> tuple[WhatIf | None, str | None]:
     """The what-if, or None and what the file lacks for one (not a warning: a file routed by
-    hand has no unsure complaints to route otherwise)."""
+    hand has no unsure complaints to route otherwise). Its tables are rows × desks: a file
+    whose desk, reviewed desk and prob_ columns name more than MAX_BOARD_DESKS desks has
+    none."""
     if received_col is None:
         return None, "the what-if needs received times"
     if items["needs_review"].isna().all():
@@ -430,13 +473,19 @@ def _what_if(
     reviewed_col = _reviewed_column(table, desk_col, known)
     if probs is None and reviewed_col is None:
         return None, "the what-if needs prob_<desk> columns or a reviewed desk column"
+    reviewed = None if reviewed_col is None else _desk_or_none(table[reviewed_col])
+    named = known | (set() if reviewed is None else set(reviewed.tolist()) - {None})
+    if len(named) > MAX_BOARD_DESKS:
+        return None, (
+            f"the what-if weighs at most {MAX_BOARD_DESKS} desks; the desk, reviewed desk and "
+            f"prob_ columns name {len(named):,}"
+        )
     inputs = RoutingInputs(
         routed=items["desk"].to_numpy(dtype=object), age_hours=items["age_hours"].to_numpy(),
         unsure=items["needs_review"].fillna(False).to_numpy(dtype=bool), probs=probs,
-        reviewed=None if reviewed_col is None else _desk_or_none(table[reviewed_col]),
-        reviewed_col=reviewed_col,
+        reviewed=reviewed, reviewed_col=reviewed_col,
     )  # fmt: skip
-    return build_what_if(inputs, tat), None
+    return build_what_if(inputs, tat, cancel=cancel), None
 
 
 def _reviewed_column(table: pd.DataFrame, desk_col: str, desks: set[str]) -> str | None:

@@ -10,12 +10,14 @@ is the reviewed desk where the file has one (counted), else the model's `prob_<d
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from core.board.tat import TatTable
+from core.progress import check_cancel
 
 AS_ROUTED = "as routed"
 SECOND_CHOICE = "unsure to second choice"
@@ -62,20 +64,27 @@ def prob_columns(columns: list[str]) -> dict[str, str]:
     return {c[len(PROB_PREFIX) :]: c for c in columns if c.startswith(PROB_PREFIX) and len(c) > 5}
 
 
-def build_what_if(inputs: RoutingInputs, tat: TatTable) -> WhatIf:
-    """The scenarios for `inputs` (see the module docstring for the rules)."""
+def build_what_if(
+    inputs: RoutingInputs, tat: TatTable, *, cancel: threading.Event | None = None
+) -> WhatIf:
+    """The scenarios for `inputs` (see the module docstring for the rules): (n, desks) tables,
+    so the caller bounds the desks. Raises Cancelled (core.progress) between scenarios once
+    `cancel` is set."""
     desks, right = _right_desks(inputs)
+    check_cancel(cancel)
     hours = np.array([tat.hours_for(d) for d in desks], dtype=float)
     counted = ~np.isnan(inputs.age_hours) & (right.sum(axis=1) > 0)
     routed_at = _desk_index(inputs.routed, desks)
     base = _breaches(routed_at, inputs.age_hours, hours, tat.reroute_hours)
     scenarios = [_scenario(AS_ROUTED, base, base, right, counted, 0)]
+    check_cancel(cancel)
     second = _second_choice(inputs, desks)
     if second is not None:
         moved = inputs.unsure & (second != routed_at)
         chosen = np.where(moved, second, routed_at)
         outcome = _breaches(chosen, inputs.age_hours, hours, tat.reroute_hours)
         scenarios.append(_scenario(SECOND_CHOICE, outcome, base, right, counted, moved.sum()))
+    check_cancel(cancel)
     people = base.copy()
     late = (inputs.age_hours[:, None] + tat.triage_hours) > hours[None, :]
     people[inputs.unsure] = late[inputs.unsure]
@@ -96,7 +105,7 @@ def _right_desks(inputs: RoutingInputs) -> tuple[list[str], np.ndarray]:
         values = inputs.probs.to_numpy(dtype=float)
         totals = values.sum(axis=1, keepdims=True)
         values = np.divide(values, totals, out=np.zeros_like(values), where=totals > 0)
-        right[:, [desks.index(c) for c in inputs.probs.columns]] = values
+        right[:, _desk_index(np.array(inputs.probs.columns, dtype=object), desks)] = values
     if reviewed is not None:
         known = np.array([r is not None for r in reviewed], dtype=bool)
         right[known] = 0.0
@@ -143,7 +152,8 @@ def _second_choice(inputs: RoutingInputs, desks: list[str]) -> np.ndarray | None
         return None
     values = inputs.probs.to_numpy(dtype=float).copy()
     columns = list(inputs.probs.columns)
-    routed = np.array([columns.index(r) if r in columns else -1 for r in inputs.routed])
+    position = {c: i for i, c in enumerate(columns)}
+    routed = np.array([position.get(r, -1) for r in inputs.routed], dtype=int)
     rows = np.flatnonzero(routed >= 0)
     values[rows, routed[rows]] = -np.inf  # never "change" to the desk it already has
     best = values.argmax(axis=1)  # first column on ties: the file's order
