@@ -189,9 +189,8 @@ def render_as_of(tat: TatTable) -> datetime:
         return local_as_utc(picked, tat.timezone)
     try:
         return as_of_param(tat.timezone) or now_to_the_minute()
-    except ValueError:
-        st.warning("The as_of in the address is not a time (write it like 2025-06-02T14:05); "
-                   "ages are measured now.")  # fmt: skip
+    except ValueError as exc:  # not a time, or outside the years the board reads
+        st.warning(f"{md_escape(exc)}; ages are measured now.")
         return now_to_the_minute()
 
 

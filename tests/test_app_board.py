@@ -270,3 +270,15 @@ def test_an_upload_with_a_desk_per_row_is_refused_in_one_line():
     errors = [e.value for e in at.error]
     assert any("300 distinct desks" in e and "at most 200" in e for e in errors), errors
     assert not [d for d in at.dataframe if "breached" in d.value.columns]
+
+
+@pytest.mark.parametrize("raw", ["2300-01-01T00:00+05:30", "1500-01-01", "yesterday"])
+def test_an_as_of_link_outside_the_years_or_not_a_time_is_a_warning_not_a_crash(raw: str):
+    at = open_page(PAGE)
+    at.query_params["as_of"] = raw
+    at.run()
+    at = use_demo(at)
+    assert not at.exception
+    (warning,) = [w.value for w in at.warning if "ages are measured now" in w.value]
+    reason = "not a date and time" if raw == "yesterday" else "is outside the years 1900 to 2199"
+    assert reason in warning and "as\\_of" in warning  # names the link's parameter (escaped)

@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from core.board.board import Board, BoardConfig, build_board, dataset_table
+from core.board.moments import parse_as_of
 from core.board.tat import TatTable
 from core.data.export import table_digest
 from core.intake.inbox import open_complaints
@@ -190,12 +191,13 @@ def now_to_the_minute() -> datetime:
 def as_of_param(timezone: str) -> datetime | None:
     """The `?as_of=` time (ISO 8601; without an offset, in `timezone`), or None when absent.
 
-    Raises ValueError when it is not a time."""
+    Raises ValueError (a UserError saying why) when it is not a time or lies outside the
+    years the board reads (core.board.moments)."""
     raw = st.query_params.get(AS_OF_PARAM)
     if not raw:
         return None
     # A "+" written unencoded in a URL arrives as a space: "14:05 05:30" meant "14:05+05:30".
-    moment = datetime.fromisoformat(raw.strip().replace(" ", "+"))
+    moment = parse_as_of(raw.strip().replace(" ", "+"), "?as_of=")
     return moment if moment.tzinfo else moment.replace(tzinfo=ZoneInfo(timezone))
 
 
