@@ -43,6 +43,7 @@ from core.lab.self_attention import (
 from core.lab.word_order import WordOrderDemo, word_order_demo
 from core.numeric import positional_encoding
 from ui.auth import current_actor
+from ui.errors import guarded
 from ui.figures import show_chart
 from ui.jobs import run_short
 from ui.lstm import render_trained_order_models
@@ -223,7 +224,7 @@ def render_worked_example() -> AttentionSteps | None:
             f"Append “{AGAIN_TOKEN}” (x = [{AGAIN_X[0]:g}, {AGAIN_X[1]:g}])",
             key="attention.again",
         )
-        st.button("Reset to the textbook", key="attention.reset", on_click=reset_editors)
+        st.button("Reset to the textbook", key="attention.reset", on_click=guarded(reset_editors))
     projections = render_projection_editors(base)
     try:
         before = compute_steps(x_table, projections)

@@ -42,6 +42,7 @@ from ui.datasets import (
     validated,
 )
 from ui.downloads import render_table_downloads
+from ui.errors import guarded
 from ui.figures import show_chart
 from ui.jobs import JobProgress, describe_job, get_job_queue, job_requester, render_job_progress
 from ui.safe import md_escape
@@ -318,7 +319,9 @@ def render_saved_row(item: SavedDataset, active: ActiveDataset | None) -> None:
     if active is not None and active.dataset.fingerprint == item.fingerprint:
         right.caption("Loaded")
     else:
-        right.button("Load", key=f"data.load.{item.name}", on_click=load_saved, args=(item.name,))
+        right.button(
+            "Load", key=f"data.load.{item.name}", on_click=guarded(load_saved), args=(item.name,)
+        )
 
 
 def describe_saved(item: SavedDataset) -> str:
@@ -361,7 +364,7 @@ def render_older_picker(older: list[SavedDataset]) -> None:
     names = [item.name for item in older]
     left, right = st.columns([5, 1], vertical_alignment="bottom")
     name = left.selectbox(f"{len(older):,} older data sets", names, key="data.older")
-    right.button("Load", key="data.load_older", on_click=load_saved, args=(name,))
+    right.button("Load", key="data.load_older", on_click=guarded(load_saved), args=(name,))
 
 
 def load_saved(name: str) -> None:

@@ -20,6 +20,7 @@ from core.intake.tokens import READ, SCOPES, SUBMIT, ApiToken, NewToken, create_
 from core.intake.tokens import revoke_token as revoke_in_store
 from core.review.store import Store
 from ui.auth import allowed, current_actor
+from ui.errors import guarded
 from ui.safe import md_escape
 from ui.widgets import SaveOutcome, remember_save, render_last_save, require_store
 
@@ -105,7 +106,9 @@ def render_create_form(store: Store) -> None:
             help="A token reads only its source's complaints. To rotate a key, create a second "
             "token of the same source, switch the caller over, then revoke the first.",
         )
-        st.form_submit_button("Create token", type="primary", on_click=create, args=(store,))
+        st.form_submit_button(
+            "Create token", type="primary", on_click=guarded(create), args=(store,)
+        )
 
 
 def tokens_frame(tokens: list[ApiToken]) -> pd.DataFrame:
@@ -144,7 +147,7 @@ def render_tokens(store: Store, tokens: list[ApiToken]) -> None:
             "Yes, revoke it: the system using it is refused from its next request",
             key="tokens.revoke_sure",
         )
-        st.form_submit_button("Revoke the chosen token", on_click=revoke, args=(store,))
+        st.form_submit_button("Revoke the chosen token", on_click=guarded(revoke), args=(store,))
 
 
 st.title("API tokens")

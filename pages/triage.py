@@ -32,6 +32,7 @@ from core.review.store import Store
 from core.review.triage import as_seen_by, triage_training_rows, with_training_rows
 from ui.auth import allowed, current_actor
 from ui.downloads import table_csv_bytes
+from ui.errors import guarded
 from ui.safe import md_escape
 from ui.state import get_active_dataset
 from ui.widgets import (
@@ -173,12 +174,12 @@ def render_item(
         left.form_submit_button(
             f"Confirm {md_escape(item.predicted_label)}",
             type="primary",
-            on_click=decide,
+            on_click=guarded(decide),
             args=(store, item, open_ids, reviewer, True),
         )
         right.form_submit_button(
             "Correct to the chosen desk",
-            on_click=decide,
+            on_click=guarded(decide),
             args=(store, item, open_ids, reviewer, False),
         )
 

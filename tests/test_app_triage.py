@@ -237,3 +237,22 @@ def test_a_click_after_the_user_left_the_roles_file_records_nothing(queued, tmp_
     with Store.open(default_db_path()) as store:
         assert store.triage_counts() == {"open": 2, "confirmed": 0, "corrected": 0}
         assert [e.action for e in store.trail(actor=OPERATOR)] == ["triage.enqueued"] * 2
+
+
+def test_a_bug_in_a_button_callback_is_the_unexpected_error_line_not_a_traceback(
+    app: AppTest, queued: list[int], monkeypatch: pytest.MonkeyPatch, unexpected_page_errors
+):
+    """Callbacks run before the page, outside its error wrapper (ui.errors.guarded)."""
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("a bug deep in the store")
+
+    monkeypatch.setattr(Store, "decide_triage", broken)
+    sign_in(app)
+    app.button(key=f"FormSubmitter:triage.decide.{queued[0]}-Confirm UPI Dispute").click().run()
+    assert not app.exception
+    (error,) = [e.value for e in app.error if "unexpected error" in e.value]
+    assert "a bug deep in the store" not in error and "reference" in error
+    (logged,) = unexpected_page_errors  # the traceback went to the log, under the reference
+    assert "a bug deep in the store" in str(logged.exc_info[1])
+    unexpected_page_errors.clear()  # caused on purpose

@@ -17,6 +17,7 @@ from core.review.relabel import apply_decisions, plan_carry_over
 from core.review.store import Store
 from ui.auth import allowed, current_actor
 from ui.downloads import render_table_downloads
+from ui.errors import guarded
 from ui.safe import md_escape
 from ui.state import ActiveDataset
 from ui.widgets import SaveOutcome, remember_save, render_last_save
@@ -59,7 +60,7 @@ def render_carry_over(dataset: Dataset, store: Store, actor: Actor) -> None:
         st.button(
             f"Carry over {len(plan.pending)} decisions",
             key="audit.carry_over_button",
-            on_click=carry_over,
+            on_click=guarded(carry_over),
             args=(store, plan.pending),
         )
 

@@ -15,6 +15,7 @@ from core.errors import UserError
 from core.review.records import ReviewDecision
 from core.review.store import Store
 from ui.auth import allowed, current_actor
+from ui.errors import guarded
 from ui.safe import md_escape
 from ui.state import EXPLAIN_ROW_PARAM, ActiveDataset
 from ui.widgets import (
@@ -199,7 +200,7 @@ def render_decision_form(
         st.form_submit_button(
             "Save decision",
             type="primary",
-            on_click=save_decision,
+            on_click=guarded(save_decision),
             args=(store, active.dataset.fingerprint, issue, reviewer, rows, decided),
         )
 

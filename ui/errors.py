@@ -4,9 +4,10 @@ to the server log, where its traceback is kept under that reference."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import streamlit as st
@@ -47,3 +48,19 @@ def shown_errors() -> Iterator[None]:
         yield
     except Exception as exc:
         render_error(exc)
+
+
+def guarded(callback: Callable[..., None]) -> Callable[..., None]:
+    """`callback` made fit for a widget's `on_click` / `on_change`: Streamlit runs callbacks
+    before the page, outside `shown_errors`, so an exception one raises would reach Streamlit's
+    own error box (a traceback). Here it is shown as `render_error` shows any other: a
+    UserError as its line, a bug as the unexpected-error message with its reference."""
+
+    @functools.wraps(callback)
+    def run(*args: object, **kwargs: object) -> None:
+        try:
+            callback(*args, **kwargs)
+        except Exception as exc:  # st.stop and st.rerun are not Exceptions: they pass through
+            render_error(exc)
+
+    return run

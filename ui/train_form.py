@@ -29,6 +29,7 @@ from core.paths import models_dir
 from core.tasks.training import TrainingRun
 from ui.auth import allowed
 from ui.datasets import require_dataset
+from ui.errors import guarded
 from ui.safe import md_escape
 from ui.state import TRAIN_JOB, ActiveDataset
 from ui.train_result import render_job
@@ -128,7 +129,8 @@ def render_recipe() -> str:
     """Let the data choose (the default), quick or full."""
     st.session_state.setdefault(RECIPE_KEY, AUTO)
     return st.radio(
-        "Recipe", [AUTO, QUICK, FULL], key=RECIPE_KEY, on_change=_follow_recipe, horizontal=True,
+        "Recipe", [AUTO, QUICK, FULL], key=RECIPE_KEY, on_change=guarded(_follow_recipe),
+        horizontal=True,
         format_func={AUTO: "Let the data choose (recommended)", QUICK: "Quick model (about a "
                      "minute)", FULL: "Full fine-tuning"}.get,
         help="Let the data choose: the quick model first, then full fine-tuning as well when "
@@ -147,7 +149,7 @@ def render_backbone(recipe: str) -> tuple[str, str]:
     quick = recipe == QUICK
     backbones = [MINILM, "other"] if quick else [MINILM, TINY, LSTM, "other"]
     choice = left.selectbox(
-        "Backbone", backbones, key="train.backbone", on_change=_follow_backbone,
+        "Backbone", backbones, key="train.backbone", on_change=guarded(_follow_backbone),
         format_func={MINILM: "MiniLM-L6 (bundled, pretrained)", TINY: "Tiny transformer (from "
                      "scratch, seconds)", LSTM: "LSTM (from scratch, reads in order)",
                      "other": "A saved model or a Hugging Face id"}.get,
