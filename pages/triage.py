@@ -10,10 +10,11 @@ every page can be reached, so a flood of queued items cannot hide the newest.
 Complaints posted to the intake API that the live model was unsure of are triage items of batch
 "inbox" (core.intake.inbox): while any waits, that batch is the one shown first, as "Arriving from
 the intake API", the oldest due first with its channel, received time and due time
-(core.intake.queue). The waiting list redraws itself every REFRESH_S seconds (a fragment), so new
-arrivals appear without a click; the reviewer's pick and form are widgets with keys and survive
-it. Page-private session keys: "triage.batch", "triage.item" and "triage.page" (widgets),
-"triage.last_save" and "triage.rerun_app"."""
+(core.intake.queue). The waiting list's heading and table redraw themselves every REFRESH_S
+seconds (a fragment), so new arrivals appear without a click; the item picker and the verdict
+form stay outside it, so a redraw never closes a list the reviewer has open (they follow at the
+next click). Page-private session keys: "triage.batch", "triage.item" and "triage.page"
+(widgets), "triage.last_save"."""
 
 from __future__ import annotations
 
@@ -50,9 +51,6 @@ BATCH_KEY = "triage.batch"
 ITEM_KEY = "triage.item"
 PAGE_KEY = "triage.page"
 LAST_SAVE_KEY = "triage.last_save"
-# Set by a verdict given in the refreshing list: its fragment then reruns the whole page, so the
-# counts, the saved line and the reviewed items follow the verdict.
-RERUN_APP = "triage.rerun_app"
 REFRESH_S = 5.0  # seconds between redraws of the waiting list (new arrivals from the API)
 PAGE_SIZE = 200  # waiting items per page: a table one can scan; the pages reach every item
 REVIEWED_LIMIT = 5000  # reviewed items listed (and offered as training rows), oldest first
@@ -204,7 +202,6 @@ def decide(
         return
     message = f"Saved: item #{done.id} {done.status} as {done.final_label}."
     remember_save(LAST_SAVE_KEY, SaveOutcome(True, message))
-    st.session_state[RERUN_APP] = True
     # the next one down the list as shown (oldest first, or oldest due first), else the first
     later = open_ids[open_ids.index(item.id) + 1 :] if item.id in open_ids else []
     rest = [i for i in open_ids if i != item.id]
@@ -212,16 +209,28 @@ def decide(
         st.session_state[ITEM_KEY] = (later or rest)[0]
 
 
-def queue_page(store: Store, batch: str | None, waiting: int) -> list[TriageItem]:
-    """The page of waiting items the reviewer picked (oldest first; the last page is newest)."""
-    offset = (page_number(waiting, "oldest first") - 1) * PAGE_SIZE
-    return store.open_triage(batch=batch, limit=PAGE_SIZE, offset=offset)
+def waiting_count(store: Store, batch: str | None) -> int:
+    """How many items of `batch` (None: all) wait: the inbox's by its own count."""
+    if batch == INBOX_BATCH:
+        return inbox_triage_count(store)
+    return store.triage_counts(batch=batch)["open"]
 
 
-def inbox_page(store: Store, waiting: int) -> list[InboxTriageItem]:
-    """The page of the inbox's waiting complaints the reviewer picked (oldest due first)."""
-    offset = (page_number(waiting, "oldest due first") - 1) * PAGE_SIZE
-    return inbox_triage(store, limit=PAGE_SIZE, offset=offset)
+def waiting_items(
+    store: Store, batch: str | None, offset: int
+) -> tuple[list[TriageItem], dict[int, InboxTriageItem] | None]:
+    """A page of `batch`'s waiting items from `offset` (oldest first; the inbox oldest due
+    first), and for the inbox its complaints by item id (their channel and clock)."""
+    if batch == INBOX_BATCH:
+        arrivals = inbox_triage(store, limit=PAGE_SIZE, offset=offset)
+        return [a.item for a in arrivals], {a.item.id: a for a in arrivals}
+    return store.open_triage(batch=batch, limit=PAGE_SIZE, offset=offset), None
+
+
+def page_offset(waiting: int, batch: str | None) -> int:
+    """The offset of the page of `waiting` items the reviewer picked (0 on one page)."""
+    order = "oldest due first" if batch == INBOX_BATCH else "oldest first"
+    return (page_number(waiting, order) - 1) * PAGE_SIZE
 
 
 def page_number(waiting: int, order: str) -> int:
@@ -253,21 +262,34 @@ def reviewed_items(store: Store, batch: str | None) -> list[TriageItem]:
     return sorted(decided, key=lambda item: item.id or 0)[:REVIEWED_LIMIT]
 
 
-def render_queue(
-    open_items: list[TriageItem],
-    reviewer: str | None,
-    store: Store,
-    arrivals: dict[int, InboxTriageItem] | None = None,
-) -> None:
-    """The waiting items' table, the item picked, and its verdict form; `arrivals` (the inbox's
-    complaints by item id) lists them with their channel and clock."""
-    if not open_items:
-        st.info("Nothing is waiting for review.")
-        return
-    if arrivals is None:
-        render_table(open_items)
+def render_list(store: Store, batch: str | None, offset: int) -> None:
+    """The waiting list's heading and table, redrawn every REFRESH_S seconds (a fragment): the
+    inbox's complaints as arriving from the intake API (oldest due first), any other batch
+    oldest first."""
+    waiting = waiting_count(store, batch)
+    items, arrivals = waiting_items(store, batch, offset)
+    if batch == INBOX_BATCH:
+        st.subheader(f"Arriving from the intake API ({waiting:,} waiting)")
+        st.caption(
+            "Complaints the bank's systems posted that the live model was unsure of, the oldest "
+            "due first; new ones appear here by themselves. Times are UTC."
+        )
     else:
+        st.subheader(f"Waiting for review ({waiting:,})")
+    if not items:
+        st.info("Nothing is waiting for review.")
+    elif arrivals is not None:
         render_inbox_table(list(arrivals.values()))
+    else:
+        render_table(items)
+
+
+def render_picker(store: Store, batch: str | None, offset: int, reviewer: str | None) -> None:
+    """The item to review and its verdict form (drawn with the page, not redrawn with the
+    list: a redraw would close the desk list a reviewer has open)."""
+    open_items, arrivals = waiting_items(store, batch, offset)
+    if not open_items:
+        return
     by_id = {i.id: i for i in open_items}
     if st.session_state.get(ITEM_KEY) not in by_id:
         st.session_state[ITEM_KEY] = open_items[0].id
@@ -283,28 +305,6 @@ def render_queue(
     if reviewer is not None:
         arrival = arrivals.get(item_id) if arrivals is not None else None
         render_item(by_id[item_id], list(by_id), reviewer, store, arrival)
-
-
-def render_waiting(store: Store, batch: str | None, reviewer: str | None) -> None:
-    """The waiting list of `batch` (None: all), redrawn every REFRESH_S seconds: the inbox's
-    complaints as arriving from the intake API (oldest due first), any other batch oldest first.
-    After a verdict given here, the whole page runs again (its counts follow)."""
-    if st.session_state.pop(RERUN_APP, False):
-        st.rerun()
-    if batch == INBOX_BATCH:
-        waiting = inbox_triage_count(store)
-        st.subheader(f"Arriving from the intake API ({waiting:,} waiting)")
-        st.caption(
-            "Complaints the bank's systems posted that the live model was unsure of, the oldest "
-            "due first; new ones appear here by themselves. Times are UTC."
-        )
-        arrivals = inbox_page(store, waiting)
-        by_item = {a.item.id: a for a in arrivals}
-        render_queue([a.item for a in arrivals], reviewer, store, by_item)
-        return
-    waiting = store.triage_counts(batch=batch)["open"]
-    st.subheader(f"Waiting for review ({waiting:,})")
-    render_queue(queue_page(store, batch, waiting), reviewer, store)
 
 
 def default_batch(store: Store, batches: list[str]) -> None:
@@ -356,7 +356,6 @@ st.write(
 )
 actor = current_actor()
 store = require_store()
-st.session_state.pop(RERUN_APP, None)  # this run draws the whole page afresh
 render_counts(store.triage_counts())
 batches = store.triage_batches()
 default_batch(store, batches)
@@ -366,7 +365,9 @@ render_last_save(LAST_SAVE_KEY)
 reviewer = None
 if allowed(actor, Permission.DECIDE, "Confirming or correcting predictions"):
     reviewer = render_reviewer("triage", prompt="Your name, saved with each verdict", actor=actor)
-st.fragment(render_waiting, run_every=REFRESH_S)(store, chosen, reviewer)
+offset = page_offset(waiting_count(store, chosen), chosen)
+st.fragment(render_list, run_every=REFRESH_S)(store, chosen, offset)
+render_picker(store, chosen, offset, reviewer)
 reviewed = as_seen_by(reviewed_items(store, chosen), actor)  # the trail's rule for names
 st.subheader(f"Reviewed ({len(reviewed):,})")
 if reviewed:
