@@ -34,7 +34,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.bench_load import free_port
 from bench.machine import LoadGuard, machine, print_load, refuse_busy_start
 from core.intake.schemas import RATE_ENV
 from core.paths import DATA_DIR_ENV, MODELS_DIR_ENV
@@ -66,12 +66,6 @@ class Sandbox:
     @property
     def db(self) -> Path:
         return self.folder / "data" / "lens.db"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def cli(env: dict[str, str], *args: str, timeout: float = 1800) -> str:

@@ -228,6 +228,16 @@ class Launch:
     auth: Mapping[str, Any] | None  # the [auth] section; None: no sign-in
 
 
+def streamlit_folders() -> list[Path]:
+    """The .streamlit folders Streamlit reads, lowest precedence first: the user's, the working
+    directory's, and the project's (beside app.py); the launcher and the intake API read the
+    same ones to know whether sign-in is configured."""
+    from core.paths import ROOT
+
+    folders = [Path.home() / ".streamlit", Path.cwd() / ".streamlit", ROOT / ".streamlit"]
+    return list(dict.fromkeys(folder.resolve() for folder in folders))
+
+
 def read_launch(
     argv: Sequence[str], environ: Mapping[str, str], *, folders: Sequence[Path]
 ) -> Launch:

@@ -114,7 +114,7 @@ def render_source() -> Upload | None:
         "Upload labelled complaints (CSV, TSV, XLSX or Parquet)",
         type=["csv", "tsv", "xlsx", "parquet"],
         key="data.upload",
-        on_change=lambda: st.session_state.update({SOURCE: "upload"}),
+        on_change=guarded(lambda: st.session_state.update({SOURCE: "upload"})),
     )
     right.write("No file at hand?")
     if right.button("Use the demo data", key="data.demo", type="primary"):

@@ -156,3 +156,24 @@ def add_remote_code(
         config["auto_map"] = {"AutoModel": "modeling_evil.EvilModel"}
         (folder / where).write_text(json.dumps(config), encoding="utf-8")
     return folder
+
+
+def inbox_routing(desk: str, confidence: float, *, unsure: bool):
+    """A routing answer of the intake API for a test's inbox (core.intake.inbox.Routing): `desk`
+    with `confidence`, the rest on one other desk, flagged for people when `unsure`."""
+    from core.intake.inbox import Routing
+
+    other = "Other" if desk != "Other" else "Loan Query"
+    probabilities = {desk: confidence, other: round(1 - confidence, 6)}
+    reason = "low confidence" if unsure else ""
+    return Routing(desk, confidence, unsure, reason, 0.1, "transformer", probabilities)
+
+
+def inbox_submission(caller_id: str, text: str, channel: str, received: str):
+    """A complaint as the bank's system posts it (core.intake.inbox.Submission), received at
+    the ISO time `received`."""
+    from datetime import datetime
+
+    from core.intake.inbox import Submission
+
+    return Submission(caller_id, text, channel, received_at=datetime.fromisoformat(received))

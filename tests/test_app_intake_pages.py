@@ -14,35 +14,25 @@ from streamlit.testing.v1 import AppTest
 
 from core.access import OPERATOR
 from core.board.tat import load_tat
-from core.intake.inbox import INBOX_BATCH, Routing, Submission, resolve_complaint, store_batch
+from core.intake.inbox import INBOX_BATCH, resolve_complaint, store_batch
 from core.intake.tokens import create_token, list_tokens
 from core.review.records import TriageItem
 from core.review.store import Store, default_db_path
-from tests.helpers import ROOT, open_page
+from tests.helpers import ROOT, inbox_routing, inbox_submission, open_page
 
 TRIAGE = str(ROOT / "pages" / "triage.py")
 AS_OF = datetime(2025, 6, 3, 12, 0, tzinfo=UTC)
 
 
-def routing(desk: str, confidence: float, *, unsure: bool) -> Routing:
-    probabilities = {desk: confidence, "Other": round(1 - confidence, 6)}
-    reason = "low confidence" if unsure else ""
-    return Routing(desk, confidence, unsure, reason, 0.1, "transformer", probabilities)
-
-
-def arrived(caller_id: str, text: str, channel: str, received: str) -> Submission:
-    return Submission(caller_id, text, channel, received_at=datetime.fromisoformat(received))
-
-
 # UPI Dispute has a 24 h clock and Card Fraud 240 h (core/board/tat.toml): the card complaint,
 # received first, is due last.
 ITEMS = [
-    (arrived("c-1", "card stolen, unknown charge", "branch", "2025-06-01T08:00+00:00"),
-     routing("Card Fraud", 0.41, unsure=True)),
-    (arrived("c-2", "upi paisa gaya", "web", "2025-06-02T08:00+00:00"),
-     routing("UPI Dispute", 0.38, unsure=True)),
-    (arrived("c-3", "emi charged twice", "call centre", "2025-06-02T09:00+00:00"),
-     routing("Loan Query", 0.97, unsure=False)),
+    (inbox_submission("c-1", "card stolen, unknown charge", "branch", "2025-06-01T08:00+00:00"),
+     inbox_routing("Card Fraud", 0.41, unsure=True)),
+    (inbox_submission("c-2", "upi paisa gaya", "web", "2025-06-02T08:00+00:00"),
+     inbox_routing("UPI Dispute", 0.38, unsure=True)),
+    (inbox_submission("c-3", "emi charged twice", "call centre", "2025-06-02T09:00+00:00"),
+     inbox_routing("Loan Query", 0.97, unsure=False)),
 ]  # fmt: skip
 
 

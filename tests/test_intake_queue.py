@@ -30,30 +30,19 @@ from core.intake.queue import (
 )
 from core.intake.tokens import create_token
 from core.review.store import Store
-
-
-def routing(desk: str, confidence: float, *, unsure: bool) -> Routing:
-    other = "Other" if desk != "Other" else "Loan Query"
-    probabilities = {desk: confidence, other: round(1 - confidence, 6)}
-    reason = "low confidence" if unsure else ""
-    return Routing(desk, confidence, unsure, reason, 0.1, "transformer", probabilities)
-
-
-def submission(caller_id: str, text: str, channel: str, received: str) -> Submission:
-    return Submission(caller_id, text, channel, received_at=datetime.fromisoformat(received))
-
+from tests.helpers import inbox_routing, inbox_submission
 
 # UPI Dispute has a 24 h clock and Card Fraud 240 h in the bundled TAT file, so the card
 # complaint received first is due last.
 ITEMS = [
-    (submission("c-1", "card stolen, unknown charge", "branch", "2025-06-01T08:00+00:00"),
-     routing("Card Fraud", 0.41, unsure=True)),
-    (submission("c-2", "upi paisa gaya", "web", "2025-06-02T08:00+00:00"),
-     routing("UPI Dispute", 0.38, unsure=True)),
-    (submission("c-3", "emi charged twice", "call centre", "2025-06-02T09:00+00:00"),
-     routing("Loan Query", 0.97, unsure=False)),
-    (submission("c-4", "upi refund pending", "app", "2025-06-01T20:00+00:00"),
-     routing("UPI Dispute", 0.45, unsure=True)),
+    (inbox_submission("c-1", "card stolen, unknown charge", "branch", "2025-06-01T08:00+00:00"),
+     inbox_routing("Card Fraud", 0.41, unsure=True)),
+    (inbox_submission("c-2", "upi paisa gaya", "web", "2025-06-02T08:00+00:00"),
+     inbox_routing("UPI Dispute", 0.38, unsure=True)),
+    (inbox_submission("c-3", "emi charged twice", "call centre", "2025-06-02T09:00+00:00"),
+     inbox_routing("Loan Query", 0.97, unsure=False)),
+    (inbox_submission("c-4", "upi refund pending", "app", "2025-06-01T20:00+00:00"),
+     inbox_routing("UPI Dispute", 0.45, unsure=True)),
 ]  # fmt: skip
 
 

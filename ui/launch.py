@@ -26,17 +26,10 @@ from streamlit.runtime.pages_manager import PagesManager
 from streamlit.web import cli
 
 from core.errors import UserError
-from core.exposure import HostRule, host_rule, launch_refusal, read_launch
+from core.exposure import HostRule, host_rule, launch_refusal, read_launch, streamlit_folders
 from ui.hosts import install_host_check
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
-
-
-def streamlit_folders() -> list[Path]:
-    """The .streamlit folders Streamlit reads, lowest precedence first: the user's, the working
-    directory's, and the one beside app.py."""
-    folders = [Path.home() / ".streamlit", Path.cwd() / ".streamlit", APP.parent / ".streamlit"]
-    return list(dict.fromkeys(folder.resolve() for folder in folders))
 
 
 def checked_launch() -> HostRule | str:

@@ -44,10 +44,11 @@ from core.intake.inbox import (
     Submission,
     body_digest,
     complaint_record,
-    find_answers,
     inbox_counts,
+    replayed_batch,
     resolve_complaint,
     store_batch,
+    stored_answers,
     updates_after,
 )
 from core.intake.metrics import ApiMetrics
@@ -267,10 +268,10 @@ def _post(state: ApiState, batch: ComplaintBatch, token: ApiToken, key: str | No
     digest = body_digest(json.dumps(batch.model_dump(mode="json"), sort_keys=True).encode())
     order = [item.id for item in items]
     try:
-        known = find_answers(state.store, token, [s.id for s in submissions], key=key,
-                             body_sha256=digest)  # fmt: skip
-        if isinstance(known, list):
-            return _batch_json(known)
+        replay = replayed_batch(state.store, token, key, digest)
+        if replay is not None:
+            return _batch_json(replay)
+        known = stored_answers(state.store, token, [s.id for s in submissions])
         fresh = [s for s in submissions if s.id not in known]
         routed: list = []
         model = ("", "")

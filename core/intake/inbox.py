@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,8 +32,8 @@ from core.review.store import Store, append_event, utc_now
 
 __all__ = [
     "INBOX_BATCH", "Answer", "ComplaintRecord", "IdempotencyConflict", "Routing", "StoredBatch",
-    "Submission", "Update", "body_digest", "complaint_record", "find_answers", "inbox_counts",
-    "open_complaints", "resolve_complaint", "store_batch", "updates_after",
+    "Submission", "Update", "body_digest", "complaint_record", "inbox_counts", "open_complaints",
+    "replayed_batch", "resolve_complaint", "stored_answers", "store_batch", "updates_after",
 ]  # fmt: skip
 
 INBOX_BATCH = "inbox"  # the triage batch of inbox complaints (row = the complaint's id)
@@ -100,18 +100,19 @@ def body_digest(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
-def find_answers(
-    store: Store, token: ApiToken, ids: Sequence[str], *, key: str | None, body_sha256: str
-) -> dict[str, Answer] | list[dict]:
-    """Before routing: the stored answer of the whole batch sent under `key` (a list, each
-    marked duplicate), else the stored answers of the complaints already in the inbox by id."""
-    if key is not None:
-        rows = store.query(
-            "SELECT body_sha256, answer FROM inbox_requests WHERE source = ? AND key = ?",
-            (token.source, key),
-        )
-        if rows:
-            return _replayed(rows[0], key, body_sha256)
+def replayed_batch(
+    store: Store, token: ApiToken, key: str | None, body_sha256: str
+) -> list[dict] | None:
+    """The stored answer of the batch sent under `key` before (each result marked duplicate),
+    or None when the key is new (or none was sent); IdempotencyConflict when the key was used
+    for another body."""
+    if key is None:
+        return None
+    return _replayed(_key_row(store.query, token.source, key), key, body_sha256)
+
+
+def stored_answers(store: Store, token: ApiToken, ids: Sequence[str]) -> dict[str, Answer]:
+    """The stored answers of the complaints of `ids` already in the inbox, by id (duplicates)."""
     found: dict[str, Answer] = {}
     for start in range(0, len(ids), 500):  # SQLite's bound on parameters
         chunk = list(ids[start : start + 500])
@@ -124,7 +125,21 @@ def find_answers(
     return found
 
 
-def _replayed(row: tuple, key: str, body_sha256: str) -> list[dict]:
+def _key_row(
+    query: Callable[[str, Sequence[Any]], list[tuple]], source: str, key: str
+) -> tuple | None:
+    """The (body digest, answer) kept for `key` of `source`, through `query` (the store's, or a
+    transaction's connection)."""
+    rows = query(
+        "SELECT body_sha256, answer FROM inbox_requests WHERE source = ? AND key = ?",
+        (source, key),
+    )
+    return rows[0] if rows else None
+
+
+def _replayed(row: tuple | None, key: str, body_sha256: str) -> list[dict] | None:
+    if row is None:
+        return None
     if row[0] != body_sha256:
         raise IdempotencyConflict(
             f"Idempotency-Key {key[:80]!r} was used for a different batch; send a new key for a "
@@ -153,13 +168,14 @@ def store_batch(
     then gets it back (a list) instead of a new record."""
     now = utc_now()
     with store.transaction() as conn:
-        if key is not None:
-            row = conn.execute(
-                "SELECT body_sha256, answer FROM inbox_requests WHERE source = ? AND key = ?",
-                (token.source, key),
-            ).fetchone()
-            if row is not None:
-                return _replayed(row, key, body_sha256)
+        if key is not None:  # the same key may have been answered since replayed_batch read
+
+            def query(sql: str, params: Sequence[Any]) -> list[tuple]:
+                return conn.execute(sql, params).fetchall()
+
+            replay = _replayed(_key_row(query, token.source, key), key, body_sha256)
+            if replay is not None:
+                return replay
         answers, new_ids = [], []
         for submission, routing in items:
             stored = _stored_answer(conn, token.source, submission.id)

@@ -76,7 +76,7 @@ class ApiSettings:
     precision: str = "auto"
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **given: object) -> ApiSettings:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ApiSettings:
         from core.paths import models_dir
         from core.review.store import default_db_path
 
@@ -89,7 +89,7 @@ class ApiSettings:
             "max_body_bytes": _count(environ, MAX_BODY_MB_ENV, 32, upper=1024) * 1024 * 1024,
             "rate_per_minute": _count(environ, RATE_ENV, 1200, upper=1_000_000),
         }
-        return cls(**{**values, **{k: v for k, v in given.items() if v is not None}})
+        return cls(**values)
 
 
 def _count(environ: Mapping[str, str], name: str, default: int, *, upper: int) -> int:

@@ -11,12 +11,16 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 from core.errors import UserError
-from core.exposure import ALLOW_PUBLIC_ENV, allows_public, exposure_error, read_launch
+from core.exposure import (
+    ALLOW_PUBLIC_ENV,
+    allows_public,
+    exposure_error,
+    read_launch,
+    streamlit_folders,
+)
 from core.intake.schemas import MODEL_ENV
-from core.paths import ROOT
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8600
 
@@ -27,12 +31,6 @@ class ServeConfig:
     port: int = DEFAULT_PORT
     model: str = "live"
     workers: int = 1
-
-
-def streamlit_folders() -> list[Path]:
-    """The .streamlit folders whose secrets say whether sign-in is configured."""
-    folders = [Path.home() / ".streamlit", Path.cwd() / ".streamlit", ROOT / ".streamlit"]
-    return list(dict.fromkeys(folder.resolve() for folder in folders))
 
 
 def serve_refusal(config: ServeConfig) -> str | None:

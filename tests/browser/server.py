@@ -18,7 +18,8 @@ START_TIMEOUT_S = 90
 WARM_UP_TIMEOUT_S = 180
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nobody listens on now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -80,7 +81,7 @@ class AppServer:
         env["OMP_NUM_THREADS"] = "1"
         if self.models_dir is not None:
             env["GRIEVANCE_LENS_MODELS_DIR"] = str(self.models_dir)
-        port = _free_port()
+        port = free_port()
         log = (self.data_dir / f"streamlit-{port}.log").open("w")
         process = subprocess.Popen(
             [sys.executable, "-m", "ui.launch", "--server.port", str(port),

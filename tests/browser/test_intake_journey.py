@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -36,7 +35,7 @@ from core.review.live import live_model
 from core.review.store import DB_NAME, Store
 from core.roles import ROLES_ENV
 from tests.browser.conftest import show_failed_page
-from tests.browser.server import ROOT, AppServer
+from tests.browser.server import ROOT, AppServer, free_port
 from tests.browser.steps import mock_provider, write_auth_secrets
 
 pytestmark = pytest.mark.browser
@@ -55,12 +54,6 @@ class Journey:
     app: AppServer
     api: str  # the intake API's base URL
     env: dict[str, str]  # the environment of the command-line runs (same folders)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def run_core(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
