@@ -35,9 +35,9 @@ def models(tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
     return (tmp_path / "models").resolve()
 
 
-def promote(models: Path, name: str) -> LiveModel:
+def promote(models: Path, name: str, report: dict | None = None) -> LiveModel:
     with Store.open(models.parent / "data" / DB_NAME) as store:
-        return promote_model(store, models, name, reason="checked", actor=ADMIN)
+        return promote_model(store, models, name, reason="checked", actor=ADMIN, report=report)
 
 
 def fresh_session() -> AppTest:
@@ -134,11 +134,12 @@ def history_page(role: str = "admin") -> None:
 
 def test_an_admin_rolls_back_to_the_previous_live_model_with_a_reason(models: Path):
     promote(models, "alpha")
-    promote(models, "beta")
+    promote(models, "beta", report={"rows": 12, "changed": []})
     at = AppTest.from_function(history_page, default_timeout=60).run()
     assert not at.exception
     shown = at.dataframe[0].value
     assert list(shown["model"]) == ["beta", "alpha"] and list(shown["before"]) == ["alpha", ""]
+    assert list(shown["with a comparison"]) == [True, False]
     assert at.selectbox(key="live_model.pick").value == "alpha"  # the rollback target
     at.button(key="FormSubmitter:live_model.rollback-Promote to live").click().run()
     assert [e.value for e in at.error] == [md_escape("give a reason for the promotion: the team "

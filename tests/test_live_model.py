@@ -23,6 +23,7 @@ from core.review.live import (
     promote_model,
     promotion_history,
     promotion_report,
+    promotions_with_report,
 )
 from core.review.store import Store
 
@@ -67,7 +68,7 @@ def test_promotion_is_recorded_in_the_trail_with_the_actor(store: Store, models:
     live = promote_model(store, models, "alpha", reason=" better on UPI ", actor=ADMIN,
                          report=report)  # fmt: skip
     assert live.name == "alpha" and live.promoted_by == "ada@bank.example"
-    assert live.reason == "better on UPI" and live.has_report and live.previous is None
+    assert live.reason == "better on UPI" and live.previous is None
     assert promotion_report(store, live) == report
     assert live.digest == card_digest(models / "alpha")
     assert live_model(store) == live
@@ -246,11 +247,11 @@ def test_the_live_model_read_leaves_the_report_unread(
     monkeypatch.setattr(store, "_query", measured)
     live = live_model(store)
     assert fetched and max(fetched) < 10_000  # no report came out of the store
-    assert live == made and live.has_report
+    assert live == made
     assert (live.name, live.digest, live.previous) == ("alpha", card_digest(models / "alpha"),
                                                       "beta")  # fmt: skip
     assert (live.since, live.promoted_by, live.reason) == (made.since, "bo@bank.example", "won")
     assert promotion_report(store, live) == report and max(fetched) > 7_000_000
     history = promotion_history(store)
-    assert [m.has_report for m in history] == [True, False]
+    assert promotions_with_report(store, history) == {history[0].event_id}
     assert promotion_report(store, history[1]) is None

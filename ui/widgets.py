@@ -94,7 +94,7 @@ def render_live_model_history(actor: Actor, *, limit: int = 20) -> None:
     import pandas as pd
 
     from core.access import Permission
-    from core.review.live import format_since, promotion_history
+    from core.review.live import format_since, promotion_history, promotions_with_report
     from ui.auth import allowed
 
     store = require_store()
@@ -103,9 +103,10 @@ def render_live_model_history(actor: Actor, *, limit: int = 20) -> None:
     if not history:
         st.caption("No model has been promoted yet.")
     else:
+        compared = promotions_with_report(store, history)
         rows = [{"since": format_since(m.since), "model": m.name, "by": m.promoted_by,
                  "reason": m.reason, "before": m.previous or "",
-                 "with a comparison": m.has_report} for m in history]  # fmt: skip
+                 "with a comparison": m.event_id in compared} for m in history]  # fmt: skip
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     if allowed(actor, Permission.MANAGE_MODELS, "Promoting a model"):
         _render_rollback_form(store, actor, history[0].previous if history else None)

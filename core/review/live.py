@@ -43,6 +43,7 @@ __all__ = [
     "promote_model",
     "promotion_history",
     "promotion_report",
+    "promotions_with_report",
 ]
 
 PROMOTED = "model.promoted"  # the trail action (core.review.store.PUBLIC_ACTIONS)
@@ -63,28 +64,39 @@ class LiveModel:
     """One promotion: the model that became live, when and by whom, and why.
 
     Its comparison report (up to MAX_REPORT_BYTES of JSON) is not part of it: most readers
-    (every Classify click, every routed complaint) never show it. `has_report` says whether
-    there is one; `promotion_report` reads it."""
+    (every Classify click, every routed complaint) never show it. `promotion_report` reads it;
+    `promotions_with_report` says which promotions have one."""
 
     name: str  # the saved model's folder name in the models folder
     digest: str  # its card digest at promotion (core.models.card.card_digest)
     since: str  # when it was promoted (UTC, ISO 8601: the trail event's created_at)
     promoted_by: str  # the admin's e-mail, or "operator" / "local"
     reason: str
-    has_report: bool  # whether a comparison report was kept with the promotion
     event_id: int  # the trail event that records this promotion
     previous: str | None  # the live model's name before this promotion (None: the first)
 
 
 def promotion_report(store: Store, live: LiveModel) -> dict | None:
     """The comparison report `live` was promoted from, or None when it was promoted without."""
-    if not live.has_report:
-        return None
     rows = store.query(
         "SELECT json_extract(details, '$.report') FROM trail WHERE id = ? AND action = ?",
         (live.event_id, PROMOTED),
     )
     return json.loads(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
+def promotions_with_report(store: Store, promotions: Sequence[LiveModel]) -> set[int]:
+    """The event ids of those of `promotions` kept with a comparison report (one SQLite JSON
+    pass each; the reports themselves stay in the store)."""
+    ids = [int(m.event_id) for m in promotions][:500]  # a page of history, within SQLite's bound
+    if not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    rows = store.query(
+        f"SELECT id FROM trail WHERE id IN ({marks}) AND json_type(details, '$.report') = 'object'",
+        ids,
+    )
+    return {int(r[0]) for r in rows}
 
 
 def promote_model(
@@ -124,7 +136,7 @@ def promote_model(
         event_id = append_event(conn, PROMOTED, None, actor.user, details, now)
     return LiveModel(
         name=name, digest=digest, since=now, promoted_by=actor.user, reason=reason,
-        has_report=details_report is not None, event_id=event_id, previous=previous,
+        event_id=event_id, previous=previous,
     )  # fmt: skip
 
 
@@ -222,11 +234,11 @@ def _checked_model(models_root: str | Path, name: str) -> str:
 
 _Query = Callable[[str, Sequence[Any]], list[tuple]]
 # A promotion's fields without its comparison report: SQLite drops the report from the details
-# (one pass of its JSON parser in C), so Python neither receives nor parses it (with an 8 MB
-# report: 4.5 ms a read instead of 31.8).
+# (one pass of its JSON parser in C), so Python neither receives nor parses it. One JSON pass
+# only: asking SQLite also whether a report is there (json_type) in the same query took the read
+# of an 8 MB report from 3.5 ms to 16.8 (BENCHMARKS.md, "Live intake").
 _PROMOTIONS = (
-    "SELECT id, created_at, actor, json_remove(details, '$.report'),"
-    " json_type(details, '$.report') = 'object' FROM trail"
+    "SELECT id, created_at, actor, json_remove(details, '$.report') FROM trail"
     " WHERE action = ? ORDER BY id DESC LIMIT ?"
 )
 
@@ -243,11 +255,11 @@ def _promotions(query: _Query, *, limit: int) -> list[LiveModel]:
     return [_promotion(*row) for row in query(_PROMOTIONS, (PROMOTED, limit))]
 
 
-def _promotion(event_id: int, since: str, actor: str, text: str, has_report: int) -> LiveModel:
+def _promotion(event_id: int, since: str, actor: str, text: str) -> LiveModel:
     """One promotion from a row of _PROMOTIONS."""
     details = json.loads(text)
     return LiveModel(
         name=str(details["name"]), digest=str(details["digest"]), since=since,
         promoted_by=str(actor), reason=str(details.get("reason", "")),
-        has_report=bool(has_report), event_id=int(event_id), previous=details.get("previous"),
+        event_id=int(event_id), previous=details.get("previous"),
     )  # fmt: skip
