@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "core.numeric",
         "core.access",
         "core.memo",
+        "core.pending",  # changes recorded before they are seen (models, data sets)
     ),  # fmt: skip
     ("core.data",),
     ("core.models",),
@@ -57,6 +58,7 @@ MODEL_LAYERS: tuple[tuple[str, ...], ...] = (
         "core.models.seeding",
         "core.models.weights",
         "core.models.card",
+        "core.models.changes",
         "core.models.scratch",
         "core.models.bag_of_words",
         "core.models.blend",

@@ -11,6 +11,7 @@ import pytest
 from core.access import OPERATOR
 from core.jobs import JobQueue, JobStatus, QueueConfig, Requester
 from core.models.transformer.config import TrainConfig
+from core.review.store import Store
 from core.tasks.training import start_training
 from tests.conftest import make_dataset, separable_rows
 
@@ -34,11 +35,12 @@ def test_memory_stays_flat_over_a_hundred_finished_trainings(tmp_path: Path):
     config = TrainConfig(backbone="tiny", max_steps=1, batch_size=6, max_length=32, device="cpu")
     queue = JobQueue(QueueConfig(), cpus=2)
     requester, after_warm_up, jobs = Requester(OPERATOR), 0.0, []
+    store = Store.open(tmp_path / "lens.db")
     try:
         for i in range(TRAININGS):
             run = start_training(
-                data, config, dataset_name="toy", models_root=tmp_path, model_name=f"m{i}",
-                queue=queue, requester=requester,
+                data, config, dataset_name="toy", models_root=tmp_path / "models",
+                model_name=f"m{i}", queue=queue, requester=requester, store=store,
             )  # fmt: skip
             assert run.job.wait(60).status is JobStatus.DONE
             jobs.append(run.job)

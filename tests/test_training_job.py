@@ -7,6 +7,7 @@ from core.access import OPERATOR, Actor, Role
 from core.jobs import JobStatus, Requester
 from core.models.training_job import train_and_save
 from core.models.transformer.config import TrainConfig
+from core.review.store import Store
 from core.tasks.training import start_training
 from tests.conftest import make_dataset, separable_rows
 
@@ -16,7 +17,8 @@ TINY = TrainConfig(backbone="tiny", lr=1e-3, batch_size=8, max_length=32, max_st
 def test_ten_trainings_asked_at_once_run_one_after_another(job_queue, tmp_path):
     data = make_dataset(*separable_rows(6))
     leads = [Requester(Actor(f"lead{i % 5}@bank.in", Role.ADMIN, True)) for i in range(10)]
-    where = {"dataset_name": "toy", "models_root": tmp_path, "queue": job_queue}
+    models, store = tmp_path / "models", Store.open(tmp_path / "lens.db")
+    where = {"dataset_name": "toy", "models_root": models, "queue": job_queue, "store": store}
     runs = [
         start_training(data, TINY, model_name=f"m{i}", requester=leads[i], **where)
         for i in range(10)
@@ -25,7 +27,11 @@ def test_ten_trainings_asked_at_once_run_one_after_another(job_queue, tmp_path):
     assert positions[1:] == list(range(positions[1], positions[1] + 9))  # visible, in order
     snapshots = [run.job.wait(120) for run in runs]
     assert [s.status for s in snapshots] == [JobStatus.DONE] * 10
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"m{i}" for i in range(10))
+    assert sorted(p.name for p in models.iterdir()) == sorted(f"m{i}" for i in range(10))
+    saves = store.events("model.saved")  # each save recorded under the admin who asked
+    assert sorted((e.details["name"], e.actor) for e in saves) == sorted(
+        (f"m{i}", leads[i].actor.user) for i in range(10)
+    )
     infos = job_queue.jobs(seen_by=leads[0].actor)
     spans = sorted((i.submitted_at.timestamp() + i.waited_s, i.run_s) for i in infos)
     for (start, run_s), (next_start, _) in zip(spans, spans[1:], strict=False):
@@ -38,6 +44,7 @@ def test_only_admins_train(job_queue, tmp_path):
         start_training(
             make_dataset(*separable_rows(6)), TINY, dataset_name="toy", models_root=tmp_path,
             model_name="m", queue=job_queue, requester=reviewer,
+            store=Store.open(tmp_path / "lens.db"),
         )  # fmt: skip
 
 

@@ -26,7 +26,7 @@ from ui.jobs import (
     render_job_progress,
 )
 from ui.safe import md_escape
-from ui.state import TRAIN_JOB, ActiveDataset, set_active_model
+from ui.state import TRAIN_JOB, ActiveDataset, get_store, set_active_model
 
 if TYPE_CHECKING:
     from core.models.registry import LoadedModel
@@ -167,6 +167,7 @@ def start_training_job(
         run = start_training(
             active.dataset, config, dataset_name=active.name, models_root=models_dir(),
             model_name=model_name, queue=get_job_queue(), requester=job_requester(),
+            store=get_store(),
         )  # fmt: skip
     except UserError as exc:
         st.error(md_escape(exc))

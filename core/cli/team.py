@@ -165,11 +165,12 @@ def _dataset_json(saved) -> dict:
 
 def _cmd_datasets(args: argparse.Namespace) -> None:
     """The saved data sets, newest first."""
-    from core.data.saved import datasets_root, list_datasets
+    from core.data.saved import datasets_root, list_datasets, read_summary
 
     found = list_datasets(datasets_root(), include_retired=args.all)
-    if args.json:
-        emit_json({"datasets": [_dataset_json(saved) for saved in found]})
+    if args.json:  # with each one's labels and lineage: its whole summary.json
+        full = [read_summary(datasets_root(), entry.name) for entry in found]
+        emit_json({"datasets": [_dataset_json(saved) for saved in full]})
         return
     for saved in found:
         parent = f", from {saved.parent}" if saved.parent else ""
@@ -209,6 +210,7 @@ def _retrain_here(store, datasets_root: Path, models_root: Path, name: str, args
     from core.access import OPERATOR
     from core.models.device import configure_cpu_threads
     from core.models.training_job import train_and_save
+    from core.review.library import model_recorder
     from core.tasks.retrain import RetrainRequest, prepare_retrain, record_retrain
 
     prepared = prepare_retrain(
@@ -229,6 +231,7 @@ def _retrain_here(store, datasets_root: Path, models_root: Path, name: str, args
             *split, prepared.recipe.config, models_root=models_root,
             model_name=prepared.challenger, data_fingerprint=prepared.dataset.fingerprint,
             actor=OPERATOR, on_progress=train_progress(bar),
+            record=model_recorder(store, actor=OPERATOR),
         )  # fmt: skip
     record_retrain(store, prepared, challenger=saved.folder.name, job=None, actor=OPERATOR)
     return {

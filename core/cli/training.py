@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.cli.common import (
     CommandError,
@@ -20,6 +21,9 @@ from core.cli.common import (
     train_progress,
 )
 
+if TYPE_CHECKING:
+    from core.models.changes import ModelRecorder
+
 _TRAIN_OPTIONS = {  # CLI flag dest -> TrainConfig field
     "backbone": "backbone", "epochs": "epochs", "batch_size": "batch_size", "lr": "lr",
     "max_length": "max_length", "val_fraction": "val_fraction", "seed": "seed",
@@ -27,6 +31,22 @@ _TRAIN_OPTIONS = {  # CLI flag dest -> TrainConfig field
     "positional_encoding": "positional_encoding", "recipe": "recipe",
     "truncation": "truncation", "patience": "patience", "label_smoothing": "label_smoothing",
 }  # fmt: skip
+
+
+def team_recorder(models_root: Path) -> ModelRecorder | None:
+    """The trail's recorder when `models_root` is the team's models folder (a save there is
+    a change every session sees), after finishing what a killed process left; None for the
+    operator's own folders."""
+    from core.access import OPERATOR
+    from core.paths import models_dir
+    from core.review.library import finish_interrupted_changes, model_recorder
+    from core.review.store import Store
+
+    if models_root.resolve() != models_dir().resolve():
+        return None
+    store = Store.open()
+    finish_interrupted_changes(store, models_root)
+    return model_recorder(store, actor=OPERATOR)
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
@@ -47,6 +67,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
     out = Path(args.out)
     if not model_name_free(out.parent, out.name):
         raise CommandError(f"{out} already exists; choose another --out or delete it first")
+    record = team_recorder(out.parent)  # before hours of training: a read-only trail refuses
     options = {
         field: getattr(args, dest)
         for dest, field in _TRAIN_OPTIONS.items()
@@ -64,8 +85,9 @@ def _cmd_train(args: argparse.Namespace) -> None:
     with progress_bar("train", unit="step") as bar:
         result = train_models(train, val, config, on_progress=train_progress(bar))
     saved = save_under_free_name(  # as out.name-2, ... if taken while training; said below
-        result, out.parent, out.name, actor=OPERATOR, data_fingerprint=dataset.fingerprint
-    )
+        result, out.parent, out.name, actor=OPERATOR, data_fingerprint=dataset.fingerprint,
+        record=record,
+    )  # fmt: skip
     folder = saved.folder
     document = {
         "transformer": result.neural_report.to_json(),

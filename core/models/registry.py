@@ -49,6 +49,13 @@ from core.models.card import (
     read_card,
     read_card_and_digest,
 )
+from core.models.changes import (
+    MODEL_DELETED,
+    MODEL_RENAMED,
+    MODEL_SAVED,
+    ModelEvent,
+    ModelRecorder,
+)
 from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 from core.models.device import Runtime
 from core.models.flagging import UNKNOWN_FILE, ReviewPolicy, UnknownDeskDetector
@@ -60,6 +67,7 @@ from core.models.transformer.config import FULL, QUICK
 from core.models.transformer.inference import NeuralClassifier
 from core.models.transformer.truncation import HEAD, TRUNCATIONS
 from core.models.weights import check_config_fits_weights
+from core.pending import DELETING, RENAMING, SAVING, Change, holding, new_change
 
 if TYPE_CHECKING:  # training brings sklearn's metrics and splitting: loading needs neither
     from core.models.transformer.training import TrainResult
@@ -206,36 +214,47 @@ def save_model(
     actor: Actor,
     data_fingerprint: str | None = None,
     overwrite: bool = False,
+    record: ModelRecorder | None = None,
 ) -> Path:
     """Write a trained pair as model `name` of the models folder `root` atomically; returns the
     folder `root/name`. The models folder is shared: `actor` needs MANAGE_MODELS (admin).
 
     `name` is untrusted: it must be one safe path segment (`validate_model_name`) and the folder
     must stay inside `root`, symbolic links included (`model_folder`). Everything is written
-    into a hidden temporary folder beside the target, which is renamed into place only when
-    complete: an interrupted save leaves no folder that lists as a model.
+    into a hidden folder beside the target (core.pending), held while the save runs, which is
+    renamed into place only when complete and recorded: an interrupted save leaves no folder
+    that lists as a model, and `record` (the trail) hears of it before anyone can see it.
 
     Without `overwrite` the name is claimed first (`_claimed`) and the save never replaces
     anything: when two saves of one name race, one wins and the other raises ModelNameTaken,
-    and the winner's folder is never touched. `overwrite=True` replaces a model explicitly.
+    and the winner's folder is never touched. `overwrite=True` replaces a model explicitly; it
+    is the operator's tool for their own folders, never recorded (so never with `record`).
     """
     actor.require(Permission.MANAGE_MODELS)
+    if overwrite and record is not None:
+        raise ValueError("an overwrite replaces a model unrecorded; the team's saves never do")
     if result.cancelled or result.neural is None or result.bow is None:
         raise UserError("this training run was cancelled; there is no model to save")
     Path(root).mkdir(parents=True, exist_ok=True)
     target = model_folder(root, name)
-    staging = target.parent / f".{target.name}.saving-{uuid.uuid4().hex[:8]}"
+    staging = new_change(target.parent, target.name, SAVING)
     try:
         if overwrite:
-            _write_model(result, staging, data_fingerprint)
-            _move_into_place(staging, target)
-        else:
-            with _claimed(target, name):
-                _write_model(result, staging, data_fingerprint)
-                _rename_onto_claim(staging, target, name)
+            staging.folder.mkdir()
+            _write_model(result, staging.folder, data_fingerprint)
+            _move_into_place(staging.folder, target)
+            return target
+        with _claimed(target, name):
+            staging.folder.mkdir()
+            with holding(staging.folder):
+                _write_model(result, staging.folder, data_fingerprint)
+                digest = card_digest(staging.folder) or ""
+                if record is not None:
+                    record(ModelEvent(MODEL_SAVED, name, digest, staging.id))
+                _rename_onto_claim(staging.folder, target, name)
     finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+        if staging.folder.exists():
+            shutil.rmtree(staging.folder)
     return target
 
 
@@ -304,7 +323,6 @@ def _rename_onto_claim(staging: Path, target: Path, name: str) -> None:
 
 
 def _write_model(result: TrainResult, folder: Path, data_fingerprint: str | None) -> None:
-    folder.mkdir()
     result.neural.model.save_pretrained(folder)
     result.neural.tokenizer.save_pretrained(folder)
     result.bow.save(folder)
@@ -494,23 +512,69 @@ def _model_folder(root: str | Path, name: str) -> Path:
     return folder
 
 
-def rename_model(root: str | Path, name: str, new_name: str, *, actor: Actor) -> Path:
+def rename_model(
+    root: str | Path, name: str, new_name: str, *, actor: Actor, record: ModelRecorder | None = None
+) -> Path:
     """Rename model `name` of `root` to `new_name` (both checked like `save_model`'s name);
-    returns the new folder. `actor` needs MANAGE_MODELS (admin)."""
+    returns the new folder. `actor` needs MANAGE_MODELS (admin). The model leaves its name for
+    a hidden one first, is recorded, then takes the new name (core.pending)."""
     actor.require(Permission.MANAGE_MODELS)
     folder = _model_folder(root, name)
     target = model_folder(root, new_name)
-    with _claimed(target, new_name):  # as a save: never onto a model or a save in progress
-        _rename_onto_claim(folder, target, new_name)
+    with _claimed(target, new_name), _held_model(folder, name):  # never onto a model or a save
+        moving = _take_out_of_name(folder, RENAMING)
+        _recorded_or_put_back(moving, folder, record, MODEL_RENAMED, new_name, renamed_from=name)
+        _rename_onto_claim(moving.folder, target, new_name)
     return target
 
 
-def delete_model(root: str | Path, name: str, *, actor: Actor) -> None:
+def delete_model(
+    root: str | Path, name: str, *, actor: Actor, record: ModelRecorder | None = None
+) -> None:
     """Delete model `name` of `root` (only folders that are models, inside `root`); `actor`
-    needs MANAGE_MODELS (admin)."""
+    needs MANAGE_MODELS (admin). The model leaves its name for a hidden one first (a
+    half-deleted folder never lists as a model), is recorded, then removed (core.pending)."""
     actor.require(Permission.MANAGE_MODELS)
     folder = _model_folder(root, name)
-    # Retire it under a hidden name first so a half-deleted folder never lists as a model.
-    retired = folder.parent / f".{name}.deleting-{uuid.uuid4().hex[:8]}"
-    os.rename(folder, retired)
-    shutil.rmtree(retired)
+    with _held_model(folder, name):
+        retired = _take_out_of_name(folder, DELETING)
+        _recorded_or_put_back(retired, folder, record, MODEL_DELETED, name)
+        shutil.rmtree(retired.folder)
+
+
+@contextmanager
+def _held_model(folder: Path, name: str) -> Iterator[None]:
+    """Hold model `folder` while it is renamed or deleted: two admins never change one model
+    at once, and a change a killed process left is told from one in progress."""
+    try:
+        with holding(folder):
+            yield
+    except BlockingIOError as err:
+        raise UserError(f"model {name!r} is being renamed or deleted; try again") from err
+
+
+def _take_out_of_name(folder: Path, kind: str) -> Change:
+    change = new_change(folder.parent, folder.name, kind)
+    os.rename(folder, change.folder)
+    return change
+
+
+def _recorded_or_put_back(
+    change: Change,
+    folder: Path,
+    record: ModelRecorder | None,
+    action: str,
+    name: str,
+    *,
+    renamed_from: str | None = None,
+) -> None:
+    """Tell `record` of the change; if it refuses (the live model, a read-only trail), the
+    model goes back to its name and the refusal is raised."""
+    if record is None:
+        return
+    try:
+        digest = card_digest(change.folder) or ""
+        record(ModelEvent(action, name, digest, change.id, renamed_from))
+    except BaseException:
+        os.rename(change.folder, folder)
+        raise

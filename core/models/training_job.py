@@ -12,6 +12,7 @@ from core.access import Actor
 from core.data.dataset import Dataset, split_dataset
 from core.errors import UserError
 from core.models.card import model_name_free
+from core.models.changes import ModelRecorder
 from core.models.registry import ModelNameTaken, save_model
 from core.models.transformer.config import TrainConfig
 from core.models.transformer.estimate import DurationEstimate, estimate_duration
@@ -68,14 +69,21 @@ def train_and_save(
     actor: Actor,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
+    record: ModelRecorder | None = None,
 ) -> SavedTraining:
     """`train_models`, then save as `model_name` (or `model_name-2`, ... if it was taken
-    meanwhile: see `SavedTraining.rename_note`)."""
+    meanwhile: see `SavedTraining.rename_note`), told to `record` (the trail) before it can
+    be seen."""
     result = train_models(train, val, config, on_progress=on_progress, cancel=cancel)
     if result.cancelled:
         return SavedTraining(result, None, model_name)
     return save_under_free_name(
-        result, models_root, model_name, actor=actor, data_fingerprint=data_fingerprint
+        result,
+        models_root,
+        model_name,
+        actor=actor,
+        data_fingerprint=data_fingerprint,
+        record=record,
     )
 
 
@@ -86,6 +94,7 @@ def save_under_free_name(
     *,
     actor: Actor,
     data_fingerprint: str | None = None,
+    record: ModelRecorder | None = None,
 ) -> SavedTraining:
     """Save `result` as `model_name`, or as the first of `model_name-2`, `model_name-3`, ...
     that no other save has: hours of training are never lost to a name taken meanwhile. Each
@@ -93,7 +102,12 @@ def save_under_free_name(
     for candidate in _candidate_names(model_name):
         try:
             folder = save_model(
-                result, models_root, candidate, actor=actor, data_fingerprint=data_fingerprint
+                result,
+                models_root,
+                candidate,
+                actor=actor,
+                data_fingerprint=data_fingerprint,
+                record=record,
             )
         except ModelNameTaken:
             continue

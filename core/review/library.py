@@ -1,14 +1,19 @@
-"""The team's library of saved data sets as a shared change: each save and retirement
-(core.data.saved) together with its trail event, so the trail says who saved or retired what.
+"""The team's library as shared changes: saved models (saved, renamed, deleted) and saved data
+sets (saved, retired), each recorded in the trail under its actor before anyone can see it
+(core.pending), so no change and its record can be separated by a crash. The live model is never
+renamed or deleted. What a killed process left half done is finished or undone by what the
+trail says (`finish_interrupted_changes`), at start and before the next change.
 
-The file operation comes first and the event second; when the event cannot be written (a
-read-only store, a full disk) the file operation is undone, so no data set appears or
-disappears without the trail knowing.
+Light to import (no torch): the registry's functions are imported where they are called.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from core.access import Actor, Permission
 from core.data.saved import (
@@ -19,7 +24,16 @@ from core.data.saved import (
     save_dataset,
     undo_retirement,
 )
-from core.review.store import Store, StoreError
+from core.errors import UserError
+from core.models.changes import (
+    MODEL_SAVED,
+    ModelEvent,
+    ModelRecorder,
+    RecordedChange,
+    finish_model_changes,
+)
+from core.review.live import PROMOTED
+from core.review.store import Store, StoreError, append_event, utc_now
 
 SAVED_EVENT = "dataset.saved"
 RETIRED_EVENT = "dataset.retired"
@@ -31,7 +45,7 @@ def save_and_record(
     """`core.data.saved.save_dataset` and the trail event "dataset.saved" (name, fingerprint,
     rows, parent) under `actor`, who needs DECIDE."""
     actor.require(Permission.DECIDE)
-    _require_writable(store)
+    require_writable(store)
     saved = save_dataset(root, request, actor=actor)
     try:
         store.record_event(SAVED_EVENT, _details(saved), actor=actor, permission=Permission.DECIDE)
@@ -47,7 +61,7 @@ def retire_and_record(
     """`core.data.saved.retire_dataset` and the trail event "dataset.retired" (name,
     fingerprint, rows, parent, reason) under `actor`, who needs MANAGE_DATA."""
     actor.require(Permission.MANAGE_DATA)
-    _require_writable(store)
+    require_writable(store)
     saved = retire_dataset(root, name, actor=actor, reason=reason)
     details = {**_details(saved), "reason": saved.retired_reason}
     try:
@@ -58,7 +72,101 @@ def retire_and_record(
     return saved
 
 
-def _require_writable(store: Store) -> None:
+def _details(saved: SavedDataset) -> dict:
+    return {
+        "name": saved.name,
+        "fingerprint": saved.fingerprint,
+        "rows": saved.rows,
+        "parent": saved.parent,
+    }
+
+
+log = logging.getLogger(__name__)
+
+# Every trail action whose details carry a change id (core.pending).
+CHANGE_ACTIONS = (
+    "model.saved",
+    "model.renamed",
+    "model.deleted",
+    "dataset.saved",
+    "dataset.retired",
+)
+
+
+def model_recorder(store: Store, *, actor: Actor) -> ModelRecorder:
+    """The recorder `save_model`, `rename_model` and `delete_model` call with a change ready
+    but hidden: it appends the trail event under `actor`, and refuses (so the change is
+    undone) a rename or delete of the live model, read in the same write transaction so a
+    promotion at the same moment is either before it (and refuses it) or after it."""
+    require_writable(store)
+
+    def record(event: ModelEvent) -> None:
+        with store.transaction() as conn:
+            if event.action != MODEL_SAVED:
+                live = _live_name(lambda sql, params: conn.execute(sql, params).fetchall())
+                _refuse_live(live, event.renamed_from or event.name)
+            append_event(conn, event.action, None, actor.user, event.details(), utc_now())
+
+    return record
+
+
+def rename_recorded(
+    store: Store, models_root: str | Path, name: str, new_name: str, *, actor: Actor
+) -> Path:
+    """Rename model `name` to `new_name`, recorded ("model.renamed"); never the live model."""
+    from core.models.registry import rename_model
+
+    actor.require(Permission.MANAGE_MODELS)
+    _refuse_live(_live_name(store.query), name)
+    finish_interrupted_changes(store, models_root)
+    record = model_recorder(store, actor=actor)
+    return rename_model(models_root, name, new_name, actor=actor, record=record)
+
+
+def delete_recorded(store: Store, models_root: str | Path, name: str, *, actor: Actor) -> None:
+    """Delete model `name`, recorded ("model.deleted"); never the live model."""
+    from core.models.registry import delete_model
+
+    actor.require(Permission.MANAGE_MODELS)
+    _refuse_live(_live_name(store.query), name)
+    finish_interrupted_changes(store, models_root)
+    delete_model(models_root, name, actor=actor, record=model_recorder(store, actor=actor))
+
+
+def finish_interrupted_changes(
+    store: Store, models_root: str | Path, datasets_root: str | Path | None = None
+) -> list[str]:
+    """Finish or undo the changes of the models folder (and of the saved data sets, with
+    `datasets_root`) that processes killed midway left, by what the trail recorded; logs and
+    returns one line per change."""
+    recorded = recorded_changes(store)
+    lines = finish_model_changes(models_root, recorded)
+    if datasets_root is not None:
+        from core.data.saved import finish_dataset_changes
+
+        lines += finish_dataset_changes(datasets_root, recorded)
+    for line in lines:
+        log.warning("an interrupted change: %s", line)
+    return lines
+
+
+def recorded_changes(store: Store) -> RecordedChange:
+    """`recorded(change_id)`: the details of the trail event that recorded that change, or
+    None (core.models.changes.RecordedChange)."""
+    marks = ", ".join("?" * len(CHANGE_ACTIONS))
+    sql = (
+        f"SELECT details FROM trail WHERE action IN ({marks})"
+        " AND json_extract(details, '$.change') = ? ORDER BY id DESC LIMIT 1"
+    )
+
+    def recorded(change: str) -> dict[str, Any] | None:
+        rows = store.query(sql, (*CHANGE_ACTIONS, change))
+        return json.loads(rows[0][0]) if rows else None
+
+    return recorded
+
+
+def require_writable(store: Store) -> None:
     """Refuse before touching any file when the trail cannot be written."""
     if store.read_only:
         raise StoreError(
@@ -67,10 +175,19 @@ def _require_writable(store: Store) -> None:
         )
 
 
-def _details(saved: SavedDataset) -> dict:
-    return {
-        "name": saved.name,
-        "fingerprint": saved.fingerprint,
-        "rows": saved.rows,
-        "parent": saved.parent,
-    }
+def _live_name(query: Callable[[str, tuple], list[tuple]]) -> str | None:
+    """The live model's name, through `query` (the store's, or a transaction's connection)."""
+    rows = query(
+        "SELECT json_extract(details, '$.name') FROM trail WHERE action = ?"
+        " ORDER BY id DESC LIMIT 1",
+        (PROMOTED,),
+    )
+    return str(rows[0][0]) if rows else None
+
+
+def _refuse_live(live: str | None, name: str) -> None:
+    if live is not None and live == name:
+        raise UserError(
+            f"model {name!r} is the live model: promote another model before renaming or "
+            "deleting it"
+        )

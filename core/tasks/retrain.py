@@ -165,7 +165,7 @@ def start_retrain(
     """
     actor = requester.actor
     prepared = prepare_retrain(store, datasets_root, models_root, request, actor=actor)
-    training = _queue_training(prepared, models_root, queue, requester)
+    training = _queue_training(prepared, store, models_root, queue, requester)
     # Recorded once the training is queued: the trail never says "queued" for one that the
     # queue refused (the saved version has its own "dataset.saved" event either way).
     event_id = record_retrain(
@@ -187,7 +187,11 @@ def _event_details(prepared: PreparedRetrain, challenger: str, job: int | None) 
 
 
 def _queue_training(
-    prepared: PreparedRetrain, models_root: str | Path, queue: JobQueue, requester: Requester
+    prepared: PreparedRetrain,
+    store: Store,
+    models_root: str | Path,
+    queue: JobQueue,
+    requester: Requester,
 ) -> TrainingRun:
     """`start_training`, with a refusal that says the version is saved already (so the admin
     trains it from the Data and Train pages rather than building it again)."""
@@ -196,7 +200,7 @@ def _queue_training(
         return start_training(
             prepared.dataset, prepared.recipe.config, dataset_name=name,
             models_root=models_root, model_name=prepared.challenger, queue=queue,
-            requester=requester, split=prepared.split,
+            requester=requester, store=store, split=prepared.split,
         )  # fmt: skip
     except UserError as exc:
         raise UserError(

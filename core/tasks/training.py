@@ -23,6 +23,8 @@ from core.models.training_job import (
 )
 from core.models.transformer.config import TrainConfig, backbone_label
 from core.models.transformer.estimate import DurationEstimate
+from core.review.library import model_recorder
+from core.review.store import Store
 
 ESTIMATE_SECONDS = 300.0  # an estimate takes seconds; past this something is wrong: stop it
 
@@ -47,17 +49,21 @@ def start_training(
     model_name: str,
     queue: JobQueue,
     requester: Requester,
+    store: Store,
     split: tuple[Dataset, Dataset] | None = None,
 ) -> TrainingRun:
     """Split `dataset` by `config.val_fraction` and `config.seed` (or take `split`, e.g. one
     inherited from the live model: core.data.dataset.split_inheriting), then queue the training
     (admins only); it saves itself as `model_name` when done and keeps running when the
-    session that started it ends. Poll `run.job.snapshot()`; `run.job.cancel()` stops it."""
+    session that started it ends; the save is recorded in `store`'s trail. Poll
+    `run.job.snapshot()`; `run.job.cancel()` stops it."""
     name = check_new_model_name(models_root, model_name)
+    record = model_recorder(store, actor=requester.actor)  # a read-only trail refuses now
     train, val = split or split_dataset(dataset, val_fraction=config.val_fraction, seed=config.seed)
     job = queue.start(
         train_and_keep_reports, train, val, config, models_root=models_root, model_name=name,
-        data_fingerprint=dataset.fingerprint, actor=requester.actor, requester=requester,
+        data_fingerprint=dataset.fingerprint, actor=requester.actor, record=record,
+        requester=requester,
         title=f"Train {backbone_label(config.backbone)} on {dataset_name} as {name}",
         kind="train", permission=Permission.TRAIN, lane=queue.heavy_lane(config.device),
         keep_after_session=True, tokens_per_batch=config.batch_size * config.max_length,
