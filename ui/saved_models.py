@@ -1,5 +1,6 @@
-"""The Train page's "Saved models" section: the model in use, the saved models' table, and
-using, renaming and deleting one (admins; never the live model)."""
+"""The Train page's "Saved models" section: the model in use, the saved models' table (a model
+the loader would refuse is marked and not offered), and using, renaming and deleting one
+(admins; never the live model)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from core.models.transformer.config import backbone_label
 from core.paths import models_dir
 from ui.auth import allowed
 from ui.safe import md_escape
-from ui.state import get_live_status, saved_models, set_active_model
+from ui.state import get_live_status, model_refusal, saved_models, set_active_model
 from ui.widgets import render_live_model_history, render_not_live_notice
 
 
@@ -38,11 +39,15 @@ def render_saved_models(actor: Actor) -> None:
     if not summaries:
         st.caption("No saved models yet.")  # a name, never the server's models path
         return
-    st.dataframe(models_frame(summaries), hide_index=True, width="stretch")
+    refusals = {s.name: model_refusal(s.path) for s in summaries}
+    st.dataframe(models_frame(summaries, refusals), hide_index=True, width="stretch")
     names = [s.name for s in summaries]
     name = st.selectbox("Model", names, key="train.pick")
+    refused = refusals.get(name) is not None
+    if refused:  # still listed, so that an admin can rename or delete it
+        st.caption(md_escape(f"Cannot be loaded: {refusals[name]}"))
     load, rename, delete = st.columns(3)
-    if load.button("Use this model", key="train.load", type="primary"):
+    if load.button("Use this model", key="train.load", type="primary", disabled=refused):
         set_active_model(model_folder(models_dir(), name))
         st.rerun()
     if not allowed(actor, Permission.MANAGE_MODELS, "Renaming and deleting models"):
@@ -55,8 +60,10 @@ def render_saved_models(actor: Actor) -> None:
     render_rename_delete(actor, name, rename, delete)
 
 
-def models_frame(summaries: list[ModelSummary]) -> pd.DataFrame:
-    """One row per saved model: when, what, and both models' validation accuracy."""
+def models_frame(summaries: list[ModelSummary], refusals: dict[str, str | None]) -> pd.DataFrame:
+    """One row per saved model: when, what, both models' validation accuracy, and its status:
+    empty, or "cannot be loaded: <why>" for a model the loader would refuse (`refusals`, by
+    name)."""
     return pd.DataFrame(
         [
             {
@@ -64,10 +71,15 @@ def models_frame(summaries: list[ModelSummary]) -> pd.DataFrame:
                 "recipe": s.recipe,
                 "desks": len(s.labels), "transformer accuracy": s.neural_accuracy,
                 "bag-of-words accuracy": s.bow_accuracy,
+                "status": _status(refusals.get(s.name)),
             }
             for s in summaries
         ]
     )  # fmt: skip
+
+
+def _status(refusal: str | None) -> str:
+    return "" if refusal is None else f"cannot be loaded: {refusal}"
 
 
 def render_rename_delete(actor: Actor, name: str, rename, delete) -> None:

@@ -14,7 +14,13 @@ import streamlit as st
 
 from core.access import Actor
 from core.errors import UserError
-from core.models.card import ModelChange, card_digest, model_change
+from core.models.card import (
+    ModelChange,
+    card_digest,
+    folder_signature,
+    load_refusal,
+    model_change,
+)
 from core.paths import models_dir
 from ui.safe import md_escape
 
@@ -134,6 +140,19 @@ def _listed_models(root: str, cards: tuple[tuple[str, str | None], ...]) -> list
     return list_models(root)  # `cards` is the key: the content of every card under `root`
 
 
+def model_refusal(folder: str | Path) -> str | None:
+    """Why the loader would refuse the model in `folder` (core.models.card.load_refusal: a
+    pickle, shipped code, a file its card does not list), naming it by name; None when it
+    would not. Worked out again only when a file in the folder is added, removed or rewritten
+    (keyed by `folder_signature`), so a page that lists models reads no card per rerun."""
+    return _model_refusal(str(folder), folder_signature(folder))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _model_refusal(folder: str, signature: tuple[tuple[str, int, int], ...]) -> str | None:
+    return load_refusal(folder)  # `signature` is the key: every file's name, size and time
+
+
 def load_shared_model(folder: str, digest: str) -> LoadedModel:
     """The model at `folder` with card digest `digest`, from the shared cache; load_model
     refuses a folder whose digest is no longer `digest`."""
@@ -165,7 +184,9 @@ def get_active_model() -> LoadedModel | None:
     promotion on its next rerun; a model the user picked stays. When the model changed on disk
     since this session chose it (saved again, replaced, deleted or renamed), it stops being
     active and the session is told so in one line, instead of silently classifying with another
-    model.
+    model. A model the loader refuses (a file its card does not list, a pickle, a file changed
+    since its save) stops being active too, with the reason; the session then goes on as one
+    that picked none (the live model, if it loads), so no page breaks on it.
     """
     _follow_live_model()
     folder = st.session_state.get(ACTIVE_MODEL)
@@ -176,17 +197,44 @@ def get_active_model() -> LoadedModel | None:
     if change is ModelChange.SAME:
         st.session_state[ACTIVE_MODEL_DIGEST] = digest
         try:
-            return load_shared_model(folder, digest)
+            return _load_active_model(folder, digest)
         except ValueError as exc:
             change = model_change(folder, digest)
-            if change is ModelChange.SAME:  # the model itself is broken, not replaced
-                following = st.session_state.get(ACTIVE_MODEL_FOLLOWS_LIVE)
-                if not (following and isinstance(exc, UserError)):
+            if change is ModelChange.SAME:  # the model itself is refused, not replaced
+                if not isinstance(exc, UserError):
                     raise
-                _refuse_live_model(digest, exc)
-                return None
+                return _refuse_active_model(folder, digest, exc)
     _drop_active_model(Path(folder).name, change)
     return None
+
+
+def _load_active_model(folder: str, digest: str) -> LoadedModel:
+    """The model from the shared cache, once the loader's cheap checks pass: a copy loaded
+    before a stray file or a pickle appeared in its folder is not handed out either, so a
+    session and the Train page's list agree on what can be used."""
+    refusal = model_refusal(folder)
+    if refusal is not None:
+        raise UserError(refusal)
+    return load_shared_model(folder, digest)
+
+
+def _refuse_active_model(folder: str, digest: str, exc: UserError) -> LoadedModel | None:
+    """This session's model (this digest) is refused at load: the live model is marked refused
+    (`_refuse_live_model`); a model the user picked is forgotten, with one warning, and the
+    session goes on with the live model, as a session that picked none."""
+    if st.session_state.get(ACTIVE_MODEL_FOLLOWS_LIVE):
+        _refuse_live_model(digest, exc)
+        return None
+    message = " ".join(str(exc).split())
+    _forget_active_model()
+    live = get_live_status().live
+    if live is not None and (live.name, live.digest) == (Path(folder).name, digest):
+        st.session_state[LIVE_MODEL_REFUSED] = (digest, message)  # the live one: not followed
+    st.warning(
+        f"The model you chose cannot be used, so it is no longer active: {md_escape(message)}",
+        icon=":material/error:",
+    )
+    return get_active_model()  # forgotten: the live model, or None; never this one again
 
 
 def _refuse_live_model(digest: str, exc: UserError) -> None:

@@ -63,24 +63,31 @@ def read_card_and_digest(folder: str | Path) -> tuple[dict[str, Any], str]:
         raw = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError) as err:
         raise UserError(
-            f"{folder} is not a model: it has no {CARD_NAME}; train and save one"
+            f"{_name(folder)!r} is not a model: it has no {CARD_NAME}; train and save one"
         ) from err
     try:
         card = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(f"{path} is not valid JSON ({err}); save the model again") from err
+        raise UserError(
+            f"model {_name(folder)!r}: its {CARD_NAME} is not valid JSON ({err}); save the model "
+            "again"
+        ) from err
     if not isinstance(card, dict) or card.get("format") != CARD_FORMAT:
-        raise UserError(f"{path} is not a Grievance Lens model card; save the model again")
+        raise UserError(
+            f"model {_name(folder)!r}: its {CARD_NAME} is not a Grievance Lens model card; save "
+            "the model again"
+        )
     return card, hashlib.sha256(raw).hexdigest()
 
 
 def check_no_pickle(folder: str | Path) -> None:
     """Raise UserError if `folder` holds a pickle-based file (.bin, .pt, .pkl, ...)."""
-    found = sorted(p.name for p in Path(folder).rglob("*") if p.suffix.lower() in PICKLE_SUFFIXES)
+    folder = Path(folder)
+    found = sorted(p.name for p in folder.rglob("*") if p.suffix.lower() in PICKLE_SUFFIXES)
     if found:
         raise UserError(
-            f"refusing to load {folder}: it contains pickle-based files {found}, which can run "
-            "code when loaded; only safetensors, npz and json are accepted. Re-save the model "
+            f"{_refused(folder)}it holds pickle-based files ({_shown(found)}), which can run "
+            "code when loaded; only safetensors, npz and json are accepted: re-save the model "
             "with this tool (safetensors) or remove those files if you trust the rest"
         )
 
@@ -94,8 +101,8 @@ def check_no_code(folder: str | Path) -> None:
     if scripts or mapped:
         found = scripts + [f"auto_map in {n}" for n in mapped]
         raise UserError(
-            f"refusing to load {folder.name}: it ships code {found}, which would run when "
-            "loaded; only standard architectures with safetensors weights are accepted"
+            f"{_refused(folder)}it ships code ({_shown(found)}), which would run when loaded; "
+            "only standard architectures with safetensors weights are accepted"
         )
 
 
@@ -105,7 +112,10 @@ def _has_auto_map(path: Path) -> bool:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(f"{path.name} is not valid JSON ({err}); save the model again") from err
+        raise UserError(
+            f"model {_name(path.parent)!r}: its {path.name} is not valid JSON ({err}); save the "
+            "model again"
+        ) from err
     return isinstance(data, dict) and "auto_map" in data
 
 
@@ -128,11 +138,53 @@ def check_only_listed_files(folder: str | Path, card: dict[str, Any]) -> None:
         return
     extra = sorted(set(os.listdir(folder)) - set(listed) - {CARD_NAME})
     if extra:
-        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
         raise UserError(
-            f"refusing to load {Path(folder).name}: {shown} is not listed in its {CARD_NAME}; "
+            f"{_refused(Path(folder))}{_shown(extra)} is not listed in its {CARD_NAME}; "
             "remove the extra files or save the model again"
         )
+
+
+def _refused(folder: Path) -> str:
+    """How every refusal begins: the model by its name, never by the server's path (a visitor
+    reads the message on a page)."""
+    return f"model {_name(folder)!r} is refused: "
+
+
+def _name(folder: Path) -> str:
+    """The folder's own name, also for a relative path such as "." (whose `name` is empty)."""
+    return Path(os.path.abspath(folder)).name
+
+
+def _shown(names: list[str]) -> str:
+    """At most five file names, and how many more: the line stays one line."""
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def load_refusal(folder: str | Path) -> str | None:
+    """Why the loader would refuse the model in `folder` (`check_loadable`: a pickle, shipped
+    code, a file its card does not list), in one line naming it by name only; None when those
+    checks pass. Cheap enough for a list of models: torch-free, it lists the folder and reads its
+    card but hashes no file, so a file changed since the save is found by the load alone."""
+    try:
+        check_loadable(folder)
+    except UserError as exc:
+        return str(exc)
+    return None
+
+
+def folder_signature(folder: str | Path) -> tuple[tuple[str, int, int], ...]:
+    """(relative path, size, modification time in ns) of every entry under `folder`, sorted: the
+    key a cached `load_refusal` is kept under, so that adding, removing or rewriting any file
+    (card.json included) asks again."""
+    folder = Path(folder)
+    entries = []
+    for path in sorted(folder.rglob("*")):
+        try:
+            stat = path.lstat()
+        except FileNotFoundError:  # removed since it was listed: no longer part of the folder
+            continue
+        entries.append((str(path.relative_to(folder)), stat.st_size, stat.st_mtime_ns))
+    return tuple(entries)
 
 
 def file_digest(path: Path) -> str:
