@@ -328,7 +328,13 @@ def _drop_active_model(name: str, change: ModelChange) -> None:
     )
 
 
-@st.cache_resource(show_spinner=False)
+def _close_store(store: Store) -> None:
+    store.close()
+
+
+# Closed when Streamlit drops it (a cache clear, a server stop), as the job queue is shut down
+# (ui.jobs): the connection and its WAL files are released then, not whenever it is collected.
+@st.cache_resource(show_spinner=False, on_release=_close_store)
 def _open_store(path: str) -> Store:
     """One connection per database file, shared by every session (Store serialises calls)."""
     from core.review.store import Store
