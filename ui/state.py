@@ -332,8 +332,10 @@ def _close_store(store: Store) -> None:
     store.close()
 
 
-# Closed when Streamlit drops it (a cache clear, a server stop), as the job queue is shut down
-# (ui.jobs): the connection and its WAL files are released then, not whenever it is collected.
+# Closed when Streamlit drops it (st.cache_resource.clear(), the menu's "Clear cache"), as the job
+# queue is shut down (ui.jobs): the connection and its WAL files go with the entry, not whenever
+# the object is collected. Streamlit does not promise the call at shutdown; the process exit
+# closes the file then.
 @st.cache_resource(show_spinner=False, on_release=_close_store)
 def _open_store(path: str) -> Store:
     """One connection per database file, shared by every session (Store serialises calls)."""
