@@ -168,7 +168,7 @@ def test_a_change_killed_midway_is_finished_or_undone_by_the_trail(team, change,
     killed_midway(models, store.path, change, recorded=recorded)
     assert names(models) == ["b"] and len(hidden(models)) == 1  # the change, hidden and held by
     # nobody; a rename also left its claim on the new name (an empty folder, not a model)
-    lines = finish_interrupted_changes(store, models)
+    lines = finish_interrupted_changes(store, models_root=models)
     assert len(lines) == 1 and ("finished" in lines[0]) == recorded
     assert sorted(names(models)) == after and hidden(models) == []
     action = "model.deleted" if change == "delete" else "model.renamed"
@@ -182,7 +182,7 @@ def test_a_save_killed_after_its_record_is_published_at_the_next_start(team, tra
     os.mkdir(models / "new")  # the claim the killed save held
     details = {"name": "new", "digest": card_digest(trained), "change": change}
     store.record_event("model.saved", details, actor=LEAD, permission=Permission.MANAGE_MODELS)
-    finish_interrupted_changes(store, models)
+    finish_interrupted_changes(store, models_root=models)
     assert names(models) == ["a", "b", "new"] and hidden(models) == []
 
 
@@ -191,7 +191,7 @@ def test_leftovers_of_saves_never_recorded_are_swept_and_held_ones_kept(team, tr
     shutil.copytree(trained, models / ".old.saving-0a1b2c3d")  # a killed save, older format
     shutil.copytree(trained, models / ".busy.saving-00000000000000aa")  # a save in progress
     with holding(models / ".busy.saving-00000000000000aa"):
-        lines = finish_interrupted_changes(store, models)
+        lines = finish_interrupted_changes(store, models_root=models)
     assert lines == ["model 'old': removed a save that was never recorded"]
     assert hidden(models) == [".busy.saving-00000000000000aa"]
 
@@ -202,7 +202,7 @@ def test_a_changed_name_in_the_trail_never_leaves_the_models_folder(team, traine
     shutil.copytree(trained, models / f".a.{change}")
     details = {"name": "../escaped", "digest": "", "change": change}
     store.record_event("model.renamed", details, actor=LEAD, permission=Permission.MANAGE_MODELS)
-    (line,) = finish_interrupted_changes(store, models)
+    (line,) = finish_interrupted_changes(store, models_root=models)
     assert "waits" in line and not (tmp_path / "escaped").exists()
 
 
@@ -226,3 +226,29 @@ def test_the_command_line_records_a_save_into_the_teams_models_folder(
         assert run.returncode == 0, run.stderr
     (event,) = Store.open(tmp_path / "data" / "lens.db").events("model.saved")
     assert (event.actor, event.details["name"]) == ("operator", "team")  # the team's folder only
+
+
+def test_the_train_page_renames_and_deletes_through_the_trail(tmp_path, trained, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from core.paths import DATA_DIR_ENV, MODELS_DIR_ENV
+    from ui.state import _listed_models
+
+    models = tmp_path / "models"
+    for name in ("a", "b"):
+        shutil.copytree(trained, models / name)
+    monkeypatch.setenv(MODELS_DIR_ENV, str(models))
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "data"))
+    _listed_models.clear()
+    page = Path(__file__).resolve().parent.parent / "pages" / "train.py"
+    at = AppTest.from_file(str(page), default_timeout=120).run()
+    at.selectbox(key="train.pick").set_value("a").run()
+    at.text_input(key="train.new_name").set_value("renamed")
+    at.button(key="train.rename").click().run()
+    at.selectbox(key="train.pick").set_value("b").run()
+    at.button(key="train.delete").click().run()
+    assert not at.exception and not at.error
+    assert names(models) == ["renamed"]
+    store = Store.open(tmp_path / "data" / "lens.db")
+    assert [e.details["name"] for e in store.events("model.renamed")] == ["renamed"]
+    assert [e.details["name"] for e in store.events("model.deleted")] == ["b"]

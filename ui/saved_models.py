@@ -12,12 +12,13 @@ import streamlit as st
 from core.access import AccessDenied, Actor, Permission
 from core.errors import UserError
 from core.models.card import model_folder
-from core.models.registry import LoadedModel, ModelSummary, delete_model, rename_model
+from core.models.registry import LoadedModel, ModelSummary
 from core.models.transformer.config import backbone_label
 from core.paths import models_dir
+from core.review.library import delete_recorded, rename_recorded
 from ui.auth import allowed
 from ui.safe import md_escape
-from ui.state import get_live_status, model_refusal, saved_models, set_active_model
+from ui.state import get_live_status, get_store, model_refusal, saved_models, set_active_model
 from ui.widgets import render_live_model_history, render_not_live_notice
 
 
@@ -87,11 +88,15 @@ def render_rename_delete(actor: Actor, name: str, rename, delete) -> None:
     with rename.popover("Rename"):
         new_name = st.text_input("New name", key="train.new_name")
         if st.button("Rename", key="train.rename") and new_name:
-            apply_registry_change(lambda: rename_model(models_dir(), name, new_name, actor=actor))
+            apply_registry_change(
+                lambda: rename_recorded(get_store(), models_dir(), name, new_name, actor=actor)
+            )
     with delete.popover("Delete"):
         st.write("This removes the model folder for every user.")
         if st.button("Delete for good", key="train.delete"):
-            apply_registry_change(lambda: delete_model(models_dir(), name, actor=actor))
+            apply_registry_change(
+                lambda: delete_recorded(get_store(), models_dir(), name, actor=actor)
+            )
 
 
 def apply_registry_change(change: Callable[[], object]) -> None:

@@ -338,10 +338,16 @@ def _close_store(store: Store) -> None:
 # closes the file then.
 @st.cache_resource(show_spinner=False, on_release=_close_store)
 def _open_store(path: str) -> Store:
-    """One connection per database file, shared by every session (Store serialises calls)."""
+    """One connection per database file, shared by every session (Store serialises calls).
+    Opened once per server: the moment to finish what a killed process left half done in the
+    models folder and the saved data sets (core.review.library)."""
+    from core.paths import models_dir
+    from core.review.library import finish_interrupted_changes
     from core.review.store import Store
 
-    return Store.open(path)
+    store = Store.open(path)
+    finish_interrupted_changes(store, models_root=models_dir())
+    return store
 
 
 def get_store() -> Store:

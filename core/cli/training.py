@@ -45,7 +45,7 @@ def team_recorder(models_root: Path) -> ModelRecorder | None:
     if models_root.resolve() != models_dir().resolve():
         return None
     store = Store.open()
-    finish_interrupted_changes(store, models_root)
+    finish_interrupted_changes(store, models_root=models_root)
     return model_recorder(store, actor=OPERATOR)
 
 

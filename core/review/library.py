@@ -118,7 +118,7 @@ def rename_recorded(
 
     actor.require(Permission.MANAGE_MODELS)
     _refuse_live(_live_name(store.query), name)
-    finish_interrupted_changes(store, models_root)
+    finish_interrupted_changes(store, models_root=models_root)
     record = model_recorder(store, actor=actor)
     return rename_model(models_root, name, new_name, actor=actor, record=record)
 
@@ -129,18 +129,21 @@ def delete_recorded(store: Store, models_root: str | Path, name: str, *, actor: 
 
     actor.require(Permission.MANAGE_MODELS)
     _refuse_live(_live_name(store.query), name)
-    finish_interrupted_changes(store, models_root)
+    finish_interrupted_changes(store, models_root=models_root)
     delete_model(models_root, name, actor=actor, record=model_recorder(store, actor=actor))
 
 
 def finish_interrupted_changes(
-    store: Store, models_root: str | Path, datasets_root: str | Path | None = None
+    store: Store,
+    *,
+    models_root: str | Path | None = None,
+    datasets_root: str | Path | None = None,
 ) -> list[str]:
-    """Finish or undo the changes of the models folder (and of the saved data sets, with
-    `datasets_root`) that processes killed midway left, by what the trail recorded; logs and
-    returns one line per change."""
+    """Finish or undo the changes of the models folder and of the saved data sets that
+    processes killed midway left, by what the trail recorded; logs and returns one line per
+    change."""
     recorded = recorded_changes(store)
-    lines = finish_model_changes(models_root, recorded)
+    lines = [] if models_root is None else finish_model_changes(models_root, recorded)
     if datasets_root is not None:
         from core.data.saved import finish_dataset_changes
 

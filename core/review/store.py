@@ -51,9 +51,15 @@ DB_NAME = "lens.db"
 # Trail events that record the team's shared state; anyone may read them (Store.events).
 PUBLIC_ACTIONS = frozenset(
     {
-        "dataset.saved", "dataset.retired", "model.promoted", "retrain.queued", "comparison.run",
-        "model.saved", "model.renamed", "model.deleted",
-    }  # fmt: skip
+        "dataset.saved",
+        "dataset.retired",
+        "model.promoted",
+        "retrain.queued",
+        "comparison.run",
+        "model.saved",
+        "model.renamed",
+        "model.deleted",
+    }
 )
 # Who a decision's reviewer is shown as to someone who may not see other people's records.
 
