@@ -20,12 +20,12 @@ from core.data.export import safe_file_stem
 from core.data.limits import DataError
 from core.data.saved import (
     DatasetSave,
-    SavedDataset,
     datasets_root,
     find_by_fingerprint,
     list_datasets,
     suggest_name,
 )
+from core.data.saved_index import DatasetEntry, LineageCounts
 from core.errors import UserError
 from core.jobs import Job, JobStatus
 from core.models.bag_of_words import BagOfWordsConfig
@@ -67,6 +67,7 @@ SOURCE = "data.source"
 PREVIEW_ROWS = 200
 SAVED_OUTCOME = "data.saved_outcome"  # SaveOutcome of the last save, load or retirement
 LISTED = 20  # saved data sets shown one per line; older ones are picked from a list
+NO_LINEAGE = LineageCounts(0, 0, 0, 0, 0, 0, by_reviewer={})  # derived, lineage not recorded
 
 
 def start_bow_job(dataset: Dataset, config: BagOfWordsConfig, val_fraction: float) -> None:
@@ -305,17 +306,17 @@ def save_active(actor: Actor, active: ActiveDataset, name: str) -> None:
     st.rerun()
 
 
-def render_saved_row(item: SavedDataset, active: ActiveDataset | None) -> None:
+def render_saved_row(item: DatasetEntry, active: ActiveDataset | None) -> None:
     """One saved data set: name, rows, desks, who saved it and when, its parent, and Load."""
     left, right = st.columns([5, 1], vertical_alignment="center")
     retired = " · retired" if item.retired else ""
     left.markdown(
-        f"**{md_escape(item.name)}** · {item.rows:,} rows · {len(item.labels)} desks{retired}"
+        f"**{md_escape(item.name)}** · {item.rows:,} rows · {item.desks:,} desks{retired}"
     )
     left.caption(md_escape(describe_saved(item)))
-    if item.parent is not None or item.lineage:
+    if item.parent is not None or item.lineage is not None:
         with left.expander("Lineage"):
-            render_lineage(item)
+            render_lineage(item.parent, item.lineage)
     if active is not None and active.dataset.fingerprint == item.fingerprint:
         right.caption("Loaded")
     else:
@@ -324,7 +325,7 @@ def render_saved_row(item: SavedDataset, active: ActiveDataset | None) -> None:
         )
 
 
-def describe_saved(item: SavedDataset) -> str:
+def describe_saved(item: DatasetEntry) -> str:
     parts = [f"saved by {item.saved_by} on {saved_when(item)}"]
     if item.parent is not None:
         parts.append(f"derived from {item.parent}")
@@ -333,33 +334,27 @@ def describe_saved(item: SavedDataset) -> str:
     return " · ".join(parts)
 
 
-def render_lineage(item: SavedDataset) -> None:
-    """How a derived data set came from its parent: rows changed and whose decisions did it."""
-    lineage = item.lineage
-    st.markdown(f"Derived from **{md_escape(item.parent or 'unknown')}**.")
+def render_lineage(parent: str | None, counts: LineageCounts | None) -> None:
+    """How a derived data set came from its parent: rows changed and whose decisions did it
+    (counted in the list's index: the lineage itself is never read here)."""
+    st.markdown(f"Derived from **{md_escape(parent or 'unknown')}**.")
+    counts = counts or NO_LINEAGE
     cols = st.columns(3)
-    cols[0].metric("Relabelled rows", f"{_count(lineage, 'relabelled_rows'):,}")
-    cols[1].metric("Excluded rows", f"{_count(lineage, 'excluded_rows'):,}")
-    cols[2].metric("Added rows", f"{_count(lineage, 'added_rows'):,}")
+    cols[0].metric("Relabelled rows", f"{counts.relabelled_rows:,}")
+    cols[1].metric("Excluded rows", f"{counts.excluded_rows:,}")
+    cols[2].metric("Added rows", f"{counts.added_rows:,}")
     st.caption(
-        f"From {_count(lineage, 'decisions'):,} label-audit decisions and "
-        f"{_count(lineage, 'verdicts'):,} triage verdicts; {_count(lineage, 'stale'):,} "
-        "decisions were not applied because their row had changed."
+        f"From {counts.decisions:,} label-audit decisions and {counts.verdicts:,} triage "
+        f"verdicts; {counts.stale:,} decisions were not applied because their row had changed."
     )
-    by_reviewer = lineage.get("by_reviewer")
-    if isinstance(by_reviewer, dict) and by_reviewer:
+    if counts.by_reviewer:
         frame = pd.DataFrame(
-            [{"reviewer": str(who), "changes": count} for who, count in by_reviewer.items()]
+            [{"reviewer": who, "changes": n} for who, n in counts.by_reviewer.items()]
         )
         st.dataframe(frame, hide_index=True)
 
 
-def _count(lineage: dict, key: str) -> int:
-    value = lineage.get(key)
-    return len(value) if isinstance(value, list) else 0
-
-
-def render_older_picker(older: list[SavedDataset]) -> None:
+def render_older_picker(older: list[DatasetEntry]) -> None:
     """The saved data sets beyond the first LISTED: pick one, then load it."""
     names = [item.name for item in older]
     left, right = st.columns([5, 1], vertical_alignment="bottom")
@@ -380,7 +375,7 @@ def load_saved(name: str) -> None:
     remember_save(SAVED_OUTCOME, SaveOutcome(True, message))
 
 
-def render_retire_form(actor: Actor, items: list[SavedDataset]) -> None:
+def render_retire_form(actor: Actor, items: list[DatasetEntry]) -> None:
     """Admins hide a data set from the list; its files stay for the models and decisions that
     refer to it."""
     if not items:

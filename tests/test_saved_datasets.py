@@ -32,6 +32,7 @@ from core.data.saved import (
     suggest_name,
     validation_report,
 )
+from core.data.saved_index import INDEX_NAME
 from core.data.validation import validate
 from core.errors import UserError
 from core.paths import DATA_DIR_ENV
@@ -72,6 +73,11 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for variable in (SAVED_DATA_MB_ENV, MAX_ROWS_ENV):
         monkeypatch.delenv(variable, raising=False)
     return datasets_root()
+
+
+def in_root(root: Path) -> list[str]:
+    """What the data sets folder holds besides the listing's index (derived, rebuilt at will)."""
+    return sorted(p.name for p in root.iterdir() if p.name != INDEX_NAME)
 
 
 def test_the_root_follows_the_data_folder(root: Path, tmp_path: Path):
@@ -166,7 +172,7 @@ def test_a_taken_name_is_refused_in_any_casing_and_the_first_is_kept(root: Path)
         with pytest.raises(UserError, match="already exists; choose another name"):
             save_dataset(root, DatasetSave(name, other), actor=ADMIN)
     assert load_dataset(root, "Complaints")[0].fingerprint == first.fingerprint
-    assert sorted(p.name for p in root.iterdir()) == [".lock", "Complaints"]  # nothing staged
+    assert in_root(root) == [".lock", "Complaints"]  # nothing staged
 
 
 def test_of_racing_saves_of_one_name_exactly_one_wins(root: Path):
@@ -190,7 +196,7 @@ def test_of_racing_saves_of_one_name_exactly_one_wins(root: Path):
     winners = [o for o in outcomes if "already exists" not in o]
     assert len(winners) == 1 and len(outcomes) == len(versions)
     assert load_dataset(root, "race")[0].fingerprint == winners[0]
-    assert sorted(p.name for p in root.iterdir()) == [".lock", "race"]
+    assert in_root(root) == [".lock", "race"]
 
 
 def test_a_free_name_is_suggested_from_the_source(root: Path):
@@ -215,7 +221,7 @@ def test_the_total_size_cap_refuses_in_one_line_and_saves_nothing(root, monkeypa
     assert "\n" not in message and SAVED_DATA_MB_ENV in message
     assert message.startswith("saved data sets use 0.0 MB of the 0 MB allowed")
     assert [s.name for s in list_datasets(root)] == ["first"]
-    assert sorted(p.name for p in root.iterdir()) == [".lock", "first"]
+    assert in_root(root) == [".lock", "first"]
 
 
 def test_a_bad_cap_setting_is_named(root, monkeypatch):
@@ -347,7 +353,7 @@ def test_a_change_the_trail_cannot_record_is_undone(root: Path, store: Store, mo
         retire_and_record(store, root, "kept", actor=ADMIN, reason="old")
     assert [s.name for s in list_datasets(root, include_retired=True)] == ["kept"]
     assert not read_summary(root, "kept").retired
-    assert sorted(p.name for p in root.iterdir()) == [".lock", "kept"]
+    assert in_root(root) == [".lock", "kept"]
 
 
 def test_a_read_only_store_refuses_before_any_file_is_written(root: Path, tmp_path: Path):

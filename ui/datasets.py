@@ -11,7 +11,8 @@ import streamlit as st
 from core.data.dataset import Dataset
 from core.data.demo import DemoConfig, generate_demo_data
 from core.data.demo_times import IST
-from core.data.saved import SavedDataset, datasets_root, load_dataset, validation_report
+from core.data.saved import datasets_root, load_dataset, validation_report
+from core.data.saved_index import DatasetEntry
 from core.data.validation import ValidationReport, validate
 from ui.state import ActiveDataset, get_active_dataset, set_active_dataset
 
@@ -84,7 +85,7 @@ def use_saved_dataset(name: str) -> ActiveDataset:
     return active
 
 
-def saved_when(saved: SavedDataset) -> str:
+def saved_when(saved: DatasetEntry) -> str:
     """When `saved` was saved, to the minute, in UTC ("2025-06-01 14:05 UTC")."""
     try:
         moment = datetime.fromisoformat(saved.saved_at)

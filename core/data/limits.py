@@ -13,6 +13,7 @@ from core.errors import UserError
 
 MAX_FILE_MB_ENV = "GRIEVANCE_LENS_MAX_FILE_MB"
 MAX_ROWS_ENV = "GRIEVANCE_LENS_MAX_ROWS"
+MAX_DESKS_ENV = "GRIEVANCE_LENS_MAX_DESKS"
 MB = 1024**2
 
 
@@ -30,6 +31,9 @@ class IntakeLimits:
 
     max_file_bytes: int = 200 * MB
     max_rows: int = 500_000
+    # Distinct labels (desks) a saved data set may have: a bank routes to tens of desks, so
+    # thousands mean a column of ids or texts, and each desk costs every read of its summary.
+    max_desks: int = 1_000
     # Sum of the sizes the members of an .xlsx zip declare for themselves once unpacked.
     max_xlsx_uncompressed_bytes: int = 500 * MB
     # Longer texts are kept but warned about: models only ever read their beginning.
@@ -56,6 +60,7 @@ class IntakeLimits:
         for name in (
             "max_file_bytes",
             "max_rows",
+            "max_desks",
             "max_xlsx_uncompressed_bytes",
             "max_text_chars",
             "max_columns",
@@ -86,7 +91,8 @@ class IntakeLimits:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> IntakeLimits:
-        """Defaults overridden by GRIEVANCE_LENS_MAX_FILE_MB and GRIEVANCE_LENS_MAX_ROWS.
+        """Defaults overridden by GRIEVANCE_LENS_MAX_FILE_MB, GRIEVANCE_LENS_MAX_ROWS and
+        GRIEVANCE_LENS_MAX_DESKS.
 
         `environ` defaults to `os.environ`; an unset or empty variable keeps the default.
         """
@@ -96,6 +102,8 @@ class IntakeLimits:
             overrides["max_file_bytes"] = parse_megabytes(MAX_FILE_MB_ENV, raw)
         if raw := env.get(MAX_ROWS_ENV, "").strip():
             overrides["max_rows"] = _parse_count(MAX_ROWS_ENV, raw)
+        if raw := env.get(MAX_DESKS_ENV, "").strip():
+            overrides["max_desks"] = _parse_count(MAX_DESKS_ENV, raw)
         return cls(**overrides)
 
 

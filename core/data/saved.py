@@ -11,6 +11,7 @@ Folder format::
                                      saved_at (UTC, ISO 8601), parent, lineage, size_bytes (of
                                      data.parquet), data_sha256, columns
                       retired.json   by, at, reason (written when an admin retires it)
+    datasets/.index.json             what a listing needs of every folder (core.data.saved_index)
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import os
 import re
 import shutil
 import uuid
-import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -38,25 +38,31 @@ import pyarrow.parquet as pq
 from core.access import Actor, Permission
 from core.checks import SAFE_NAME, check_safe_name, folder_inside
 from core.data.dataset import Dataset
-from core.data.limits import MB, IntakeLimits, parse_megabytes
+from core.data.limits import MAX_DESKS_ENV, MB, IntakeLimits, parse_megabytes
 from core.data.readers import cell_to_str
+from core.data.saved_index import (
+    MAX_SUMMARY_BYTES,
+    RETIRED_NAME,
+    SUMMARY_NAME,
+    DatasetEntry,
+    incomplete,
+    indexed_entries,
+    read_document,
+    retired_fields,
+    summary_fields,
+)
 from core.data.validation import DroppedRow, LengthStats, ValidationReport, validate
 from core.errors import UserError
-from core.paths import data_dir, read_json_object, write_atomically
+from core.paths import data_dir, write_atomically
 
 SAVED_DATA_MB_ENV = "GRIEVANCE_LENS_MAX_SAVED_DATA_MB"
 DEFAULT_SAVED_DATA_MB = 2048
 DATA_NAME = "data.parquet"
-SUMMARY_NAME = "summary.json"
-RETIRED_NAME = "retired.json"
 SUMMARY_FORMAT = "grievance-lens-dataset"
 SUMMARY_VERSION = 1
 LOCK_NAME = ".lock"  # flock'ed while a save or a retirement decides; never a data set
 NAME_PATTERN = SAFE_NAME  # the same rule as model names: one safe path segment (core.checks)
 BASE_COLUMNS = ("row", "text", "label")
-# summary.json is read for every listing; lineage lists grow with the rows a version changes,
-# so the ceiling is generous, but a summary is never parsed unbounded.
-MAX_SUMMARY_BYTES = 64 * MB
 # Dropped rows kept in the stored validation summary: an upload with half a million blank rows
 # would otherwise make every listing read megabytes. The total is kept beside them.
 MAX_DROPPED_KEPT = 1000
@@ -65,7 +71,8 @@ MAX_REASON_CHARS = 500
 
 @dataclass(frozen=True)
 class SavedDataset:
-    """What summary.json (and retired.json) say about one saved data set."""
+    """What summary.json (and retired.json) say about one saved data set, in full; a listing
+    gives the light DatasetEntry (core.data.saved_index) instead."""
 
     name: str
     fingerprint: str
@@ -81,6 +88,11 @@ class SavedDataset:
     retired: bool = False
     retired_by: str | None = None
     retired_reason: str = ""
+
+    @property
+    def desks(self) -> int:
+        """Distinct labels, as a listing's DatasetEntry counts them."""
+        return len(self.labels)
 
 
 @dataclass(frozen=True)
@@ -178,6 +190,7 @@ def save_dataset(root: str | Path, request: DatasetSave, *, actor: Actor) -> Sav
 
 def _encode(dataset: Dataset, limits: IntakeLimits) -> bytes:
     """`dataset` as Parquet bytes, refused (before and after encoding) beyond the intake limits."""
+    _check_desks(dataset, limits)
     if len(dataset) == 0:
         raise UserError("the data set has no rows; load complaints before saving")
     if len(dataset) > limits.max_rows:
@@ -201,6 +214,18 @@ def _encode(dataset: Dataset, limits: IntakeLimits) -> bytes:
             "or raise GRIEVANCE_LENS_MAX_FILE_MB"
         )
     return data
+
+
+def _check_desks(dataset: Dataset, limits: IntakeLimits) -> None:
+    """Refuse more desks than `limits.max_desks` (see IntakeLimits), before anything is
+    encoded: summary.json counts the rows of every desk."""
+    desks = len(set(dataset.labels))
+    if desks > limits.max_desks:
+        raise UserError(
+            f"the data set has {desks:,} desks, above the {limits.max_desks:,} a saved data set "
+            f"may have; check that the label column holds desks, not ids or texts, or raise "
+            f"{MAX_DESKS_ENV}"
+        )
 
 
 def _storage_frame(dataset: Dataset) -> pd.DataFrame:
@@ -342,69 +367,52 @@ def _folder_names(root: Path) -> list[str]:
     )
 
 
-def list_datasets(root: str | Path, *, include_retired: bool = False) -> list[SavedDataset]:
-    """The saved data sets of `root`, newest first; retired ones only when asked for."""
+def list_datasets(root: str | Path, *, include_retired: bool = False) -> list[DatasetEntry]:
+    """The saved data sets of `root`, newest first; retired ones only when asked for. Read from
+    the index (core.data.saved_index): no summary.json is parsed unless it changed."""
     root = Path(root)
-    found = []
-    for name in _folder_names(root):
-        if not (root / name / SUMMARY_NAME).is_file():
-            continue  # an empty or foreign folder is not a data set
-        try:
-            found.append(read_summary(root, name))
-        except UserError as exc:  # one damaged summary must not hide every other data set
-            warnings.warn(f"skipping saved data set {name!r}: {exc}", stacklevel=2)
+    found = indexed_entries(root, _folder_names(root))
     kept = [s for s in found if include_retired or not s.retired]
     return sorted(kept, key=lambda s: (s.saved_at, s.name), reverse=True)
 
 
 def read_summary(root: str | Path, name: str) -> SavedDataset:
-    """What data set `name` of `root` is (its summary.json and retired.json); UserError when
-    there is no such data set."""
+    """What data set `name` of `root` is, in full (its summary.json and retired.json);
+    UserError when there is no such data set."""
+    return _saved(*_documents(root, name))
+
+
+def _documents(root: str | Path, name: str) -> tuple[Path, dict, dict | None]:
+    """The folder of data set `name`, its summary.json and its retired.json (None: in use)."""
     folder = dataset_folder(root, name)
-    summary = _read_json(folder / SUMMARY_NAME, name, missing=f"no saved data set named {name!r}")
+    missing = f"no saved data set named {name!r}"
+    summary = read_document(folder / SUMMARY_NAME, name, missing=missing)
     retired = None
     if (folder / RETIRED_NAME).is_file():
-        retired = _read_json(folder / RETIRED_NAME, name, missing="")
-    return _saved(folder, summary, retired)
-
-
-def _read_json(path: Path, name: str, *, missing: str) -> dict:
-    """The JSON object in `path`, read only when it is a regular file within MAX_SUMMARY_BYTES."""
-    return read_json_object(
-        path, max_bytes=MAX_SUMMARY_BYTES, what=f"{path.name} of data set {name!r}",
-        fix="retire it", missing=missing,
-    )  # fmt: skip
+        retired = read_document(folder / RETIRED_NAME, name, missing="")
+    return folder, summary, retired
 
 
 def _saved(folder: Path, summary: dict, retired: dict | None) -> SavedDataset:
     try:
         return SavedDataset(
             name=folder.name,
-            fingerprint=str(summary["fingerprint"]),
-            rows=int(summary["rows"]),
             labels={str(k): int(v) for k, v in dict(summary["labels"]).items()},
             validation=dict(summary.get("validation") or {}),
-            saved_by=str(summary["saved_by"]),
-            saved_at=str(summary["saved_at"]),
-            parent=None if summary.get("parent") is None else str(summary["parent"]),
             lineage=dict(summary.get("lineage") or {}),
-            size_bytes=int(summary["size_bytes"]),
             path=folder,
-            retired=retired is not None,
-            retired_by=None if retired is None else str(retired.get("by", "")),
-            retired_reason="" if retired is None else str(retired.get("reason", "")),
+            **summary_fields(summary),
+            **retired_fields(retired),
         )
     except (KeyError, TypeError, ValueError) as err:
-        raise UserError(
-            f"summary.json of data set {folder.name!r} is incomplete ({err}); retire it"
-        ) from err
+        raise incomplete(folder.name, err) from err
 
 
 def load_dataset(root: str | Path, name: str) -> tuple[Dataset, SavedDataset]:
     """Data set `name` of `root` as saved: the same rows, texts, labels, extra columns and
     fingerprint. Refused (UserError naming it) when its file changed since it was saved."""
-    saved = read_summary(root, name)
-    summary = _read_json(saved.path / SUMMARY_NAME, name, missing=f"no saved data set {name!r}")
+    folder, summary, retired = _documents(root, name)  # summary.json parsed once
+    saved = _saved(folder, summary, retired)
     data = _read_data(saved, str(summary.get("data_sha256", "")))
     dataset = _dataset_from_frame(_decode(data, name), summary.get("columns") or [], name)
     if dataset.fingerprint != saved.fingerprint:
@@ -454,15 +462,16 @@ def _dataset_from_frame(frame: pd.DataFrame, columns: list, name: str) -> Datase
     )
 
 
-def find_by_fingerprint(root: str | Path, fingerprint: str) -> SavedDataset | None:
+def find_by_fingerprint(root: str | Path, fingerprint: str) -> DatasetEntry | None:
     """The newest saved data set holding exactly the data with `fingerprint` (one in use before
     a retired one), or None."""
     matches = [s for s in list_datasets(root, include_retired=True) if s.fingerprint == fingerprint]
     return min(matches, key=lambda s: s.retired, default=None)  # min is stable: newest first
 
 
-def children_of(root: str | Path, name: str) -> list[SavedDataset]:
-    """The data sets derived from `name` (retired ones included), newest first."""
+def children_of(root: str | Path, name: str) -> list[DatasetEntry]:
+    """The data sets derived from `name` (retired ones included), newest first; `read_summary`
+    gives a child's lineage."""
     return [s for s in list_datasets(root, include_retired=True) if s.parent == name]
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 from core.access import Actor, Permission
 from core.data.dataset import Dataset, text_key
 from core.data.saved import SavedDataset, children_of, list_datasets, load_dataset, read_summary
+from core.data.saved_index import DatasetEntry
 from core.errors import UserError
 from core.review.records import ReviewDecision, TriageItem
 from core.review.store import Store
@@ -279,12 +280,20 @@ def _built_as(datasets_root: str | Path, parent_name: str, plan: CorrectionPlan)
     and verdicts of `plan`, if one was built already."""
     wanted = (plan.decision_ids, plan.verdict_ids)
     for child in children_of(datasets_root, parent_name):
-        lineage = child.lineage or {}
+        if _folded_counts(child) != (len(plan.decision_ids), len(plan.verdict_ids)):
+            continue  # it folded other work: its (possibly long) lineage need not be read
+        lineage = read_summary(datasets_root, child.name).lineage
         folded = (sorted(int(i) for i in lineage.get("decisions", [])),
                   sorted(int(i) for i in lineage.get("verdicts", [])))  # fmt: skip
         if folded == wanted:
             return child.name
     return None
+
+
+def _folded_counts(child: DatasetEntry) -> tuple[int, int]:
+    """How many decisions and verdicts `child` folded in, as its listing counts them."""
+    counts = child.lineage
+    return (0, 0) if counts is None else (counts.decisions, counts.verdicts)
 
 
 def build_next_version(parent: Dataset, plan: CorrectionPlan) -> tuple[Dataset, dict[str, Any]]:
