@@ -64,7 +64,7 @@ LOCK_NAME = ".lock"  # flock'ed while a save or a retirement decides; never a da
 NAME_PATTERN = SAFE_NAME  # the same rule as model names: one safe path segment (core.checks)
 BASE_COLUMNS = ("row", "text", "label")
 # Dropped rows kept in the stored validation summary: an upload with half a million blank rows
-# would otherwise make every listing read megabytes. The total is kept beside them.
+# would otherwise make every load read megabytes. The total is kept beside them.
 MAX_DROPPED_KEPT = 1000
 MAX_REASON_CHARS = 500
 
