@@ -17,16 +17,19 @@ import fcntl
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 SAVING = "saving"  # a new folder, complete, waiting for its event
 RENAMING = "renaming"  # an existing folder, taken out of its name, on its way to another
 DELETING = "deleting"  # an existing folder, taken out of its name, to be removed
 RETIRING = "retiring"  # a data set's retirement marker, waiting for its event
 KINDS = (SAVING, RENAMING, DELETING, RETIRING)
+# The trail's answer for a change id: the details of the event that recorded it, or None.
+RecordedChange = Callable[[str], dict[str, Any] | None]
 _HIDDEN = re.compile(r"^\.(?P<name>.+)\.(?P<kind>" + "|".join(KINDS) + r")-(?P<id>[0-9a-f]{8,32})$")
 
 

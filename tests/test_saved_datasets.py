@@ -4,6 +4,8 @@ hides without deleting, roles are enforced, and the trail names the actor."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from pathlib import Path
 
@@ -36,7 +38,7 @@ from core.data.saved_index import INDEX_NAME
 from core.data.validation import validate
 from core.errors import UserError
 from core.paths import DATA_DIR_ENV
-from core.review.library import retire_and_record, save_and_record
+from core.review.library import finish_interrupted_changes, retire_and_record, save_and_record
 from core.review.store import Store, StoreError
 
 ADMIN = Actor("lead@bank.example", Role.ADMIN, signed_in=True)
@@ -325,6 +327,7 @@ def test_saves_and_retirements_are_in_the_trail_under_their_actor(root: Path, st
     (saved_event,) = store.events("dataset.saved")
     (retired_event,) = store.events("dataset.retired")
     assert saved_event.actor == REVIEWER.user and retired_event.actor == ADMIN.user
+    assert saved_event.details.pop("change").startswith("saving-")  # core.pending
     assert saved_event.details == {"name": "v1", "fingerprint": saved.fingerprint, "rows": 5,
                                    "parent": None}  # fmt: skip
     assert retired_event.details["reason"] == "wrong export"
@@ -364,3 +367,83 @@ def test_a_read_only_store_refuses_before_any_file_is_written(root: Path, tmp_pa
     ):
         save_and_record(store, root, DatasetSave("v1", dataset()), actor=REVIEWER)
     assert list_datasets(root) == []
+
+
+# ---------------------------------------------- recorded before it is seen, whatever crashes
+
+
+def test_a_save_is_recorded_before_the_data_set_can_be_seen(root: Path, store: Store):
+    listed_when_recorded = []
+    real = store.record_event
+
+    def spying(*args, **kwargs):
+        listed_when_recorded.append([s.name for s in list_datasets(root)])
+        return real(*args, **kwargs)
+
+    store.record_event = spying
+    save_and_record(store, root, DatasetSave("v1", dataset()), actor=REVIEWER)
+    retire_and_record(store, root, "v1", actor=ADMIN, reason="wrong export")
+    assert listed_when_recorded == [[], ["v1"]]  # unsaved, then not yet retired
+
+
+def killed_at_the_record(store: Store, root: Path, change, *, recorded: bool) -> None:
+    """Run `change(store, root)` (a save or a retirement) in a forked child that kill -9s
+    itself when the trail is asked to record it: after the event was appended, or before."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns to pytest
+        try:
+            child_store = Store.open(store.path)
+            real = child_store.record_event
+
+            def then_killed(*args, **kwargs):
+                if recorded:
+                    real(*args, **kwargs)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            child_store.record_event = then_killed
+            change(child_store, root)
+        finally:
+            os._exit(3)  # only if the kill did not happen
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+def save_v2(store: Store, root: Path) -> None:
+    save_and_record(store, root, DatasetSave("v2", dataset()), actor=REVIEWER)
+
+
+def retire_v1(store: Store, root: Path) -> None:
+    retire_and_record(store, root, "v1", actor=ADMIN, reason="superseded")
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_a_save_killed_at_its_record_is_finished_or_undone_by_the_trail(
+    root: Path, store: Store, recorded: bool
+):
+    killed_at_the_record(store, root, save_v2, recorded=recorded)
+    (left,) = [name for name in in_root(root) if ".v2.saving-" in name]
+    assert storage_used(root) > 0  # what a killed save left counts toward the cap
+    lines = finish_interrupted_changes(store, datasets_root=root)
+    assert len(lines) == 1 and ("finished" in lines[0]) == recorded
+    assert [s.name for s in list_datasets(root)] == (["v2"] if recorded else [])
+    assert left not in in_root(root) and len(store.events("dataset.saved")) == int(recorded)
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_a_retirement_killed_at_its_record_is_finished_or_undone_by_the_trail(
+    root: Path, store: Store, recorded: bool
+):
+    save_and_record(store, root, DatasetSave("v1", dataset()), actor=REVIEWER)
+    killed_at_the_record(store, root, retire_v1, recorded=recorded)
+    assert not read_summary(root, "v1").retired  # not in effect until finished
+    finish_interrupted_changes(store, datasets_root=root)
+    assert read_summary(root, "v1").retired == recorded
+    assert in_root(root) == [".lock", "v1"]
+    assert not [name for name in in_root(root) if "retiring" in name]
+    assert len(store.events("dataset.retired")) == int(recorded)
+
+
+def test_the_next_save_sweeps_what_a_killed_save_left(root: Path, store: Store):
+    killed_at_the_record(store, root, save_v2, recorded=False)
+    save_and_record(store, root, DatasetSave("v3", dataset()), actor=REVIEWER)
+    assert not [name for name in in_root(root) if "saving" in name]

@@ -341,12 +341,13 @@ def _open_store(path: str) -> Store:
     """One connection per database file, shared by every session (Store serialises calls).
     Opened once per server: the moment to finish what a killed process left half done in the
     models folder and the saved data sets (core.review.library)."""
+    from core.data.saved import datasets_root
     from core.paths import models_dir
     from core.review.library import finish_interrupted_changes
     from core.review.store import Store
 
     store = Store.open(path)
-    finish_interrupted_changes(store, models_root=models_dir())
+    finish_interrupted_changes(store, models_root=models_dir(), datasets_root=datasets_root())
     return store
 
 

@@ -23,13 +23,13 @@ import json
 import os
 import re
 import shutil
-import uuid
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -54,6 +54,17 @@ from core.data.saved_index import (
 from core.data.validation import DroppedRow, LengthStats, ValidationReport, validate
 from core.errors import UserError
 from core.paths import data_dir, write_atomically
+from core.pending import (
+    RETIRING,
+    SAVING,
+    Change,
+    RecordedChange,
+    holding,
+    if_abandoned,
+    move_into_name,
+    new_change,
+    pending_changes,
+)
 
 SAVED_DATA_MB_ENV = "GRIEVANCE_LENS_MAX_SAVED_DATA_MB"
 DEFAULT_SAVED_DATA_MB = 2048
@@ -142,13 +153,15 @@ def saved_data_cap(environ: Mapping[str, str] | None = None) -> int:
 
 
 def storage_used(root: str | Path) -> int:
-    """Bytes the files of every data set folder in `root` take, retired ones included (they
-    stay on disk)."""
+    """Bytes the files of every data set folder in `root` take: retired ones (they stay on disk)
+    and changes in progress or left by a killed process (they take the disk too) included."""
     root = Path(root)
+    folders = [root / name for name in _folder_names(root)]
+    folders += [change.folder for change in pending_changes(root)]
     return sum(
         entry.stat().st_size
-        for name in _folder_names(root)
-        for entry in (root / name).iterdir()
+        for folder in folders
+        for entry in folder.iterdir()
         if entry.is_file() and not entry.is_symlink()
     )
 
@@ -156,14 +169,22 @@ def storage_used(root: str | Path) -> int:
 # ------------------------------------------------------------------------------------ saving
 
 
-def save_dataset(root: str | Path, request: DatasetSave, *, actor: Actor) -> SavedDataset:
+# Called with a change ready but hidden, with the details its trail event records (the change's
+# id included, core.pending); if it raises, the change is undone (core.review.library).
+DatasetRecorder = Callable[[dict[str, Any]], None]
+
+
+def save_dataset(
+    root: str | Path, request: DatasetSave, *, actor: Actor, record: DatasetRecorder | None = None
+) -> SavedDataset:
     """Save `request.dataset` as data set `request.name` of `root`; `actor` needs DECIDE
     (reviewer or admin).
 
     Exclusive: a name that is taken (in any casing, retired data sets included) is refused, and
     of two saves racing for one name exactly one wins. Atomic: everything is written and flushed
-    in a hidden folder that is renamed into place, so a crash leaves no half data set. Bounded:
-    the intake limits (rows, columns, file size) and the total-size cap apply.
+    in a hidden folder its process holds (core.pending), told to `record` (the trail), and only
+    then renamed into place, so a crash leaves no half data set and none the trail does not
+    know. Bounded: the intake limits (rows, columns, desks, file size) and the total-size cap.
     """
     actor.require(Permission.DECIDE)
     root, name = Path(root), request.name
@@ -174,17 +195,25 @@ def save_dataset(root: str | Path, request: DatasetSave, *, actor: Actor) -> Sav
     data = _encode(request.dataset, IntakeLimits.from_env())
     summary = _summary_document(request, data, actor)
     root.mkdir(parents=True, exist_ok=True)
-    staging = root / f".{name}.saving-{uuid.uuid4().hex[:8]}"
+    staging = new_change(root, name, SAVING)
+    details = {
+        "name": name, "fingerprint": request.dataset.fingerprint, "rows": len(request.dataset),
+        "parent": request.parent, "change": staging.id,
+    }  # fmt: skip
     try:
-        _write_folder(staging, data, summary)
-        with _locked(root):
-            _check_name_free(root, name)
-            _check_cap(root, incoming=len(data) + len(summary))
-            _rename_into_place(staging, target, name)
+        staging.folder.mkdir()
+        with holding(staging.folder):
+            _write_folder(staging.folder, data, summary)
+            with _locked(root):
+                _check_name_free(root, name)
+                _check_cap(root, incoming=0)  # the staging folder is counted already
+                if record is not None:
+                    record(details)
+                _rename_into_place(staging.folder, target, name)
         _fsync_folder(root)
     finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+        if staging.folder.exists():
+            shutil.rmtree(staging.folder)
     return read_summary(root, name)
 
 
@@ -295,8 +324,7 @@ def _compact_validation(validation: Mapping | None) -> dict:
 
 
 def _write_folder(folder: Path, data: bytes, summary: bytes) -> None:
-    """The new folder `folder` holding data.parquet and summary.json, flushed to disk."""
-    folder.mkdir()
+    """The empty folder `folder` given data.parquet and summary.json, flushed to disk."""
     write_atomically(folder / DATA_NAME, data)
     write_atomically(folder / SUMMARY_NAME, summary)
     _fsync_folder(folder)
@@ -478,9 +506,17 @@ def children_of(root: str | Path, name: str) -> list[DatasetEntry]:
 # ---------------------------------------------------------------------------------- retiring
 
 
-def retire_dataset(root: str | Path, name: str, *, actor: Actor, reason: str) -> SavedDataset:
+def retire_dataset(
+    root: str | Path,
+    name: str,
+    *,
+    actor: Actor,
+    reason: str,
+    record: DatasetRecorder | None = None,
+) -> SavedDataset:
     """Hide data set `name` from the list (its files stay: models and decisions may refer to
-    it); `actor` needs MANAGE_DATA (admin) and gives a reason."""
+    it); `actor` needs MANAGE_DATA (admin) and gives a reason. The marker is written in a hidden
+    folder, told to `record` (the trail), and only then moved into the data set (core.pending)."""
     actor.require(Permission.MANAGE_DATA)
     reason = " ".join(str(reason).split())
     if not reason:
@@ -490,31 +526,55 @@ def retire_dataset(root: str | Path, name: str, *, actor: Actor, reason: str) ->
     saved = read_summary(root, name)
     marker = {"by": actor.user, "at": datetime.now(UTC).isoformat(timespec="seconds"),
               "reason": reason}  # fmt: skip
+    change = new_change(Path(root), name, RETIRING)
+    details = {"name": name, "fingerprint": saved.fingerprint, "rows": saved.rows,
+               "parent": saved.parent, "reason": reason, "change": change.id}  # fmt: skip
     with _locked(Path(root)):
         if (saved.path / RETIRED_NAME).exists():
             raise UserError(f"data set {name!r} is already retired")
-        document = json.dumps(marker, ensure_ascii=False, indent=1).encode()
-        write_atomically(saved.path / RETIRED_NAME, document)
+        change.folder.mkdir()
+        try:
+            with holding(change.folder):
+                document = json.dumps(marker, ensure_ascii=False, indent=1).encode()
+                write_atomically(change.folder / RETIRED_NAME, document)
+                if record is not None:
+                    record(details)
+                os.rename(change.folder / RETIRED_NAME, saved.path / RETIRED_NAME)
+        finally:
+            shutil.rmtree(change.folder)
     return read_summary(root, name)
 
 
-def undo_retirement(saved: SavedDataset) -> None:
-    """Remove the retirement marker just written for `saved` (the trail could not record it)."""
-    (saved.path / RETIRED_NAME).unlink(missing_ok=True)
+def finish_dataset_changes(root: str | Path, recorded: RecordedChange) -> list[str]:
+    """Finish or undo the saves and retirements of data sets that processes killed midway left
+    (hidden change folders no live process holds), by what the trail says (`recorded(id)`: the
+    event's details, or None); one line per change, for the log."""
+    root, lines = Path(root), []
+    with _locked(root) if root.is_dir() else nullcontext():
+        for change in pending_changes(root):
+            with if_abandoned(change.folder) as abandoned:
+                if abandoned:
+                    lines.append(_finish(root, change, recorded(change.id) is not None))
+    return lines
 
 
-def discard_dataset(saved: SavedDataset) -> None:
-    """Remove the folder of `saved`, just saved, when the trail could not record the save: a data
-    set nobody can account for must not stay. Only a folder still holding that save is removed."""
-    if not saved.path.is_dir():
-        return
-    with _locked(saved.path.parent):
-        current = read_summary(saved.path.parent, saved.name)
-        if (current.fingerprint, current.saved_at) != (saved.fingerprint, saved.saved_at):
-            return
-        hidden = saved.path.parent / f".{saved.name}.discarding-{uuid.uuid4().hex[:8]}"
-        os.rename(saved.path, hidden)
-    shutil.rmtree(hidden)
+def _finish(root: Path, change: Change, recorded: bool) -> str:
+    target = root / change.name
+    if change.kind == SAVING:
+        if not recorded:
+            shutil.rmtree(change.folder)
+            return f"data set {change.name!r}: removed a save that was never recorded"
+        if move_into_name(change.folder, target):
+            return f"data set {change.name!r}: finished its recorded save"
+        return f"data set {change.name!r}: its recorded save waits in {change.folder.name}"
+    marker = change.folder / RETIRED_NAME  # a retirement: gone already if it was moved in
+    finished = recorded and marker.is_file() and target.is_dir()
+    if finished and not (target / RETIRED_NAME).exists():
+        os.rename(marker, target / RETIRED_NAME)
+    shutil.rmtree(change.folder)
+    if recorded:
+        return f"data set {change.name!r}: finished its recorded retirement"
+    return f"data set {change.name!r}: undid a retirement that was never recorded"
 
 
 # ------------------------------------------------------------------------ validation report

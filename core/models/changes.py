@@ -17,6 +17,7 @@ from core.pending import (
     RENAMING,
     SAVING,
     Change,
+    RecordedChange,
     if_abandoned,
     move_into_name,
     pending_changes,
@@ -47,8 +48,6 @@ class ModelEvent:
 # Called with the change complete but hidden; if it raises, the change is undone. The team's
 # saves, renames and deletes pass one that writes the trail event (core.review.model_changes).
 ModelRecorder = Callable[[ModelEvent], None]
-# The details of the trail event that recorded a change id, or None: the trail's answer.
-RecordedChange = Callable[[str], dict[str, Any] | None]
 
 
 def finish_model_changes(root: str | Path, recorded: RecordedChange) -> list[str]:

@@ -16,22 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from core.access import Actor, Permission
-from core.data.saved import (
-    DatasetSave,
-    SavedDataset,
-    discard_dataset,
-    retire_dataset,
-    save_dataset,
-    undo_retirement,
-)
+from core.data.saved import DatasetSave, SavedDataset, retire_dataset, save_dataset
 from core.errors import UserError
 from core.models.changes import (
     MODEL_SAVED,
     ModelEvent,
     ModelRecorder,
-    RecordedChange,
     finish_model_changes,
 )
+from core.pending import RecordedChange
 from core.review.live import PROMOTED
 from core.review.store import Store, StoreError, append_event, utc_now
 
@@ -42,43 +35,30 @@ RETIRED_EVENT = "dataset.retired"
 def save_and_record(
     store: Store, root: str | Path, request: DatasetSave, *, actor: Actor
 ) -> SavedDataset:
-    """`core.data.saved.save_dataset` and the trail event "dataset.saved" (name, fingerprint,
-    rows, parent) under `actor`, who needs DECIDE."""
+    """`core.data.saved.save_dataset`, recorded as "dataset.saved" (name, fingerprint, rows,
+    parent) under `actor`, who needs DECIDE, before the data set can be seen."""
     actor.require(Permission.DECIDE)
-    require_writable(store)
-    saved = save_dataset(root, request, actor=actor)
-    try:
-        store.record_event(SAVED_EVENT, _details(saved), actor=actor, permission=Permission.DECIDE)
-    except BaseException:
-        discard_dataset(saved)
-        raise
-    return saved
+    record = _event_recorder(store, SAVED_EVENT, actor, Permission.DECIDE)
+    finish_interrupted_changes(store, datasets_root=root)
+    return save_dataset(root, request, actor=actor, record=record)
 
 
 def retire_and_record(
     store: Store, root: str | Path, name: str, *, actor: Actor, reason: str
 ) -> SavedDataset:
-    """`core.data.saved.retire_dataset` and the trail event "dataset.retired" (name,
-    fingerprint, rows, parent, reason) under `actor`, who needs MANAGE_DATA."""
+    """`core.data.saved.retire_dataset`, recorded as "dataset.retired" (name, fingerprint,
+    rows, parent, reason) under `actor`, who needs MANAGE_DATA, before it takes effect."""
     actor.require(Permission.MANAGE_DATA)
-    require_writable(store)
-    saved = retire_dataset(root, name, actor=actor, reason=reason)
-    details = {**_details(saved), "reason": saved.retired_reason}
-    try:
-        store.record_event(RETIRED_EVENT, details, actor=actor, permission=Permission.MANAGE_DATA)
-    except BaseException:
-        undo_retirement(saved)
-        raise
-    return saved
+    record = _event_recorder(store, RETIRED_EVENT, actor, Permission.MANAGE_DATA)
+    finish_interrupted_changes(store, datasets_root=root)
+    return retire_dataset(root, name, actor=actor, reason=reason, record=record)
 
 
-def _details(saved: SavedDataset) -> dict:
-    return {
-        "name": saved.name,
-        "fingerprint": saved.fingerprint,
-        "rows": saved.rows,
-        "parent": saved.parent,
-    }
+def _event_recorder(
+    store: Store, action: str, actor: Actor, permission: Permission
+) -> Callable[[dict[str, Any]], None]:
+    require_writable(store)  # refused before any file is touched
+    return lambda details: store.record_event(action, details, actor=actor, permission=permission)
 
 
 log = logging.getLogger(__name__)
