@@ -16,7 +16,18 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from core.cli import audit, board, classify, data, explain, intake, store, team, training
+from core.cli import (
+    audit,
+    board,
+    classify,
+    data,
+    discover,
+    explain,
+    intake,
+    store,
+    team,
+    training,
+)
 from core.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -38,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
 # Each group adds its subcommands, in this order (the order of `--help`); a later capability adds
 # its module here.
 GROUPS: tuple[ModuleType, ...] = (
-    data, training, classify, audit, explain, store, team, board, intake,
+    data, training, classify, audit, explain, store, team, board, intake, discover,
 )  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 """The inbox as the app's pages show it: the complaints the live model sent to people, waiting
-for a verdict on the Triage queue page (oldest due first, with their channel and clock), and the
-open complaints as a table the routing board draws (core.board.board.build_board).
+for a verdict on the Triage queue page (oldest due first, with their channel and clock), the
+open complaints as a table the routing board draws (core.board.board.build_board), and the
+complaints flagged as fitting no desk that discovery groups (core.tasks.discovery).
 
 Reads only: a verdict on an inbox complaint is an ordinary triage verdict
 (`Store.decide_triage`; its item has batch INBOX_BATCH and row = the complaint's id).
@@ -16,12 +17,14 @@ import pandas as pd
 
 from core.checks import check_int
 from core.intake.inbox import INBOX_BATCH, ComplaintRecord
+from core.models.flagging import UNKNOWN as UNKNOWN_DESK
 from core.review.records import TriageItem
 from core.review.store import Store
 
 __all__ = [
-    "BOARD_COLUMNS", "InboxTriageItem", "inbox_board_table", "inbox_triage",
-    "inbox_triage_count", "open_complaint_count",
+    "BOARD_COLUMNS", "FlaggedComplaint", "InboxTriageItem", "flagged_complaints",
+    "inbox_board_table", "inbox_triage", "inbox_triage_count", "open_complaint_count",
+    "routed_texts",
 ]  # fmt: skip
 
 # The columns of `inbox_board_table`, in order.
@@ -108,3 +111,51 @@ def inbox_board_table(records: Sequence[ComplaintRecord]) -> pd.DataFrame:
         },
         columns=list(BOARD_COLUMNS),
     )
+
+
+@dataclass(frozen=True)
+class FlaggedComplaint:
+    """An inbox complaint the live model flagged as fitting no desk when it arrived, with the
+    open triage item that waits for its verdict (None once a reviewer decided it)."""
+
+    complaint_id: int
+    text: str
+    desk: str  # the desk it was routed to
+    confidence: float
+    probabilities: dict[str, float]
+    received_at: str
+    open_item: int | None
+
+
+def flagged_complaints(store: Store, *, since: str, limit: int) -> list[FlaggedComplaint]:
+    """The inbox complaints received at or after `since` (ISO 8601, UTC) that were flagged as
+    fitting no desk ("unknown desk"), newest first, at most `limit`."""
+    check_int("limit", limit, minimum=1)
+    rows = store.query(
+        "SELECT c.id, c.text, c.desk, c.confidence, c.probabilities, c.received_at,"
+        " (SELECT i.id FROM triage_items AS i LEFT JOIN triage_decisions AS d"
+        "  ON d.item_id = i.id WHERE i.batch = ? AND i.row = c.id AND d.id IS NULL LIMIT 1)"
+        " FROM inbox AS c WHERE c.review_reason = ? AND c.received_at >= ?"
+        " ORDER BY c.received_at DESC, c.id DESC LIMIT ?",
+        (INBOX_BATCH, UNKNOWN_DESK, since, limit),
+    )
+    return [
+        FlaggedComplaint(int(r[0]), r[1], r[2], float(r[3]), json.loads(r[4]), r[5], r[6])
+        for r in rows
+    ]
+
+
+def routed_texts(store: Store, *, since: str, per_desk: int) -> dict[str, list[str]]:
+    """The texts of the inbox complaints received at or after `since` that were routed without
+    a person, newest first, at most `per_desk` per desk: what the known desks sound like."""
+    check_int("per_desk", per_desk, minimum=1)
+    rows = store.query(
+        "SELECT desk, text FROM (SELECT desk, text, row_number() OVER"
+        " (PARTITION BY desk ORDER BY received_at DESC, id DESC) AS n FROM inbox"
+        " WHERE review_reason = '' AND received_at >= ?) WHERE n <= ? ORDER BY desk, n",
+        (since, per_desk),
+    )
+    texts: dict[str, list[str]] = {}
+    for desk, text in rows:
+        texts.setdefault(desk, []).append(text)
+    return texts

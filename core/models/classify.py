@@ -52,6 +52,38 @@ def classification_columns(
     (`loaded.review`, chosen on its validation rows), with `review_threshold` in place of its
     confidence threshold when given; an empty text is always flagged, never routed blind.
     """
+    found = _classified(loaded, texts, review_threshold, on_progress, cancel, batch_size)
+    return None if found is None else found[0]
+
+
+def classification_with_embeddings(
+    loaded: LoadedModel,
+    texts: Sequence[str],
+    *,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> tuple[pd.DataFrame, np.ndarray] | None:
+    """`classification_columns` and, from the same forward passes, each text's embedding (what
+    the model's classification layer reads: core.analysis.discovery groups them); None when
+    cancelled. Needs a model with the unknown-desk score (saved since it), which flags the
+    complaints that fit no desk."""
+    if loaded.detector is None:
+        raise UserError(
+            f"model {loaded.path.name!r} was saved before the unknown-desk score, so it flags no "
+            "complaint as fitting no desk; train it again"
+        )
+    found = _classified(loaded, texts, None, on_progress, cancel, None)
+    return None if found is None else (found[0], found[1])
+
+
+def _classified(
+    loaded: LoadedModel,
+    texts: Sequence[str],
+    review_threshold: float | None,
+    on_progress: ProgressCallback | None,
+    cancel: threading.Event | None,
+    batch_size: int | None,
+) -> tuple[pd.DataFrame, np.ndarray | None] | None:
     policy = loaded.review.with_confidence(_checked(review_threshold))
     texts = ["" if t is None else str(t) for t in texts]
 
@@ -70,7 +102,7 @@ def classification_columns(
     if scored is None:
         return None
     bow_probs = loaded.bow.predict_proba(texts)
-    return _columns(loaded, texts, *scored, bow_probs, policy)
+    return _columns(loaded, texts, *scored, bow_probs, policy), scored[1]
 
 
 def _checked(review_threshold: float | None) -> float | None:

@@ -378,17 +378,38 @@ class Store:
         _check_reviewer(actor, reviewer)
         now = utc_now()
         with self._transaction() as conn:
-            predicted = _open_triage_label(conn, item_id)
-            status = "confirmed" if final_label == predicted else "corrected"
-            verdict = {
-                "item_id": item_id, "status": status, "final_label": final_label,
-                "reviewer": reviewer, "created_at": now,
-            }  # fmt: skip
-            insert_chained(conn, "triage_decisions", verdict)
-            details = {"status": status, "predicted_label": predicted, "final_label": final_label}
-            append_event(conn, "triage.decided", item_id, reviewer, details, now)
+            _decide(conn, item_id, final_label, reviewer, now)
             row = conn.execute(_TRIAGE_BY_ID, (item_id,)).fetchone()
         return _triage_from_row(row)
+
+    def decide_group(
+        self,
+        item_ids: Sequence[int],
+        new_items: Sequence[TriageItem],
+        *,
+        final_label: str,
+        reviewer: str,
+        actor: Actor,
+        action: str,
+        details: Mapping[str, Any],
+    ) -> list[int]:
+        """One verdict, `final_label`, on the open triage items `item_ids` and on `new_items`
+        (queued first), and the trail event `action` (with `details` and every item id), in one
+        transaction: a decision on a group of complaints (a candidate desk) is recorded whole or
+        not at all. `actor` needs DECIDE; an item decided meanwhile refuses the whole group
+        (UserError), as `decide_triage` does. Returns the items' ids, given ones first."""
+        actor.require(Permission.DECIDE)
+        check_non_empty_str("final_label", final_label)
+        check_non_empty_str("reviewer", reviewer)
+        _check_reviewer(actor, reviewer)
+        now = utc_now()
+        with self._transaction() as conn:
+            queued = [_insert_triage(conn, item, actor.user, now) for item in new_items]
+            ids = [*item_ids, *queued]
+            for item_id in ids:
+                _decide(conn, item_id, final_label, reviewer, now)
+            append_event(conn, action, None, reviewer, {**details, "items": ids}, now)
+        return ids
 
     def record_run(
         self, kind: str, *, parameters: Mapping[str, Any], metrics: Mapping[str, Any], actor: Actor
@@ -598,6 +619,22 @@ def _insert_triage(conn: sqlite3.Connection, item: TriageItem, actor: str, now: 
     details = {"batch": item.batch, "predicted_label": item.predicted_label, "row": item.row}
     append_event(conn, "triage.enqueued", item_id, actor, details, now)
     return item_id
+
+
+def _decide(
+    conn: sqlite3.Connection, item_id: int, final_label: str, reviewer: str, now: str
+) -> None:
+    """Append the verdict on open item `item_id` and its "triage.decided" event (what the
+    intake's updates feed reads)."""
+    predicted = _open_triage_label(conn, item_id)
+    status = "confirmed" if final_label == predicted else "corrected"
+    verdict = {
+        "item_id": item_id, "status": status, "final_label": final_label,
+        "reviewer": reviewer, "created_at": now,
+    }  # fmt: skip
+    insert_chained(conn, "triage_decisions", verdict)
+    details = {"status": status, "predicted_label": predicted, "final_label": final_label}
+    append_event(conn, "triage.decided", item_id, reviewer, details, now)
 
 
 def _already_queued(conn: sqlite3.Connection, item: TriageItem) -> bool:
