@@ -309,3 +309,63 @@ def test_viewers_may_not_decide(store):
     with pytest.raises(PermissionError):
         decide_candidate(store, a_run(), CandidateDecision("C1", NAME, "Lockers"),
                          known_desks=DESKS, reviewer=viewer.user, actor=viewer)  # fmt: skip
+
+
+# ------------------------------------------------------------------------- the inbox
+
+
+def flagged_inbox(store, received="2026-12-02T08:00+00:00"):
+    """24 complaints the live model flagged as fitting no desk (two new patterns), two routed
+    ones, and one flagged before the period; returns the token."""
+    from core.access import OPERATOR
+    from core.board.tat import load_tat
+    from core.intake.inbox import Routing, store_batch
+    from core.intake.tokens import create_token
+    from tests.helpers import inbox_submission
+
+    token = create_token(store, "crm", ["submit", "read"], actor=OPERATOR).token
+    unknown = Routing("Loan Query", 0.5, True, "unknown desk", 0.99, "transformer",
+                      {"Loan Query": 0.5, "Card Fraud": 0.5})  # fmt: skip
+    routed = Routing("Card Fraud", 0.9, False, "", 0.1, "transformer",
+                     {"Loan Query": 0.1, "Card Fraud": 0.9})  # fmt: skip
+    items = [(inbox_submission(f"n-{i}", t, "app", received), unknown)
+             for i, t in enumerate(file_texts())]  # fmt: skip
+    items += [(inbox_submission(f"r-{i}", f"card fraud alert {i}", "app", received), routed)
+              for i in range(2)]  # fmt: skip
+    items.append((inbox_submission("old", "an old odd one", "app", "2026-11-01T08:00+00:00"),
+                  unknown))  # fmt: skip
+    store_batch(store, token, items, model=("tiny", "d"), tat=load_tat())
+    return token
+
+
+def test_the_inbox_flagged_since_a_time_is_grouped_and_a_name_reaches_the_updates_feed(
+    store, flagging_model
+):
+    from core.intake.inbox import updates_after
+    from core.tasks.discovery import discover_in_inbox
+
+    token = flagged_inbox(store)
+    run = discover_in_inbox(store, flagging_model, since="2026-12-01T00:00:00Z",
+                            config=DiscoveryConfig(min_size=5))  # fmt: skip
+    assert run.total == 24 and run.batch == "inbox"
+    assert all(m.open_item is not None and m.complaint_id for m in run.members)
+    candidate = run.discovery.candidates[0]
+    decision = CandidateDecision(candidate.id, NAME, "Locker Rent")
+    record = decide_candidate(store, run, decision, known_desks=DESKS, reviewer=REVIEWER.user,
+                              actor=REVIEWER)  # fmt: skip
+    assert len(record.decided) == candidate.size
+    updates, _ = updates_after(store, source=token.source, after=0, limit=100)
+    assert sum(u.desk == "Locker Rent" for u in updates) == candidate.size
+
+
+def test_the_command_line_reads_the_inbox(tmp_path, tiny_model_dir, monkeypatch):
+    monkeypatch.setenv("GRIEVANCE_LENS_DATA_DIR", str(tmp_path))
+    with Store.open(tmp_path / "lens.db") as opened:
+        flagged_inbox(opened)
+    result = run_cli("discover", "inbox", "--model", str(tiny_model_dir), "--since",
+                     "2026-12-01", "--min-size", "5", "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["source"] == "the inbox since 2026-12-01T00:00:00Z"
+    for candidate in document["candidates"]:
+        assert "complaints" in candidate and "rows" not in candidate
