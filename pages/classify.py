@@ -10,7 +10,6 @@ import streamlit as st
 from core.access import Permission
 from core.charts.results import probability_chart
 from core.checks import MAX_COMPLAINT_CHARS
-from core.data.columns import detect_text_column
 from core.data.limits import DataError
 from core.errors import UserError
 from core.jobs import Job
@@ -34,7 +33,7 @@ from ui.jobs import (
 from ui.lstm import choose_lstm, render_lstm_prediction
 from ui.safe import md_escape
 from ui.state import CLASSIFY_JOB, get_store
-from ui.uploads import read_upload
+from ui.uploads import pick_text_column, read_upload
 from ui.widgets import require_model, shown_frame
 
 ClassifyJob = Job[ClassifiedFile | None]
@@ -124,7 +123,7 @@ def render_file(model: LoadedModel, threshold: float) -> None:
         except DataError as exc:
             st.error(md_escape(exc))
             return
-        text_col = pick_text_column(table, upload.name)
+        text_col = pick_text_column(table, key=f"classify.col.{upload.name}")
         busy = run is not None and run.job.snapshot().status.active
         ready = text_col is not None and not busy
         if st.button(f"Classify {len(table):,} rows", key="classify.start", disabled=not ready):
@@ -147,20 +146,6 @@ def start(
         st.error(md_escape(exc))
         return None
     return ClassifyRun(job, file_name, text_col, threshold)
-
-
-def pick_text_column(table: pd.DataFrame, name: str) -> str | None:
-    """The detected text column, preselected; none when detection fails (never a guess)."""
-    columns = [str(c) for c in table.columns]
-    try:
-        index = columns.index(detect_text_column(table)[0])
-    except DataError as exc:
-        st.warning(md_escape(exc))
-        index = None
-    return st.selectbox(
-        "Text column", columns, index=index, key=f"classify.col.{name}",
-        placeholder="Choose the column that holds the complaints",
-    )  # fmt: skip
 
 
 def describe_progress(job: ClassifyJob) -> JobProgress | None:

@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
+from core.data.columns import detect_text_column
 from core.data.contained import contain_uploads, load_table_contained
 from core.data.intake import load_table
-from core.data.limits import IntakeLimits
+from core.data.limits import DataError, IntakeLimits
+from ui.safe import md_escape
 
 if TYPE_CHECKING:
     from streamlit.runtime.uploaded_file_manager import UploadedFile
@@ -61,3 +63,18 @@ def _read_table(name: str, key: str, _content: bytes) -> pd.DataFrame:
     if not contain_uploads():  # the operator trusts every uploader
         return load_table(_content, filename=name, limits=limits)
     return load_table_contained(_content, filename=name, limits=limits)
+
+
+def pick_text_column(table: pd.DataFrame, *, key: str) -> str | None:
+    """The complaint-text column of an upload, detected and preselected in a select box (widget
+    `key`); none preselected when detection fails (never a guess: the warning says why)."""
+    columns = [str(c) for c in table.columns]
+    try:
+        index = columns.index(detect_text_column(table)[0])
+    except DataError as exc:
+        st.warning(md_escape(exc))
+        index = None
+    return st.selectbox(
+        "Text column", columns, index=index, key=key,
+        placeholder="Choose the column that holds the complaints",
+    )  # fmt: skip
