@@ -63,6 +63,7 @@ MODEL_LAYERS: tuple[tuple[str, ...], ...] = (
         "core.models.bag_of_words",
         "core.models.blend",
         "core.models.flagging",
+        "core.models.profile",  # the validation rows as routed: the live monitor's baseline
         "core.models.evaluation",
     ),  # fmt: skip
     ("core.models.tiny",),  # the tiny transformer and the word tokenizer

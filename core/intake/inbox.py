@@ -159,13 +159,15 @@ def store_batch(
     body_sha256: str = "",
     others: Sequence[dict] = (),
     order: Sequence[str] = (),
+    route_ms: float | None = None,
 ) -> list[dict] | StoredBatch:
     """Store the routed `items` of one batch (model = (name, card digest)) with their triage
     items and one trail event, in one transaction; complaints stored meanwhile by another
     request are answered from the store, marked duplicate. With `key`, the whole answer (in the
     caller's `order`, with the `others`: the refused items and those answered before routing) is
     kept for a retry of the same batch, which
-    then gets it back (a list) instead of a new record."""
+    then gets it back (a list) instead of a new record. `route_ms`, how long the model took to
+    route the batch, goes into the trail event for the monitor (core.intake.monitor)."""
     now = utc_now()
     with store.transaction() as conn:
         if key is not None:  # the same key may have been answered since replayed_batch read
@@ -185,6 +187,8 @@ def store_batch(
             answers.append(stored)
         if new_ids:
             details = {"complaints": new_ids, "model": model[0], "source": token.source}
+            if route_ms is not None:  # the routing latency, kept where every process reads it
+                details["route_ms"] = round(float(route_ms), 3)
             append_event(conn, ACCEPTED, new_ids[0], token.actor, details, now)
         if key is not None:
             _remember(conn, token, key, body_sha256, answers, others, order, now)

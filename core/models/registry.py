@@ -146,6 +146,8 @@ def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> d
         # (core.models.flagging); the unknown-desk score itself is unknown.npz.
         "review": None if result.review is None else result.review.to_json(),
         "recipe_choice": result.recipe_choice,  # recipe "auto": what the data chose and why
+        # The validation rows as it routed them: the live monitor's baseline (core.models.profile)
+        "validation_profile": _report_json(result.validation_profile),
         "metrics": {
             "transformer": _report_json(result.neural_report),
             "bow": _report_json(result.bow_report),

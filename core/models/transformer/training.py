@@ -30,6 +30,7 @@ from core.models.flagging import (
     detector_for,
     fit_detector,
 )
+from core.models.profile import ValidationProfile, validation_profile
 from core.models.seeding import job_generator, seeded_dropout
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import AUTO, FULL, QUICK, TrainConfig
@@ -83,6 +84,9 @@ class TrainResult:
     review: ReviewPolicy | None = None
     # recipe "auto": which recipe the data chose and why (core.models.transformer.recipe)
     recipe_choice: dict | None = None
+    # How the decision routed the validation rows, the baseline of the live monitor
+    # (core.models.profile).
+    validation_profile: ValidationProfile | None = None
 
 
 def check_split(train: Dataset, val: Dataset) -> tuple[str, ...]:
@@ -187,7 +191,8 @@ def train_models(
         method=detector_for(config.recipe),
     )  # fmt: skip
     unknown_scores = detector.scores(val_features, val_probs)
-    review = _review_policy(reports.pop("decision_probs"), val, neural, unknown_scores)
+    decision_probs = reports.pop("decision_probs")
+    review = _review_policy(decision_probs, val, neural, unknown_scores)
     return TrainResult(
         **common,
         cancelled=False,
@@ -196,6 +201,7 @@ def train_models(
         bow=bow,
         detector=detector,
         review=review,
+        validation_profile=_profile(decision_probs, neural, review, unknown_scores),
         **reports,
     )
 
@@ -273,6 +279,19 @@ def _review_policy(
     classes = [str(c) for c in neural.classes_]
     right = np.array([classes[i] for i in decision_probs.argmax(1)]) == np.array(val.labels)
     return choose_policy(decision_probs.max(1), right, unknown_scores)
+
+
+def _profile(
+    decision_probs: np.ndarray,
+    neural: NeuralClassifier,
+    review: ReviewPolicy,
+    unknown_scores: np.ndarray,
+) -> ValidationProfile:
+    """The validation rows as the saved model routes them: its policy's reasons on them."""
+    confidence = decision_probs.max(axis=1)
+    reasons = review.reasons(confidence, unknown_scores, np.zeros(len(confidence), dtype=bool))
+    classes = [str(c) for c in neural.classes_]
+    return validation_profile(decision_probs, classes, reasons, has_unknown_score=True)
 
 
 def _validation_reports(
