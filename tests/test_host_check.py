@@ -3,7 +3,8 @@
 A real `python -m ui.launch` on a free loopback port (tests/browser/server.py), asked with forged
 Host headers: a page on evil.example that rebinds its name to 127.0.0.1 sends `Host:
 evil.example`, and with it (same origin) its `Origin` too, which Streamlit's own WebSocket check
-accepts.
+accepts. tests/test_start_modes.py asks the same of `streamlit run app.py`, which serves the
+same app (ui.entry), and of Streamlit's other endpoints.
 """
 
 from __future__ import annotations

@@ -2,20 +2,17 @@
 on evil.example that rebinds its name to this server's address would otherwise drive it, as its
 admin on a loopback server without sign-in, WebSocket included.
 
-Streamlit has no setting for this, so the launcher puts an ASGI middleware in front of the
-Starlette app Streamlit's server creates; the rule itself (core.exposure.HostRule) is pure.
+Streamlit has no setting for this, so the app Streamlit serves carries an ASGI middleware in
+front of all of Streamlit's own routes (ui.entry puts it there, in every start mode); the rule
+itself (core.exposure.HostRule) is pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocketClose
-from streamlit.web.server.starlette import starlette_server
 
 from core.exposure import HostRule
 
@@ -48,18 +45,7 @@ def _host(scope: Scope) -> str | None:
     return hosts[0].decode("latin-1") if len(hosts) == 1 else None
 
 
-def install_host_check(rule: HostRule) -> None:
-    """Make every Starlette app Streamlit's server creates from now on check Host first.
-
-    Streamlit's server builds its app with `starlette_server.create_starlette_app`; the
-    middleware is added outermost, before Streamlit's own. Fails loudly when that function is
-    gone (a Streamlit upgrade): serving without the check must not happen quietly.
-    """
-    create: Callable[[Any], Starlette] = starlette_server.create_starlette_app
-
-    def create_with_host_check(runtime: Any) -> Starlette:
-        app = create(runtime)
-        app.add_middleware(HostCheck, rule=rule)
-        return app
-
-    starlette_server.create_starlette_app = create_with_host_check
+def host_check(rule: HostRule) -> Middleware:
+    """The HostCheck for `rule`, as st.App(middleware=...) takes it: outermost of the app's
+    middleware, so a refused request reaches none of Streamlit's."""
+    return Middleware(HostCheck, rule=rule)

@@ -1,15 +1,12 @@
 """Start the app: `python -m ui.launch [streamlit options]` (what `make run` and the browser
 tests use).
 
-Streamlit treats a `pages/` folder beside the entry point as a legacy multipage app until some
-session has run `st.navigation`, so the first visitor of a deep link such as /train after a
-restart would get the page without its frame. app.py lists its pages explicitly, so the
-legacy mode is switched off before the server starts.
-
 A server without sign-in listens on loopback only: any other address is refused here, before
-the server starts (core.exposure; app.py applies the same rule again at run time). So is a
-sign-in whose cookie secret could be guessed. The server answers only requests addressed to an
-allowed host name (ui.hosts: DNS rebinding).
+the server starts or the intake API is started beside it (core.exposure). So is a sign-in whose
+cookie secret could be guessed. The server itself is the same as with `streamlit run app.py`:
+app.py's st.App checks the same rules again as it starts, answers only requests addressed to
+an allowed host name (ui.hosts: DNS rebinding) and lists app.py's pages, never the legacy
+pages/ folder (ui.entry); each page view checks them once more (ui.auth.current_actor).
 
 `--with-api` (what `make run` passes) also starts the intake API (`python -m core serve`, on
 127.0.0.1:8600 unless GRIEVANCE_LENS_API_PORT says otherwise) as a child process, which stops
@@ -22,21 +19,28 @@ import subprocess
 import sys
 from pathlib import Path
 
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.web import cli
+from streamlit.web.server.app_discovery import discover_asgi_app
 
 from core.errors import UserError
-from core.exposure import HostRule, host_rule, launch_refusal, read_launch, streamlit_folders
-from ui.hosts import install_host_check
+from core.exposure import host_rule, launch_refusal, read_launch, streamlit_folders
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
 
-def checked_launch() -> HostRule | str:
-    """The host names this launch answers to, or why it must not start (one line)."""
+def launch_problem() -> str | None:
+    """Why this launch must not start (one line), or None: a Streamlit that would not serve
+    app.py's st.App (with its Host check), the launch's rules, and its host names (a malformed
+    GRIEVANCE_LENS_ALLOWED_HOSTS), read from the command line, the environment and the TOML
+    files before Streamlit reads them."""
+    if not discover_asgi_app(APP).is_asgi_app:  # a Streamlit that would serve app.py unchecked
+        return f"this Streamlit does not serve the st.App of {APP.name} (ui.entry); reinstall it"
     try:
         launch = read_launch(sys.argv[1:], os.environ, folders=streamlit_folders())
-        return launch_refusal(launch, os.environ) or host_rule(launch, os.environ)
+        refusal = launch_refusal(launch, os.environ)
+        if refusal is None:
+            host_rule(launch, os.environ)
+        return refusal
     except UserError as exc:
         return str(exc)
 
@@ -66,14 +70,12 @@ def _stop(child: subprocess.Popen) -> None:
 def main() -> int:
     with_api = WITH_API in sys.argv[1:]
     sys.argv = [arg for arg in sys.argv if arg != WITH_API]
-    checked = checked_launch()
-    if isinstance(checked, str):
-        print(f"error: {checked}", file=sys.stderr)
+    problem = launch_problem()
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
-    install_host_check(checked)
     if with_api:
         start_api()
-    PagesManager.uses_pages_directory = False
     sys.argv = ["streamlit", "run", str(APP), *sys.argv[1:]]
     return cli.main()
 
