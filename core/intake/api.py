@@ -26,7 +26,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -60,10 +61,14 @@ from core.text import word_spans
 
 if TYPE_CHECKING:
     from core.board.tat import TatTable
+    from core.intake.monitor import MonitorReport
     from core.review.store import Store
 
 LOG = logging.getLogger(__name__)
 API_VERSION = "1"
+# How long the monitor's report is reused: the load balancer probes /v1/ready and Prometheus
+# scrapes every few seconds, and a report reads the fortnight's complaints.
+MONITOR_TTL_S = 30.0
 
 
 class ApiError(Exception):
@@ -82,6 +87,7 @@ class ApiState:
     tat: TatTable
     metrics: ApiMetrics
     limiter: RateLimiter
+    monitor: Callable[[], MonitorReport]  # drift and health against the serving model
 
 
 class RateLimiter:
@@ -118,9 +124,10 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         store = Store.open(chosen.db_path)
         router = LiveRouter(store, chosen.models_root, model=chosen.model,
                             loader=default_loader(chosen.device, chosen.precision))  # fmt: skip
+        monitor = _monitor(store, router)
         app.state.api = ApiState(
-            chosen, store, router, load_tat(), ApiMetrics(lambda: inbox_counts(store)),
-            RateLimiter(chosen.rate_per_minute),
+            chosen, store, router, load_tat(), ApiMetrics(lambda: inbox_counts(store), monitor),
+            RateLimiter(chosen.rate_per_minute), monitor,
         )  # fmt: skip
         try:
             router.current()  # load the model now, not on the first complaint
@@ -145,6 +152,28 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     _install_routes(app)
     app.add_middleware(BodyCap, cap=chosen.max_body_bytes)
     return app
+
+
+def _monitor(store: Store, router: LiveRouter) -> Callable[[], MonitorReport]:
+    """The monitor's report of this ISO week and the last against the model serving now (or no
+    baseline while none serves), reused for MONITOR_TTL_S seconds."""
+    from core.intake.monitor import Baseline, MonitorCache, card_baseline, read_monitor
+
+    cache = MonitorCache(MONITOR_TTL_S)
+
+    def report() -> MonitorReport:
+        try:
+            serving = router.current()
+            baseline = card_baseline(serving.name, serving.digest, serving.loaded.card)
+        except NotReady as exc:
+            baseline = Baseline(None, "", None, str(exc))
+        now = datetime.now(UTC)
+        monday = now.date() - timedelta(days=now.weekday() + 7)  # last week's
+        since = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
+        build = partial(read_monitor, store, baseline, since=since, now=now)
+        return cache.get((baseline.digest, since), build)
+
+    return report
 
 
 def _state(request: Request) -> ApiState:
@@ -234,6 +263,8 @@ def _install_routes(app: FastAPI) -> None:
         body = {"ready": True, "model": serving.name, "warnings": []}
         if state.router.problem:
             body["warnings"].append(state.router.problem)
+        # Drift and a surge of complaints that fit no desk warn; the API still routes.
+        body["warnings"] += [w.message for w in state.monitor().warnings]
         return JSONResponse(body)
 
     @app.get("/metrics", response_class=Response)
@@ -275,14 +306,17 @@ def _post(state: ApiState, batch: ComplaintBatch, token: ApiToken, key: str | No
         fresh = [s for s in submissions if s.id not in known]
         routed: list = []
         model = ("", "")
+        route_ms = None
         if fresh:
+            started = time.perf_counter()
             serving, routings = state.router.route([s.text for s in fresh])
+            route_ms = (time.perf_counter() - started) * 1000
             model = (serving.name, serving.digest)
             routed = list(zip(fresh, routings, strict=True))
         earlier = refused + [a.to_json() for a in known.values()]
         stored = store_batch(
             state.store, token, routed, model=model, tat=state.tat, key=key, body_sha256=digest,
-            others=earlier, order=order,
+            others=earlier, order=order, route_ms=route_ms,
         ) if routed or key else None  # fmt: skip
     except IdempotencyConflict as exc:
         raise ApiError(422, str(exc)) from exc

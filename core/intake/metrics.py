@@ -3,17 +3,27 @@
 Two kinds. Per process: requests by route and status, and their latency histogram (with
 `serve --workers N`, each worker counts its own, as Prometheus expects of replicas; scrape each or
 sum them). From the store, read at scrape time and so the same whichever worker answers:
-complaints by routed desk, open complaints, the share sent to people and the verdicts waiting.
+complaints by routed desk, open complaints, the share sent to people and the verdicts waiting,
+and the monitor's figures (core.intake.monitor): today's complaints by channel and desk, the
+week's drift against the serving model's validation rows with its threshold and warnings, and
+the routing latency every process recorded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from core.intake.drift import CONFIDENCE, DESK_MIX, UNKNOWN_DESK
+
+if TYPE_CHECKING:
+    from core.intake.drift import WeekDrift
+    from core.intake.monitor import MonitorReport
 
 PREFIX = "grievance_lens"
 # Routing one complaint takes milliseconds to tens of them; a batch of 500, seconds.
@@ -48,10 +58,85 @@ class InboxCollector(Collector):
         )  # fmt: skip
 
 
+def _gauge(name: str, documentation: str, labels: list[str] | None = None) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"{PREFIX}_monitor_{name}", documentation, labels=labels)
+
+
+class MonitorCollector(Collector):
+    """The monitor's figures, from its report of this ISO week and the last (cached briefly)."""
+
+    def __init__(self, report: Callable[[], MonitorReport]) -> None:
+        self._report = report
+
+    def collect(self) -> Iterator[Metric]:
+        report = self._report()
+        yield GaugeMetricFamily(
+            f"{PREFIX}_monitor_baseline", "1 when the serving model has a validation profile",
+            value=int(report.baseline.profile is not None),
+        )  # fmt: skip
+        yield from _today(report)
+        week = report.current or (report.weeks[-1] if report.weeks else None)
+        if week is not None:
+            yield from _week(report, week)
+        warned = {w.kind for w in report.warnings}
+        warning = _gauge("warning", "1 while the monitor warns, by kind", ["kind"])
+        for kind in (DESK_MIX, CONFIDENCE, UNKNOWN_DESK):
+            warning.add_metric([kind], int(kind in warned))
+        yield warning
+        if report.latency is not None:
+            routing = _gauge("routing_seconds", "Batch routing time, by quantile", ["quantile"])
+            for q, ms in (("0.5", report.latency.p50_ms), ("0.95", report.latency.p95_ms),
+                          ("0.99", report.latency.p99_ms)):  # fmt: skip
+                routing.add_metric([q], ms / 1000)
+            yield routing
+
+
+def _today(report: MonitorReport) -> Iterator[Metric]:
+    """Complaints received today (UTC), by channel and by routed desk."""
+    day = datetime.now(UTC).date().isoformat()
+    counts = next((d for d in report.days if d.day == day), None)
+    for label, by in (("channel", "by_channel"), ("desk", "by_desk")):
+        family = _gauge(f"complaints_today_{by}", f"Complaints received today (UTC), {by}",
+                        [label])  # fmt: skip
+        for value, n in (getattr(counts, by) if counts else {}).items():
+            family.add_metric([value], n)
+        yield family
+
+
+def _week(report: MonitorReport, week: WeekDrift) -> Iterator[Metric]:
+    """The week the warnings speak for (or, before one is judged, this one)."""
+    yield GaugeMetricFamily(
+        f"{PREFIX}_monitor_week_complaints", "Complaints of the serving model in the week measured",
+        value=week.counts.complaints,
+    )  # fmt: skip
+    psi = _gauge("drift_psi", "Population stability index against validation", ["figure"])
+    for figure, value in ((DESK_MIX, week.desk_psi), (CONFIDENCE, week.confidence_psi)):
+        if value is not None:
+            psi.add_metric([figure], value)
+    yield psi
+    yield GaugeMetricFamily(
+        f"{PREFIX}_monitor_drift_threshold", "PSI above which the monitor warns",
+        value=report.rule.psi_threshold,
+    )  # fmt: skip
+    share = _gauge("share", "Share sent to people or fitting no desk", ["share", "rows"])
+    share.add_metric(["review", "week"], week.review_share)
+    share.add_metric(["unknown_desk", "week"], week.unknown_share)
+    profile = report.baseline.profile
+    if profile is not None:
+        share.add_metric(["review", "validation"], profile.review_share)
+        if profile.unknown_share is not None:
+            share.add_metric(["unknown_desk", "validation"], profile.unknown_share)
+    yield share
+
+
 class ApiMetrics:
     """One app's registry (its own, so tests can build many apps in one process)."""
 
-    def __init__(self, counts: Callable[[], dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        counts: Callable[[], dict[str, Any]],
+        monitor: Callable[[], MonitorReport] | None = None,
+    ) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             f"{PREFIX}_api_requests", "API requests by route and status",
@@ -66,6 +151,8 @@ class ApiMetrics:
             ["desk"], registry=self.registry,
         )  # fmt: skip
         self.registry.register(InboxCollector(counts))
+        if monitor is not None:
+            self.registry.register(MonitorCollector(monitor))
 
     def observe(self, route: str, status: int, seconds: float) -> None:
         self.requests.labels(route, str(status)).inc()
