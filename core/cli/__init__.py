@@ -24,6 +24,7 @@ from core.cli import (
     discover,
     explain,
     intake,
+    monitor,
     store,
     team,
     training,
@@ -49,7 +50,7 @@ class _Parser(argparse.ArgumentParser):
 # Each group adds its subcommands, in this order (the order of `--help`); a later capability adds
 # its module here.
 GROUPS: tuple[ModuleType, ...] = (
-    data, training, classify, audit, explain, store, team, board, intake, discover,
+    data, training, classify, audit, explain, store, team, board, intake, discover, monitor,
 )  # fmt: skip
 
 
