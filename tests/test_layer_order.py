@@ -25,7 +25,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),  # fmt: skip
     ("core.data",),
     ("core.models",),
-    ("core.analysis", "core.lab", "core.board"),  # the routing board reads data only
+    # the routing board reads data only; the monitor works out its report from counts
+    ("core.analysis", "core.lab", "core.board", "core.monitor"),
     ("core.charts",),
     (
         "core.jobs",

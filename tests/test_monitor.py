@@ -1,4 +1,4 @@
-"""The live monitor's figures (core.intake.drift, core.intake.monitor, core.models.profile): PSI
+"""The live monitor's figures (core.monitor, core.intake.monitor, core.models.profile): PSI
 on numbers worked out by hand, the warning rules at and around their thresholds, the validation
 profile a training saves, and the report built from grouped complaints, from the store's inbox
 (the SQL grouping equals the Python one, bin edges included) and from the trail's latencies."""
@@ -16,7 +16,17 @@ import pytest
 from core.access import OPERATOR
 from core.board.tat import load_tat
 from core.errors import UserError
-from core.intake.drift import (
+from core.intake.inbox import Routing, Submission, store_batch
+from core.intake.monitor import live_baseline, read_groups, read_latency, read_monitor
+from core.intake.tokens import create_token
+from core.models.profile import (
+    CONFIDENCE_EDGES,
+    ValidationProfile,
+    confidence_bins,
+    confidence_counts,
+    validation_profile,
+)
+from core.monitor.drift import (
     CONFIDENCE,
     DESK_MIX,
     UNKNOWN_DESK,
@@ -26,8 +36,7 @@ from core.intake.drift import (
     psi,
     smoothed_shares,
 )
-from core.intake.inbox import Routing, Submission, store_batch
-from core.intake.monitor import (
+from core.monitor.report import (
     MAX_CHANNELS,
     OTHER_CHANNELS,
     Baseline,
@@ -37,18 +46,6 @@ from core.intake.monitor import (
     default_since,
     group_rows,
     latency_of,
-    live_baseline,
-    read_groups,
-    read_latency,
-    read_monitor,
-)
-from core.intake.tokens import create_token
-from core.models.profile import (
-    CONFIDENCE_EDGES,
-    ValidationProfile,
-    confidence_bins,
-    confidence_counts,
-    validation_profile,
 )
 from core.review.live import promote_model
 from core.review.store import Store

@@ -1,5 +1,5 @@
 """The `monitor` command: the live model's drift and health, from the review store's inbox and
-trail (core.intake.monitor), as text or as the `--json` document."""
+trail (core.intake.monitor, core.monitor), as text or as the `--json` document."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from core.cli.common import CommandError, add_json_option, emit_json
 
 if TYPE_CHECKING:
-    from core.intake.monitor import MonitorReport
+    from core.monitor.report import MonitorReport
 
 
 def _cmd_monitor(args: argparse.Namespace) -> None:

@@ -61,7 +61,7 @@ from core.text import word_spans
 
 if TYPE_CHECKING:
     from core.board.tat import TatTable
-    from core.intake.monitor import MonitorReport
+    from core.monitor.report import MonitorReport
     from core.review.store import Store
 
 LOG = logging.getLogger(__name__)
@@ -157,7 +157,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
 def _monitor(store: Store, router: LiveRouter) -> Callable[[], MonitorReport]:
     """The monitor's report of this ISO week and the last against the model serving now (or no
     baseline while none serves), reused for MONITOR_TTL_S seconds."""
-    from core.intake.monitor import Baseline, MonitorCache, card_baseline, read_monitor
+    from core.intake.monitor import read_monitor
+    from core.monitor.report import Baseline, MonitorCache, card_baseline
 
     cache = MonitorCache(MONITOR_TTL_S)
 

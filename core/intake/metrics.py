@@ -4,7 +4,7 @@ Two kinds. Per process: requests by route and status, and their latency histogra
 `serve --workers N`, each worker counts its own, as Prometheus expects of replicas; scrape each or
 sum them). From the store, read at scrape time and so the same whichever worker answers:
 complaints by routed desk, open complaints, the share sent to people and the verdicts waiting,
-and the monitor's figures (core.intake.monitor): today's complaints by channel and desk, the
+and the monitor's figures (core.monitor): today's complaints by channel and desk, the
 week's drift against the serving model's validation rows with its threshold and warnings, and
 the routing latency every process recorded.
 """
@@ -19,11 +19,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from core.intake.drift import CONFIDENCE, DESK_MIX, UNKNOWN_DESK
+from core.monitor.drift import CONFIDENCE, DESK_MIX, UNKNOWN_DESK
 
 if TYPE_CHECKING:
-    from core.intake.drift import WeekDrift
-    from core.intake.monitor import MonitorReport
+    from core.monitor.drift import WeekDrift
+    from core.monitor.report import MonitorReport
 
 PREFIX = "grievance_lens"
 # Routing one complaint takes milliseconds to tens of them; a batch of 500, seconds.

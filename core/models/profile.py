@@ -1,6 +1,6 @@
 """What a model's routing looked like on its validation rows (the card's `validation_profile`):
 the decision's confidence on fixed bins, the desk mix it predicted, and the shares it flagged as
-"unknown desk" and sent to people. The monitor (core.intake.monitor) measures live weeks
+"unknown desk" and sent to people. The monitor (core.monitor) measures live weeks
 against it; a card saved before it has none, and the monitor then says there is no baseline.
 """
 
