@@ -48,14 +48,29 @@ EXAMPLE_CHARS = 300
 
 @dataclass(frozen=True)
 class DiscoveryConfig:
-    """How a run groups complaints: the smallest candidate, and the most complaints it reads."""
+    """How a run groups complaints: the smallest candidate and the most complaints it reads;
+    then HDBSCAN's own settings (bench/bench_discovery.py chose them on held-out intents of a
+    training file, never on test rows): `min_samples` (None: `min_size`) sets how dense a
+    neighbourhood must be, `selection` is "eom" (the most persistent groups) or "leaf" (the
+    finest), `dimensions` the PCA components the density is measured in, `single` whether all
+    the complaints may be one group (with one new desk among scattered others, HDBSCAN
+    otherwise finds none)."""
 
     min_size: int = DEFAULT_MIN_SIZE
     max_complaints: int = DEFAULT_MAX_COMPLAINTS
+    min_samples: int | None = None
+    selection: str = "eom"
+    dimensions: int = REDUCED_DIMENSIONS
+    single: bool = False
 
     def __post_init__(self) -> None:
         check_int("min_size", self.min_size, minimum=2)
         check_int("max_complaints", self.max_complaints, minimum=1)
+        check_int("dimensions", self.dimensions, minimum=2)
+        if self.min_samples is not None:
+            check_int("min_samples", self.min_samples, minimum=1)
+        if self.selection not in ("eom", "leaf"):
+            raise UserError(f"selection must be 'eom' or 'leaf', got {self.selection!r}")
 
     @classmethod
     def from_env(cls, *, min_size: int = DEFAULT_MIN_SIZE) -> DiscoveryConfig:
@@ -139,7 +154,7 @@ def find_candidates(
         )
     masked = mask_texts(texts)
     unit = _unit(embeddings)
-    labels = _clusters(unit, config.min_size)
+    labels = _clusters(unit, config)
     if cancel is not None and cancel.is_set():
         return None
     groups = _groups(labels)
@@ -157,17 +172,21 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(norms, 1e-12)
 
 
-def _clusters(unit: np.ndarray, min_size: int) -> np.ndarray:
+def _clusters(unit: np.ndarray, config: DiscoveryConfig) -> np.ndarray:
     """HDBSCAN's label of each row (-1: unclustered) on the PCA-reduced unit embeddings."""
-    n = len(unit)
+    n, min_size = len(unit), config.min_size
     if n < max(min_size, 3):
         return np.full(n, -1)
     from sklearn.cluster import HDBSCAN
     from sklearn.decomposition import PCA
 
-    dimensions = min(REDUCED_DIMENSIONS, n - 1, unit.shape[1])
+    dimensions = min(config.dimensions, n - 1, unit.shape[1])
     reduced = PCA(n_components=dimensions, svd_solver="full").fit_transform(unit)
-    found = HDBSCAN(min_cluster_size=min_size, copy=True).fit(reduced)
+    found = HDBSCAN(
+        min_cluster_size=min_size, min_samples=config.min_samples,
+        cluster_selection_method=config.selection, allow_single_cluster=config.single,
+        copy=True,
+    ).fit(reduced)  # fmt: skip
     # A straggler closer to one group than the groups are to each other joins it at the group's
     # lowest density: its membership strength is near 0 where a real member's is near 1.
     labels = np.where(found.probabilities_ < MIN_MEMBERSHIP, -1, found.labels_)
