@@ -358,3 +358,37 @@ def test_the_live_baseline_reads_the_promoted_models_card(store: Store, tiny_mod
     promote_model(store, root, tiny_model_dir.name, reason="test", actor=OPERATOR)
     live = live_baseline(store, root)
     assert live.model == tiny_model_dir.name and live.profile is not None and live.missing == ""
+
+
+# ------------------------------------------------------------------------------- the charts
+
+
+def test_the_charts_show_the_reports_numbers_and_export_as_pictures():
+    from core.charts.export import chart_spec, spec_svg
+    from core.charts.monitor import (
+        confidence_chart,
+        confidence_frame,
+        daily_chart,
+        daily_frame,
+        drift_chart,
+        shares_chart,
+        shares_frame,
+        weeks_frame,
+    )
+
+    groups = group_rows(*stream({"2026-05-05": 30, "2026-05-12": 300}))
+    report = build_report(groups, Baseline("live", "d", profile()), None, since=SINCE, now=NOW)
+    channels = daily_frame(report, "channel")
+    assert channels.groupby("channel")["complaints"].sum().to_dict() == {"branch": 110, "web": 220}
+    shares = shares_frame(report).set_index(["share"]).loc["sent to people", "value"].tolist()
+    assert shares == pytest.approx([0.1, 0.1])
+    confidence = confidence_frame(report)
+    live = confidence[confidence["rows"] == "complaints"]["share"].tolist()
+    assert live[-3:] == pytest.approx([30 / 300, 0, 270 / 300])
+    assert set(confidence["rows"]) == {"complaints", "validation rows"}
+    weeks = weeks_frame(report)
+    assert weeks["week"].tolist() == ["2026-W19", "2026-W20"]
+    assert weeks["judged"].tolist() == ["too few", "yes"]
+    for chart in (daily_chart(report, "desk"), shares_chart(report), confidence_chart(report),
+                  drift_chart(report)):  # fmt: skip
+        assert spec_svg(chart_spec(chart)).lstrip().startswith(b"<svg")
