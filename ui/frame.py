@@ -30,6 +30,7 @@ def pages() -> list:
         st.Page("pages/triage.py", title="Triage queue", icon=":material/pending_actions:"),
         st.Page("pages/new_desks.py", title="New desks", icon=":material/add_box:"),
         st.Page("pages/board.py", title="Routing board", icon=":material/timer:"),
+        st.Page("pages/monitor.py", title="Monitor", icon=":material/monitor_heart:"),
         st.Page("pages/attention_lab.py", title="Attention lab", icon=":material/grid_on:"),
         st.Page("pages/jobs.py", title="Jobs", icon=":material/queue:"),
         st.Page("pages/tokens.py", title="API tokens", icon=":material/key:"),
