@@ -372,10 +372,7 @@ class Store:
         verdict is appended to triage_decisions (items are never updated). Raises UserError
         when the item does not exist or was already decided (by anyone).
         """
-        actor.require(Permission.DECIDE)
-        check_non_empty_str("final_label", final_label)
-        check_non_empty_str("reviewer", reviewer)
-        _check_reviewer(actor, reviewer)
+        _check_verdict(actor, final_label, reviewer)
         now = utc_now()
         with self._transaction() as conn:
             _decide(conn, item_id, final_label, reviewer, now)
@@ -398,10 +395,7 @@ class Store:
         transaction: a decision on a group of complaints (a candidate desk) is recorded whole or
         not at all. `actor` needs DECIDE; an item decided meanwhile refuses the whole group
         (UserError), as `decide_triage` does. Returns the items' ids, given ones first."""
-        actor.require(Permission.DECIDE)
-        check_non_empty_str("final_label", final_label)
-        check_non_empty_str("reviewer", reviewer)
-        _check_reviewer(actor, reviewer)
+        _check_verdict(actor, final_label, reviewer)
         now = utc_now()
         with self._transaction() as conn:
             queued = [_insert_triage(conn, item, actor.user, now) for item in new_items]
@@ -480,6 +474,14 @@ def _own_records_only(actor: Actor) -> str | None:
     """Whose names and notes `actor` sees, the one rule for the trail and decision history:
     None (everyone's) with SEE_ALL_TRAIL, else only the actor's own."""
     return None if actor.can(Permission.SEE_ALL_TRAIL) else actor.user
+
+
+def _check_verdict(actor: Actor, final_label: str, reviewer: str) -> None:
+    """Who may give a verdict (DECIDE; signed in, under their own name) and that it names one."""
+    actor.require(Permission.DECIDE)
+    check_non_empty_str("final_label", final_label)
+    check_non_empty_str("reviewer", reviewer)
+    _check_reviewer(actor, reviewer)
 
 
 def _check_reviewer(actor: Actor, reviewer: str) -> None:
