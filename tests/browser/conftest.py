@@ -83,6 +83,29 @@ def page(browser, app_url: str, request: pytest.FixtureRequest):
     context.close()
 
 
+@pytest.fixture()
+def signed_in(browser, request: pytest.FixtureRequest):
+    """`signed_in(url, email)`: `steps.sign_in` in a fresh context; the pages still open when
+    the test fails are shown in its output, and every context is closed after it."""
+    from tests.browser.steps import sign_in
+
+    pages = []
+
+    def open_signed_in(url: str, email: str):
+        page = sign_in(browser, url, email)
+        pages.append(page)
+        return page
+
+    yield open_signed_in
+    report = getattr(request.node, "report_call", None)
+    for page in pages:
+        if page.is_closed():
+            continue
+        if report is not None and report.failed:
+            show_failed_page(page, request.node.name)
+        page.context.close()
+
+
 def show_failed_page(page, test_name: str) -> None:
     """What the browser showed when its test failed: the page's text in the test's output (CI
     keeps only that) and a full screenshot under $BROWSER_FAILURES, when set."""

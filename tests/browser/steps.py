@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from playwright.sync_api import expect
+from playwright.sync_api import Browser, Page, expect
 
 # A cold server imports torch and transformers on the first run, on a shared, busy machine.
 FIRST_LOAD_MS = 180_000
@@ -65,3 +65,29 @@ def write_auth_secrets(folder: Path, provider: str) -> Path:
         f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n'
     )
     return secrets
+
+
+SIGN_IN_WAIT_MS = 90_000  # signing in and a first page that loads torch, on 2 busy cores
+
+
+def sign_in(browser: Browser, url: str, email: str) -> Page:
+    """A fresh browser context (no cookies, downloads allowed) signed in as `email` through the
+    mock provider's form (`mock_provider`), waiting for the app's Sign out button."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(SIGN_IN_WAIT_MS)
+    page.goto(url)
+    page.get_by_role("button", name="Sign in").click()
+    page.locator("input[name=sub]").fill(email)  # the provider's authorize form
+    page.get_by_role("button", name="Authorize", exact=True).click()
+    page.wait_for_url(f"{url}/**")
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible(timeout=SIGN_IN_WAIT_MS)
+    return page
+
+
+def open_page(page: Page, url: str, path: str, heading: str) -> None:
+    """Go to the page at `path` and wait for its `heading`."""
+    page.goto(f"{url}/{path}")
+    expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible(
+        timeout=SIGN_IN_WAIT_MS
+    )

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from core.access import OPERATOR
 from core.board.board import MAX_BOARD_DESKS
@@ -28,9 +28,8 @@ from core.jobs import QueueConfig
 from core.review.live import promote_model
 from core.review.store import DB_NAME, Store
 from core.roles import ROLES_ENV
-from tests.browser.conftest import show_failed_page
 from tests.browser.server import AppServer
-from tests.browser.steps import mock_provider, write_auth_secrets
+from tests.browser.steps import mock_provider, open_page, write_auth_secrets
 from ui.jobs import SHORT_TIMEOUT_S
 
 pytestmark = pytest.mark.browser
@@ -97,43 +96,12 @@ def hostile_server(provider: str, tmp_path_factory, tiny_model_dir: Path) -> Ite
     server.stop(kill=True)
 
 
-@pytest.fixture()
-def sign_in(browser: Browser, request: pytest.FixtureRequest) -> Iterator:
-    """`sign_in(url, email)`: a fresh browser context signed in as `email` through the
-    provider's form. Pages still open when the test fails are shown in its output."""
-    pages: list[Page] = []
-
-    def signed_in(url: str, email: str) -> Page:
-        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        pages.append(page)
-        page.set_default_timeout(WAIT_MS)
-        page.goto(url)
-        page.get_by_role("button", name="Sign in").click()
-        page.locator("input[name=sub]").fill(email)  # the provider's authorize form
-        page.get_by_role("button", name="Authorize", exact=True).click()
-        page.wait_for_url(f"{url}/**")
-        expect(page.get_by_role("button", name="Sign out")).to_be_visible(timeout=WAIT_MS)
-        return page
-
-    yield signed_in
-    report = getattr(request.node, "report_call", None)
-    for page in pages:
-        if report is not None and report.failed:
-            show_failed_page(page, request.node.name)
-        page.context.close()
-
-
-def open_page(page: Page, url: str, path: str, heading: str) -> None:
-    page.goto(f"{url}/{path}")
-    expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible(timeout=WAIT_MS)
-
-
 def refusal(page: Page):
     return page.get_by_test_id("stAlert").filter(has_text=REFUSAL)
 
 
 def test_viewers_boarding_hostile_files_leave_explain_within_the_short_bound(
-    sign_in, hostile_server: AppServer, tmp_path: Path
+    signed_in, hostile_server: AppServer, tmp_path: Path
 ):
     url = hostile_server.url
     emails = hostile_viewers()
@@ -141,13 +109,13 @@ def test_viewers_boarding_hostile_files_leave_explain_within_the_short_bound(
 
     # The reviewer opens Explain on the live model; its example complaint is explained first
     # (the explanation's imports, paid before anything is timed).
-    reviewer = sign_in(url, REVIEWER)
+    reviewer = signed_in(url, REVIEWER)
     open_page(reviewer, url, "explain", "Explain")
     expect(reviewer.get_by_text(f"Model: {LIVE}").first).to_be_visible()
     expect(reviewer.get_by_role("heading", name="Word by word")).to_be_visible(timeout=WAIT_MS)
 
     # Every viewer picks an upload as the board's source, then all upload at once.
-    viewers = [sign_in(url, email) for email in emails]
+    viewers = [signed_in(url, email) for email in emails]
     for page in viewers:
         open_page(page, url, "board", "Routing board")
         page.get_by_test_id("stRadio").get_by_text(UPLOADED, exact=True).click()

@@ -34,9 +34,8 @@ from core.paths import DATA_DIR_ENV, MODELS_DIR_ENV
 from core.review.live import live_model
 from core.review.store import DB_NAME, Store
 from core.roles import ROLES_ENV
-from tests.browser.conftest import show_failed_page
 from tests.browser.server import ROOT, AppServer, free_port
-from tests.browser.steps import mock_provider, write_auth_secrets
+from tests.browser.steps import mock_provider, open_page, write_auth_secrets
 
 pytestmark = pytest.mark.browser
 
@@ -141,42 +140,6 @@ def journey(
         app.stop(kill=True)
 
 
-@pytest.fixture()
-def sign_in(browser: Browser, request: pytest.FixtureRequest) -> Iterator:
-    """`sign_in(url, email)`: a fresh browser context (no cookies) signed in as `email` through
-    the provider's form. Pages still open when the test fails are shown in its output."""
-    pages: list[Page] = []
-
-    def signed_in(url: str, email: str) -> Page:
-        context = browser.new_context(
-            viewport={"width": 1400, "height": 1000}, accept_downloads=True
-        )
-        page = context.new_page()
-        pages.append(page)
-        page.set_default_timeout(WAIT_MS)
-        page.goto(url)
-        page.get_by_role("button", name="Sign in").click()
-        page.locator("input[name=sub]").fill(email)  # the provider's authorize form
-        page.get_by_role("button", name="Authorize", exact=True).click()
-        page.wait_for_url(f"{url}/**")
-        expect(page.get_by_role("button", name="Sign out")).to_be_visible(timeout=WAIT_MS)
-        return page
-
-    yield signed_in
-    report = getattr(request.node, "report_call", None)
-    for page in pages:
-        if page.is_closed():
-            continue
-        if report is not None and report.failed:
-            show_failed_page(page, request.node.name)
-        page.context.close()
-
-
-def open_page(page: Page, url: str, path: str, heading: str) -> None:
-    page.goto(f"{url}/{path}")
-    expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible(timeout=WAIT_MS)
-
-
 def create_token(page: Page, url: str) -> str:
     """Create a submit+read token on "API tokens"; its secret, read from the page."""
     open_page(page, url, "tokens", "API tokens")
@@ -215,11 +178,11 @@ def desks_csv(page: Page) -> pd.DataFrame:
     return pd.read_csv(io.BytesIO(data), encoding="utf-8-sig")
 
 
-def test_intake_from_token_to_verdict_board_and_promotion(sign_in, journey: Journey):
+def test_intake_from_token_to_verdict_board_and_promotion(signed_in, journey: Journey):
     url, api, store_path = journey.app.url, journey.api, journey.app.data_dir / DB_NAME
 
     # 1. The admin creates a token with submit and read; its secret is shown once.
-    admin = sign_in(url, ADMIN)
+    admin = signed_in(url, ADMIN)
     secret = create_token(admin, url)
     bearer = {"Authorization": f"Bearer {secret}"}
 
@@ -240,7 +203,7 @@ def test_intake_from_token_to_verdict_board_and_promotion(sign_in, journey: Jour
     chosen = next(desk for desk in ranked if desk != first.item.predicted_label)
 
     # 3. The reviewer sees the arrivals (channel, received, due) and corrects the first one.
-    reviewer = sign_in(url, REVIEWER)
+    reviewer = signed_in(url, REVIEWER)
     open_page(reviewer, url, "triage", "Triage queue")
     expect(
         reviewer.get_by_text(f"Arriving from the intake API ({flagged:,} waiting)")

@@ -24,14 +24,20 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from core.access import OPERATOR
 from core.review.live import promote_model
 from core.review.store import DB_NAME, Store
 from core.roles import ROLES_ENV
 from tests.browser.server import AppServer
-from tests.browser.steps import choose_option, mock_provider, write_auth_secrets
+from tests.browser.steps import (
+    choose_option,
+    mock_provider,
+    open_page,
+    sign_in,
+    write_auth_secrets,
+)
 from tests.helpers import TINY_TEXTS
 
 pytestmark = pytest.mark.browser
@@ -140,24 +146,6 @@ def check_preconditions(models: Path) -> None:
         lockers, train_keys=(), validation_keys=(), val_fraction=fraction
     )
     assert len(held_out) >= 5, f"only {len(held_out)} locker complaints are held out"
-
-
-def sign_in(browser: Browser, url: str, email: str) -> Page:
-    """A fresh browser (no cookies) signed in as `email` through the provider's form."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    page.goto(url)
-    page.get_by_role("button", name="Sign in").click()
-    page.locator("input[name=sub]").fill(email)  # the provider's authorize form
-    page.get_by_role("button", name="Authorize", exact=True).click()
-    page.wait_for_url(f"{url}/**")
-    return page
-
-
-def open_page(page: Page, url: str, path: str, heading: str) -> None:
-    page.goto(f"{url}/{path}")
-    expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible(timeout=WAIT_MS)
 
 
 def name_the_locker_desk(page: Page, url: str, upload: Path) -> int:

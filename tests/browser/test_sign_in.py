@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from core.access import OPERATOR, Actor, Role
 from core.models.classifier import Prediction
@@ -23,7 +23,13 @@ from core.review.store import DB_NAME, Store
 from core.review.triage import enqueue_uncertain
 from core.roles import ROLES_ENV
 from tests.browser.server import AppServer
-from tests.browser.steps import choose_option, mock_provider, write_auth_secrets
+from tests.browser.steps import (
+    choose_option,
+    mock_provider,
+    open_page,
+    sign_in,
+    write_auth_secrets,
+)
 from ui.safe import WORD_JOINER
 
 pytestmark = pytest.mark.browser
@@ -80,24 +86,6 @@ def auth_server(provider: str, tmp_path_factory, tiny_model_dir: Path) -> Iterat
 def shown(text: str) -> str:
     """`text` as md_escape shows it: a word joiner after "@" keeps it from becoming a link."""
     return text.replace("@", "@" + WORD_JOINER)
-
-
-def sign_in(browser: Browser, url: str, email: str) -> Page:
-    """A fresh browser (no cookies) signed in as `email` through the provider's form."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    page.goto(url)
-    page.get_by_role("button", name="Sign in").click()
-    page.locator("input[name=sub]").fill(email)  # the provider's authorize form
-    page.get_by_role("button", name="Authorize", exact=True).click()
-    page.wait_for_url(f"{url}/**")
-    return page
-
-
-def open_page(page: Page, url: str, path: str, heading: str) -> None:
-    page.goto(f"{url}/{path}")
-    expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible(timeout=WAIT_MS)
 
 
 def expect_signed_in(page: Page, actor: Actor) -> None:
