@@ -76,7 +76,7 @@ def run() -> None:
     """One page view: the frame around the page the visitor asked for."""
     st.set_page_config(page_title="Grievance Lens", page_icon=":material/inbox:", layout="wide")
     actor = current_actor()  # stops here with the sign-in page, a refusal or the loopback rule
-    page = st.navigation(pages())
+    page = st.navigation(pages(), expanded=True)  # every page in view, however many
     sidebar = st.sidebar.empty()
     # Drawn before the page as well: after a page's st.stop() nothing more can be drawn in this
     # run, so a page that stops early (no data set yet, no model) still has the frame and the
