@@ -20,7 +20,8 @@ Reported per seed, and as the mean over seeds:
 - known-intent rows inside candidates;
 - the challenger: each found candidate named after its majority intent, its members added to
   the training rows with that name ("retrain from corrections"), trained with the same recipe
-  and seed; its accuracy on the test rows that were not named (held-out intents, known ones).
+  and seed; its accuracy on the test rows that were not named (of the named intents, and the
+  rest, beside the live model's on the same rest).
 Accuracy and clustering figures do not depend on the machine's load; seconds do (printed with
 the load line).
 
@@ -130,9 +131,9 @@ def scores(run, truth: np.ndarray, held: set[str]) -> dict:
     }  # fmt: skip
 
 
-def challenger(run, named: dict, train, val, test, config, folder: Path) -> dict:
+def challenger(run, named: dict, train, val, test, config, folder: Path, live) -> dict:
     """Each found candidate named after its majority intent and added to the training rows; the
-    challenger scored on the test rows that were not named."""
+    challenger and the live model scored on the test rows that were not named."""
     found_rows = np.array([m.row - 1 for m in run.members])
     added_rows, added_labels = [], []
     for candidate in run.discovery.candidates:
@@ -148,15 +149,17 @@ def challenger(run, named: dict, train, val, test, config, folder: Path) -> dict
     from core.models.classify import classification_columns
 
     rest = np.setdiff1d(np.arange(len(test)), added_rows)
-    predicted = classification_columns(loaded, [test.texts[i] for i in rest])["predicted_label"]
+    texts = [test.texts[i] for i in rest]
     truth = np.array(test.labels, dtype=object)[rest]
-    right = predicted.to_numpy() == truth
+    right = classification_columns(loaded, texts)["predicted_label"].to_numpy() == truth
+    live_right = classification_columns(live, texts)["predicted_label"].to_numpy() == truth
     held = np.isin(truth, list(set(named.values())))
     return {
         "named": len(named), "added_rows": len(added_rows), "train_seconds": round(seconds, 1),
         "accuracy_named_intents": round(float(right[held].mean()), 4) if held.any() else None,
         "rows_named_intents": int(held.sum()),
         "accuracy_rest": round(float(right[~held].mean()), 4), "rows_rest": int((~held).sum()),
+        "live_accuracy_rest": round(float(live_right[~held].mean()), 4),
     }  # fmt: skip
 
 
@@ -180,7 +183,7 @@ def one_seed(seed: int, data: Dataset, test: Dataset, args, scratch: Path) -> di
              if c["intent"] in result["found_intents"]}  # fmt: skip
     if not args.no_retrain and named:
         result["challenger"] = challenger(run, named, train, val, test, config,
-                                          scratch / f"challenger{seed}")  # fmt: skip
+                                          scratch / f"challenger{seed}", loaded)  # fmt: skip
     result["seconds"] = round(time.perf_counter() - started, 1)
     print(json.dumps({k: v for k, v in result.items() if k != "by_candidate"}), file=sys.stderr)
     return result
@@ -199,6 +202,7 @@ def summary(results: list[dict]) -> dict:
         "known_rows_in_candidates": mean("known_rows_in_candidates"),
         "challenger_accuracy_named_intents": mean("challenger", "accuracy_named_intents"),
         "challenger_accuracy_rest": mean("challenger", "accuracy_rest"),
+        "live_accuracy_rest": mean("challenger", "live_accuracy_rest"),
     }  # fmt: skip
 
 
