@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect
@@ -91,3 +91,29 @@ def open_page(page: Page, url: str, path: str, heading: str) -> None:
     expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible(
         timeout=SIGN_IN_WAIT_MS
     )
+
+
+def start_signed_in_server(
+    folder: Path, provider: str, roles: str, *, live: str, place: Callable[[Path], object]
+):
+    """An app server on `folder` with sign-in on (the mock `provider`), the roles file text
+    `roles`, and the model `place(models_folder / live)` puts there promoted live by the
+    operator, warmed up; stop it with `server.stop(kill=True)`."""
+    from core.access import OPERATOR
+    from core.review.live import promote_model
+    from core.review.store import DB_NAME, Store
+    from core.roles import ROLES_ENV
+    from tests.browser.server import AppServer
+
+    secrets = write_auth_secrets(folder, provider)
+    roles_file = folder / "roles.toml"
+    roles_file.write_text(roles)
+    models, data = folder / "models", folder / "data"
+    place(models / live)
+    data.mkdir()
+    with Store.open(data / DB_NAME) as store:
+        promote_model(store, models, live, reason="the model in use", actor=OPERATOR)
+    return AppServer(
+        data, models_dir=models, warm_up=True, secrets_file=secrets,
+        env={ROLES_ENV: str(roles_file)},
+    )  # fmt: skip

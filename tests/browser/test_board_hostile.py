@@ -22,14 +22,10 @@ import pandas as pd
 import pytest
 from playwright.sync_api import Page, expect
 
-from core.access import OPERATOR
 from core.board.board import MAX_BOARD_DESKS
 from core.jobs import QueueConfig
-from core.review.live import promote_model
-from core.review.store import DB_NAME, Store
-from core.roles import ROLES_ENV
 from tests.browser.server import AppServer
-from tests.browser.steps import mock_provider, open_page, write_auth_secrets
+from tests.browser.steps import mock_provider, open_page, start_signed_in_server
 from ui.jobs import SHORT_TIMEOUT_S
 
 pytestmark = pytest.mark.browser
@@ -80,18 +76,10 @@ def provider() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def hostile_server(provider: str, tmp_path_factory, tiny_model_dir: Path) -> Iterator[AppServer]:
     """The app with sign-in on, the queue at its defaults, and the tiny model live."""
-    folder = tmp_path_factory.mktemp("lens-hostile")
-    secrets = write_auth_secrets(folder, provider)
-    roles = folder / "roles.toml"
-    roles.write_text(ROLES)
-    models, data = folder / "models", folder / "data"
-    shutil.copytree(tiny_model_dir, models / LIVE)
-    data.mkdir()
-    with Store.open(data / DB_NAME) as store:
-        promote_model(store, models, LIVE, reason="the model in use", actor=OPERATOR)
-    server = AppServer(
-        data, models_dir=models, warm_up=True, secrets_file=secrets, env={ROLES_ENV: str(roles)}
-    )
+    server = start_signed_in_server(
+        tmp_path_factory.mktemp("lens-hostile"), provider, ROLES, live=LIVE,
+        place=lambda folder: shutil.copytree(tiny_model_dir, folder),
+    )  # fmt: skip
     yield server
     server.stop(kill=True)
 

@@ -27,16 +27,14 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from core.access import OPERATOR
-from core.review.live import promote_model
 from core.review.store import DB_NAME, Store
-from core.roles import ROLES_ENV
 from tests.browser.server import AppServer
 from tests.browser.steps import (
     choose_option,
     mock_provider,
     open_page,
     sign_in,
-    write_auth_secrets,
+    start_signed_in_server,
 )
 from tests.helpers import TINY_TEXTS
 
@@ -113,18 +111,10 @@ def live_copy(tiny_model_dir: Path, folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def desks_server(provider: str, tmp_path_factory, tiny_model_dir: Path) -> Iterator[AppServer]:
     """The app with sign-in on, its own roles, and LIVE promoted by the operator."""
-    folder = tmp_path_factory.mktemp("lens-new-desks")
-    secrets = write_auth_secrets(folder, provider)
-    roles = folder / "roles.toml"
-    roles.write_text(ROLES)
-    models, data = folder / "models", folder / "data"
-    live_copy(tiny_model_dir, models / LIVE)
-    data.mkdir()
-    with Store.open(data / DB_NAME) as store:
-        promote_model(store, models, LIVE, reason="the model in use", actor=OPERATOR)
-    server = AppServer(
-        data, models_dir=models, warm_up=True, secrets_file=secrets, env={ROLES_ENV: str(roles)}
-    )
+    server = start_signed_in_server(
+        tmp_path_factory.mktemp("lens-new-desks"), provider, ROLES, live=LIVE,
+        place=lambda folder: live_copy(tiny_model_dir, folder),
+    )  # fmt: skip
     yield server
     server.stop(kill=True)
 
