@@ -19,17 +19,22 @@ from core.access import Actor, Permission
 from core.data.saved import DatasetSave, SavedDataset, retire_dataset, save_dataset
 from core.errors import UserError
 from core.models.changes import (
+    MODEL_ACTIONS,
     MODEL_SAVED,
     ModelEvent,
     ModelRecorder,
     finish_model_changes,
 )
 from core.pending import RecordedChange
-from core.review.live import PROMOTED
+from core.review.live import LiveModel, live_model, live_model_in
 from core.review.store import Store, StoreError, append_event, utc_now
 
 SAVED_EVENT = "dataset.saved"
 RETIRED_EVENT = "dataset.retired"
+# Every trail action whose details carry a change id (core.pending).
+CHANGE_ACTIONS = (*MODEL_ACTIONS, SAVED_EVENT, RETIRED_EVENT)
+
+log = logging.getLogger(__name__)
 
 
 def save_and_record(
@@ -61,18 +66,6 @@ def _event_recorder(
     return lambda details: store.record_event(action, details, actor=actor, permission=permission)
 
 
-log = logging.getLogger(__name__)
-
-# Every trail action whose details carry a change id (core.pending).
-CHANGE_ACTIONS = (
-    "model.saved",
-    "model.renamed",
-    "model.deleted",
-    "dataset.saved",
-    "dataset.retired",
-)
-
-
 def model_recorder(store: Store, *, actor: Actor) -> ModelRecorder:
     """The recorder `save_model`, `rename_model` and `delete_model` call with a change ready
     but hidden: it appends the trail event under `actor`, and refuses (so the change is
@@ -83,8 +76,7 @@ def model_recorder(store: Store, *, actor: Actor) -> ModelRecorder:
     def record(event: ModelEvent) -> None:
         with store.transaction() as conn:
             if event.action != MODEL_SAVED:
-                live = _live_name(lambda sql, params: conn.execute(sql, params).fetchall())
-                _refuse_live(live, event.renamed_from or event.name)
+                _refuse_live(live_model_in(conn), event.renamed_from or event.name)
             append_event(conn, event.action, None, actor.user, event.details(), utc_now())
 
     return record
@@ -97,7 +89,7 @@ def rename_recorded(
     from core.models.registry import rename_model
 
     actor.require(Permission.MANAGE_MODELS)
-    _refuse_live(_live_name(store.query), name)
+    _refuse_live(live_model(store), name)
     finish_interrupted_changes(store, models_root=models_root)
     record = model_recorder(store, actor=actor)
     return rename_model(models_root, name, new_name, actor=actor, record=record)
@@ -108,7 +100,7 @@ def delete_recorded(store: Store, models_root: str | Path, name: str, *, actor: 
     from core.models.registry import delete_model
 
     actor.require(Permission.MANAGE_MODELS)
-    _refuse_live(_live_name(store.query), name)
+    _refuse_live(live_model(store), name)
     finish_interrupted_changes(store, models_root=models_root)
     delete_model(models_root, name, actor=actor, record=model_recorder(store, actor=actor))
 
@@ -158,18 +150,8 @@ def require_writable(store: Store) -> None:
         )
 
 
-def _live_name(query: Callable[[str, tuple], list[tuple]]) -> str | None:
-    """The live model's name, through `query` (the store's, or a transaction's connection)."""
-    rows = query(
-        "SELECT json_extract(details, '$.name') FROM trail WHERE action = ?"
-        " ORDER BY id DESC LIMIT 1",
-        (PROMOTED,),
-    )
-    return str(rows[0][0]) if rows else None
-
-
-def _refuse_live(live: str | None, name: str) -> None:
-    if live is not None and live == name:
+def _refuse_live(live: LiveModel | None, name: str) -> None:
+    if live is not None and live.name == name:
         raise UserError(
             f"model {name!r} is the live model: promote another model before renaming or "
             "deleting it"

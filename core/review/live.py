@@ -122,7 +122,7 @@ def promote_model(
     # The live model is read in the promotion's own write transaction, so a promotion made at
     # the same time by another admin is either wholly before this one (it is `previous`) or after.
     with store.transaction() as conn:
-        current = next(iter(_promotions(_on(conn), limit=1)), None)
+        current = live_model_in(conn)
         if current is not None and (current.name, current.digest) == (name, digest):
             raise UserError(
                 f"{name} is already the live model (since {format_since(current.since)})"
@@ -144,6 +144,13 @@ def live_model(store: Store) -> LiveModel | None:
     """The latest promotion (the live model), or None when no model was ever promoted."""
     history = promotion_history(store, limit=1)
     return history[0] if history else None
+
+
+def live_model_in(conn: sqlite3.Connection) -> LiveModel | None:
+    """The live model as a write transaction reads it (`Store.transaction`), so that what the
+    transaction then writes cannot race a promotion (core.review.library refuses to rename or
+    delete the live model this way)."""
+    return next(iter(_promotions(_on(conn), limit=1)), None)
 
 
 def promotion_history(store: Store, *, limit: int = 20) -> list[LiveModel]:
