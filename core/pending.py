@@ -16,9 +16,10 @@ import errno
 import fcntl
 import os
 import re
+import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ RENAMING = "renaming"  # an existing folder, taken out of its name, on its way t
 DELETING = "deleting"  # an existing folder, taken out of its name, to be removed
 RETIRING = "retiring"  # a data set's retirement marker, waiting for its event
 KINDS = (SAVING, RENAMING, DELETING, RETIRING)
+MAKING = "making"  # a change folder being created and locked (`created_held`): microseconds
+STALE_MAKING_S = 60.0  # one older than this was left by a process killed in those microseconds
 # The trail's answer for a change id: the details of the event that recorded it, or None.
 RecordedChange = Callable[[str], dict[str, Any] | None]
 _HIDDEN = re.compile(r"^\.(?P<name>.+)\.(?P<kind>" + "|".join(KINDS) + r")-(?P<id>[0-9a-f]{8,32})$")
@@ -62,6 +65,25 @@ def pending_changes(root: Path) -> list[Change]:
     return found
 
 
+def sweep_stale_making(root: Path, *, now: float | None = None) -> int:
+    """Remove the folders `created_held` left when its process was killed between creating and
+    renaming one (empty, older than STALE_MAKING_S); returns how many."""
+    if not root.is_dir():
+        return 0
+    now = time.time() if now is None else now
+    removed = 0
+    for entry in root.glob(f".*.{MAKING}-*"):
+        with suppress(OSError):  # gone meanwhile, or not empty: not a leftover of ours
+            if (
+                entry.is_dir()
+                and not entry.is_symlink()
+                and now - entry.stat().st_mtime > STALE_MAKING_S
+            ):
+                entry.rmdir()
+                removed += 1
+    return removed
+
+
 @contextmanager
 def holding(folder: Path) -> Iterator[None]:
     """Hold `folder` (an existing folder) exclusively while a change is made to it; raises
@@ -70,6 +92,28 @@ def holding(folder: Path) -> Iterator[None]:
     fd = _hold(folder)
     if fd is None:
         raise BlockingIOError(errno.EWOULDBLOCK, f"{folder.name} is being changed")
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def created_held(change: Change) -> Iterator[None]:
+    """Create `change.folder` and hold it, as `holding` does. It is made under a name no sweep
+    looks at, locked, and only then renamed to the change's name, so a sweep of another
+    process never finds it unheld between its creation and its lock."""
+    making = change.folder.with_name(f".{change.name}.{MAKING}-{change.id}")
+    making.mkdir()
+    fd = _hold(making)
+    if fd is None:  # nothing else knows this name; a lock cannot be refused
+        raise RuntimeError(f"could not lock the new folder {making.name}")
+    try:
+        os.rename(making, change.folder)
+    except BaseException:
+        os.close(fd)
+        making.rmdir()
+        raise
     try:
         yield
     finally:

@@ -252,3 +252,20 @@ def test_the_train_page_renames_and_deletes_through_the_trail(tmp_path, trained,
     store = Store.open(tmp_path / "data" / "lens.db")
     assert [e.details["name"] for e in store.events("model.renamed")] == ["renamed"]
     assert [e.details["name"] for e in store.events("model.deleted")] == ["b"]
+
+
+def test_a_new_change_folder_is_never_seen_unheld_and_a_killed_making_is_swept(tmp_path):
+    from core.pending import SAVING, created_held, if_abandoned, new_change, sweep_stale_making
+
+    change = new_change(tmp_path, "m", SAVING)
+    with created_held(change):
+        assert [p.name for p in tmp_path.iterdir()] == [change.folder.name]
+        with if_abandoned(change.folder) as abandoned:
+            assert not abandoned  # held from the moment it has its name
+    with if_abandoned(change.folder) as abandoned:
+        assert abandoned
+    old, fresh = tmp_path / ".a.making-saving-01", tmp_path / ".b.making-saving-02"
+    old.mkdir()
+    fresh.mkdir()
+    os.utime(old, (0, 0))
+    assert sweep_stale_making(tmp_path) == 1 and not old.exists() and fresh.exists()

@@ -59,11 +59,12 @@ from core.pending import (
     SAVING,
     Change,
     RecordedChange,
-    holding,
+    created_held,
     if_abandoned,
     move_into_name,
     new_change,
     pending_changes,
+    sweep_stale_making,
 )
 
 SAVED_DATA_MB_ENV = "GRIEVANCE_LENS_MAX_SAVED_DATA_MB"
@@ -201,8 +202,7 @@ def save_dataset(
         "parent": request.parent, "change": staging.id,
     }  # fmt: skip
     try:
-        staging.folder.mkdir()
-        with holding(staging.folder):
+        with created_held(staging):
             _write_folder(staging.folder, data, summary)
             with _locked(root):
                 _check_name_free(root, name)
@@ -532,16 +532,16 @@ def retire_dataset(
     with _locked(Path(root)):
         if (saved.path / RETIRED_NAME).exists():
             raise UserError(f"data set {name!r} is already retired")
-        change.folder.mkdir()
         try:
-            with holding(change.folder):
+            with created_held(change):
                 document = json.dumps(marker, ensure_ascii=False, indent=1).encode()
                 write_atomically(change.folder / RETIRED_NAME, document)
                 if record is not None:
                     record(details)
                 os.rename(change.folder / RETIRED_NAME, saved.path / RETIRED_NAME)
         finally:
-            shutil.rmtree(change.folder)
+            if change.folder.exists():
+                shutil.rmtree(change.folder)
     return read_summary(root, name)
 
 
@@ -550,6 +550,7 @@ def finish_dataset_changes(root: str | Path, recorded: RecordedChange) -> list[s
     (hidden change folders no live process holds), by what the trail says (`recorded(id)`: the
     event's details, or None); one line per change, for the log."""
     root, lines = Path(root), []
+    sweep_stale_making(root)
     with _locked(root) if root.is_dir() else nullcontext():
         for change in pending_changes(root):
             with if_abandoned(change.folder) as abandoned:

@@ -21,6 +21,7 @@ from core.pending import (
     if_abandoned,
     move_into_name,
     pending_changes,
+    sweep_stale_making,
 )
 
 MODEL_SAVED, MODEL_RENAMED, MODEL_DELETED = "model.saved", "model.renamed", "model.deleted"
@@ -57,6 +58,7 @@ def finish_model_changes(root: str | Path, recorded: RecordedChange) -> list[str
     undone (a save's folder removed, a model put back under its name). Returns one line per
     change, for the log."""
     lines = []
+    sweep_stale_making(Path(root))
     for change in pending_changes(Path(root)):
         with if_abandoned(change.folder) as abandoned:
             if abandoned:

@@ -67,7 +67,7 @@ from core.models.transformer.config import FULL, QUICK
 from core.models.transformer.inference import NeuralClassifier
 from core.models.transformer.truncation import HEAD, TRUNCATIONS
 from core.models.weights import check_config_fits_weights
-from core.pending import DELETING, RENAMING, SAVING, Change, holding, new_change
+from core.pending import DELETING, RENAMING, SAVING, Change, created_held, holding, new_change
 
 if TYPE_CHECKING:  # training brings sklearn's metrics and splitting: loading needs neither
     from core.models.transformer.training import TrainResult
@@ -246,14 +246,12 @@ def save_model(
             _write_model(result, staging.folder, data_fingerprint)
             _move_into_place(staging.folder, target)
             return target
-        with _claimed(target, name):
-            staging.folder.mkdir()
-            with holding(staging.folder):
-                _write_model(result, staging.folder, data_fingerprint)
-                digest = card_digest(staging.folder) or ""
-                if record is not None:
-                    record(ModelEvent(MODEL_SAVED, name, digest, staging.id))
-                _rename_onto_claim(staging.folder, target, name)
+        with _claimed(target, name), created_held(staging):
+            _write_model(result, staging.folder, data_fingerprint)
+            digest = card_digest(staging.folder) or ""
+            if record is not None:
+                record(ModelEvent(MODEL_SAVED, name, digest, staging.id))
+            _rename_onto_claim(staging.folder, target, name)
     finally:
         if staging.folder.exists():
             shutil.rmtree(staging.folder)
