@@ -49,16 +49,17 @@ class NewDesksRun:
 
 def start_inbox_run(model: LoadedModel, since_day, min_size: int) -> None:
     since = since_moment(datetime.combine(since_day, datetime.min.time(), UTC).isoformat())
-    work = functools.partial(_inbox_work, model, since, DiscoveryConfig.from_env(min_size=min_size))
+    config = DiscoveryConfig.from_env(min_size=min_size)
+    work = functools.partial(_inbox_work, model, get_store().path, since, config)
     _start(work, f"the inbox since {since}")
 
 
-def _inbox_work(model, since, config, *, on_progress, cancel):
+def _inbox_work(model, store_path, since, config, *, on_progress, cancel):
     from core.review.store import Store
 
     # The queue's worker reads the store with a connection of its own (the shared one is the
     # pages'); read-only: discovery changes nothing.
-    with Store.open(get_store().path, read_only=True) as store:
+    with Store.open(store_path, read_only=True) as store:
         return discover_in_inbox(store, model, since=since, config=config,
                                  on_progress=on_progress, cancel=cancel)  # fmt: skip
 
