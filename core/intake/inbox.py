@@ -253,7 +253,7 @@ def _insert(
     values = {
         "source": token.source, "external_id": submission.id, "text": submission.text,
         "channel": submission.channel, "customer_ref": submission.customer_ref,
-        "received_at": _iso(received), "desk": routing.desk, "confidence": confidence,
+        "received_at": inbox_time(received), "desk": routing.desk, "confidence": confidence,
         "needs_review": int(routing.needs_review), "review_reason": routing.review_reason,
         "unknown_desk_score": score, "decided_by": routing.decided_by,
         "probabilities": _probabilities_json(routing.probabilities), "model": model[0],
@@ -276,10 +276,12 @@ def _insert(
 
 def due_by(received: datetime, desk: str, tat: TatTable) -> str:
     """When `desk`'s turnaround time runs out for a complaint received at `received` (UTC)."""
-    return _iso(received + timedelta(hours=tat.hours_for(desk)))
+    return inbox_time(received + timedelta(hours=tat.hours_for(desk)))
 
 
-def _iso(moment: datetime) -> str:
+def inbox_time(moment: datetime) -> str:
+    """`moment` as the inbox stores times (received_at, due_by): UTC to the second, "...Z",
+    so that they compare as text."""
     return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 

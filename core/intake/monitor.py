@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from core.errors import UserError
+from core.intake.inbox import inbox_time
 from core.monitor.drift import DriftRule
 from core.monitor.report import (
     Baseline,
@@ -65,7 +66,7 @@ def read_groups(store: Store, since: datetime, baseline: Baseline) -> tuple[Rout
         "SELECT substr(received_at, 1, 10), channel, desk, review_reason, needs_review,"
         f" model_digest = ?, {bins}, count(*) FROM inbox WHERE received_at >= ?"
         " GROUP BY 1, 2, 3, 4, 5, 6, 7 LIMIT ?",
-        (baseline.digest, *params, _inbox_time(since), MAX_GROUPS + 1),
+        (baseline.digest, *params, inbox_time(since), MAX_GROUPS + 1),
     )
     if len(rows) > MAX_GROUPS:
         raise UserError(
@@ -76,11 +77,6 @@ def read_groups(store: Store, since: datetime, baseline: Baseline) -> tuple[Rout
         RoutedGroup(r[0], r[1], r[2], r[3], bool(r[4]), bool(r[5]), int(r[6]), int(r[7]))
         for r in rows
     )
-
-
-def _inbox_time(moment: datetime) -> str:
-    """`moment` as the inbox writes received_at (UTC, seconds, "Z"), to compare as text."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def read_latency(store: Store, since: datetime) -> RoutingLatency | None:

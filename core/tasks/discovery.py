@@ -41,13 +41,14 @@ def since_moment(text: str | None, *, now: datetime | None = None) -> str:
     """The start of an inbox period as the inbox stores times (ISO 8601, UTC, "...Z"): `text`
     (a date or a date and time; UTC unless it says otherwise), or the last DEFAULT_PERIOD."""
     from core.board.moments import parse_as_of
+    from core.intake.inbox import inbox_time
 
     if text is None:
         moment = (now or datetime.now(UTC)) - DEFAULT_PERIOD
     else:
         moment = parse_as_of(text, "--since")
         moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return inbox_time(moment)
 
 
 @dataclass(frozen=True)
