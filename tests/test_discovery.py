@@ -173,7 +173,7 @@ def test_the_command_line_gives_candidates_rows_and_an_out_file(tmp_path, tiny_m
                      "--out", str(out), "--json")  # fmt: skip
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
-    assert set(document) >= {"candidates", "unclustered"}
+    assert set(document) >= {"candidates", "unclustered"} and document["candidates"]
     written = pd.read_csv(out, keep_default_na=False)
     assert list(written.columns) == ["complaint", "candidate"] and len(written) == 24
     for candidate in document["candidates"]:
@@ -367,5 +367,6 @@ def test_the_command_line_reads_the_inbox(tmp_path, tiny_model_dir, monkeypatch)
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["source"] == "the inbox since 2026-12-01T00:00:00Z"
+    assert document["flagged"] == 24 and document["candidates"]
     for candidate in document["candidates"]:
         assert "complaints" in candidate and "rows" not in candidate
