@@ -90,14 +90,15 @@ def train_and_load(train: Dataset, val: Dataset, config: TrainConfig, folder: Pa
     return load_model(saved), result.train_seconds
 
 
-def scores(run, truth: np.ndarray, held: set[str]) -> dict:
+def scores(discovery, found_rows: np.ndarray, truth: np.ndarray, held: set[str]) -> dict:
+    """The figures of one discovery whose complaints are the rows `found_rows` (0-based) of a
+    test file with the intents `truth`, `held` having been left out of training."""
     from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
-    found_rows = np.array([m.row - 1 for m in run.members])
     candidate_of = np.full(len(truth), "none", dtype=object)
-    candidate_of[found_rows] = run.discovery.labels()
+    candidate_of[found_rows] = discovery.labels()
     candidates = {}
-    for candidate in run.discovery.candidates:
+    for candidate in discovery.candidates:
         rows = found_rows[list(candidate.members)]
         intent, count = Counter(truth[rows]).most_common(1)[0]
         candidates[candidate.id] = {"size": candidate.size, "intent": intent,
@@ -113,8 +114,8 @@ def scores(run, truth: np.ndarray, held: set[str]) -> dict:
     candidate_of[candidate_of == ""] = "none"
     seen = in_held & flagged
     return {
-        "flagged": run.flagged, "candidates": len(run.discovery.candidates),
-        "unclustered": len(run.discovery.unclustered), "found": len(found),
+        "flagged": len(found_rows), "candidates": len(discovery.candidates),
+        "unclustered": len(discovery.unclustered), "found": len(found),
         "found_intents": sorted(found),
         "held_out_rows": int(in_held.sum()),
         "held_out_flagged": int(np.isin(found_rows, np.flatnonzero(in_held)).sum()),
@@ -131,10 +132,15 @@ def scores(run, truth: np.ndarray, held: set[str]) -> dict:
     }  # fmt: skip
 
 
+def member_rows(run) -> np.ndarray:
+    """The 0-based rows of the test file that a discovery run grouped, in its order."""
+    return np.array([m.row - 1 for m in run.members])
+
+
 def challenger(run, named: dict, train, val, test, config, folder: Path, live) -> dict:
     """Each found candidate named after its majority intent and added to the training rows; the
     challenger and the live model scored on the test rows that were not named."""
-    found_rows = np.array([m.row - 1 for m in run.members])
+    found_rows = member_rows(run)
     added_rows, added_labels = [], []
     for candidate in run.discovery.candidates:
         intent = named.get(candidate.id)
@@ -178,7 +184,8 @@ def one_seed(seed: int, data: Dataset, test: Dataset, args, scratch: Path) -> di
     discover_seconds = time.perf_counter() - begun
     result = {"seed": seed, "held_out": sorted(held), "train_seconds": round(train_seconds, 1),
               "classify_and_discover_seconds": round(discover_seconds, 1),
-              **scores(run, np.array(test.labels, dtype=object), held)}  # fmt: skip
+              **scores(run.discovery, member_rows(run), np.array(test.labels, dtype=object),
+                       held)}  # fmt: skip
     named = {cid: c["intent"] for cid, c in result["by_candidate"].items()
              if c["intent"] in result["found_intents"]}  # fmt: skip
     if not args.no_retrain and named:
@@ -241,8 +248,7 @@ def tune(data: Dataset, args, scratch: Path) -> list[dict]:
             config = DiscoveryConfig(min_size=args.min_size, **setting)
             found = find_candidates(features[flagged], texts, desk_means=None, desks=[],
                                     known_texts={}, config=config)  # fmt: skip
-            run = _AsRun(found, flagged)
-            rows[i].append(scores(run, truth, held))
+            rows[i].append(scores(found, flagged, truth, held))
     table = []
     for i, setting in enumerate(GRID):
         keys = ("found", "nmi_flagged", "nmi", "known_rows_in_candidates")
@@ -253,16 +259,6 @@ def tune(data: Dataset, args, scratch: Path) -> list[dict]:
     return sorted(
         table, key=lambda r: (-r["found"], -r["nmi_flagged"], r["known_rows_in_candidates"])
     )
-
-
-class _AsRun:
-    """What `scores` reads of a DiscoveryRun, for candidates found directly (tuning)."""
-
-    def __init__(self, discovery, flagged: np.ndarray) -> None:
-        from types import SimpleNamespace
-
-        self.discovery, self.flagged = discovery, len(flagged)
-        self.members = [SimpleNamespace(row=int(i) + 1) for i in flagged]
 
 
 def main() -> int:
