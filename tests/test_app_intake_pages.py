@@ -18,22 +18,13 @@ from core.intake.inbox import INBOX_BATCH, resolve_complaint, store_batch
 from core.intake.tokens import create_token, list_tokens
 from core.review.records import TriageItem
 from core.review.store import Store, default_db_path
-from tests.helpers import ROOT, inbox_routing, inbox_submission, open_page
+from tests.helpers import ROOT, inbox_items, open_page
 
 TRIAGE = str(ROOT / "pages" / "triage.py")
 AS_OF = datetime(2025, 6, 3, 12, 0, tzinfo=UTC)
 
 
-# UPI Dispute has a 24 h clock and Card Fraud 240 h (core/board/tat.toml): the card complaint,
-# received first, is due last.
-ITEMS = [
-    (inbox_submission("c-1", "card stolen, unknown charge", "branch", "2025-06-01T08:00+00:00"),
-     inbox_routing("Card Fraud", 0.41, unsure=True)),
-    (inbox_submission("c-2", "upi paisa gaya", "web", "2025-06-02T08:00+00:00"),
-     inbox_routing("UPI Dispute", 0.38, unsure=True)),
-    (inbox_submission("c-3", "emi charged twice", "call centre", "2025-06-02T09:00+00:00"),
-     inbox_routing("Loan Query", 0.97, unsure=False)),
-]  # fmt: skip
+ITEMS = inbox_items()[:3]  # the fourth, another UPI complaint, is the queue tests' own
 
 
 @pytest.fixture()
