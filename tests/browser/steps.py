@@ -93,6 +93,14 @@ def open_page(page: Page, url: str, path: str, heading: str) -> None:
     )
 
 
+def open_retraining(page: Page, url: str, data_set: str) -> None:
+    """The Train page with `data_set` chosen as the one to correct (an admin's retraining)."""
+    open_page(page, url, "train", "Train")
+    choose_option(
+        page, page.get_by_test_id("stSelectbox").filter(has_text="Data set to correct"), data_set
+    )
+
+
 def start_signed_in_server(
     folder: Path, provider: str, roles: str, *, live: str, place: Callable[[Path], object]
 ):

@@ -30,9 +30,9 @@ from core.access import OPERATOR
 from core.review.store import DB_NAME, Store
 from tests.browser.server import AppServer
 from tests.browser.steps import (
-    choose_option,
     mock_provider,
     open_page,
+    open_retraining,
     sign_in,
     start_signed_in_server,
 )
@@ -171,11 +171,7 @@ def name_the_locker_desk(page: Page, url: str, upload: Path) -> int:
 def retrain_and_compare(page: Page, url: str, named: int) -> dict:
     """On Train: the next version of the saved demo data with the named complaints added, its
     challenger trained and compared with the live model; returns the report (JSON)."""
-    open_page(page, url, "train", "Train")
-    choose_option(
-        page, page.get_by_test_id("stSelectbox").filter(has_text="Data set to correct"),
-        "complaints",
-    )  # fmt: skip
+    open_retraining(page, url, "complaints")
     added = page.get_by_test_id("stMetric").filter(has_text="Added from triage")
     expect(added.get_by_test_id("stMetricValue")).to_have_text(f"{named:,}")
     page.get_by_role("button", name="Build the version and train the challenger").click()

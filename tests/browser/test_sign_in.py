@@ -27,6 +27,7 @@ from tests.browser.steps import (
     choose_option,
     mock_provider,
     open_page,
+    open_retraining,
     sign_in,
     write_auth_secrets,
 )
@@ -229,11 +230,7 @@ def test_the_closed_loop_with_three_people(browser, auth_server):
     page.context.close()
 
     page = sign_in(browser, url, admin)
-    open_page(page, url, "train", "Train")
-    choose_option(
-        page, page.get_by_test_id("stSelectbox").filter(has_text="Data set to correct"),
-        "complaints",
-    )  # fmt: skip
+    open_retraining(page, url, "complaints")
     relabelled = page.get_by_test_id("stMetric").filter(has_text="Relabelled")
     expect(relabelled).to_contain_text("1")
     with Store.open(auth_server.data_dir / DB_NAME, read_only=True) as store:
