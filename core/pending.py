@@ -105,19 +105,13 @@ def created_held(change: Change) -> Iterator[None]:
     process never finds it unheld between its creation and its lock."""
     making = change.folder.with_name(f".{change.name}.{MAKING}-{change.id}")
     making.mkdir()
-    fd = _hold(making)
-    if fd is None:  # nothing else knows this name; a lock cannot be refused
-        raise RuntimeError(f"could not lock the new folder {making.name}")
-    try:
-        os.rename(making, change.folder)
-    except BaseException:
-        os.close(fd)
-        making.rmdir()
-        raise
-    try:
+    with holding(making):  # nothing else knows this name: the lock cannot be refused
+        try:
+            os.rename(making, change.folder)
+        except BaseException:
+            making.rmdir()
+            raise
         yield
-    finally:
-        os.close(fd)
 
 
 @contextmanager
