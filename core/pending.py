@@ -65,6 +65,23 @@ def pending_changes(root: Path) -> list[Change]:
     return found
 
 
+def finish_abandoned(
+    root: Path,
+    recorded: RecordedChange,
+    finish: Callable[[Change, dict[str, Any] | None], str],
+) -> list[str]:
+    """`finish(change, details)` for each change of `root` that no live process holds (its
+    process was killed), `details` being what the trail recorded of it (None: nothing); first
+    the folders a kill left half made are swept. Returns `finish`'s lines, for the log."""
+    sweep_stale_making(root)
+    lines = []
+    for change in pending_changes(root):
+        with if_abandoned(change.folder) as abandoned:
+            if abandoned:
+                lines.append(finish(change, recorded(change.id)))
+    return lines
+
+
 def sweep_stale_making(root: Path, *, now: float | None = None) -> int:
     """Remove the folders `created_held` left when its process was killed between creating and
     renaming one (empty, older than STALE_MAKING_S); returns how many."""

@@ -60,11 +60,10 @@ from core.pending import (
     Change,
     RecordedChange,
     created_held,
-    if_abandoned,
+    finish_abandoned,
     move_into_name,
     new_change,
     pending_changes,
-    sweep_stale_making,
 )
 
 SAVED_DATA_MB_ENV = "GRIEVANCE_LENS_MAX_SAVED_DATA_MB"
@@ -549,14 +548,11 @@ def finish_dataset_changes(root: str | Path, recorded: RecordedChange) -> list[s
     """Finish or undo the saves and retirements of data sets that processes killed midway left
     (hidden change folders no live process holds), by what the trail says (`recorded(id)`: the
     event's details, or None); one line per change, for the log."""
-    root, lines = Path(root), []
-    sweep_stale_making(root)
+    root = Path(root)
     with _locked(root) if root.is_dir() else nullcontext():
-        for change in pending_changes(root):
-            with if_abandoned(change.folder) as abandoned:
-                if abandoned:
-                    lines.append(_finish(root, change, recorded(change.id) is not None))
-    return lines
+        return finish_abandoned(
+            root, recorded, lambda change, details: _finish(root, change, details is not None)
+        )
 
 
 def _finish(root: Path, change: Change, recorded: bool) -> str:

@@ -18,10 +18,8 @@ from core.pending import (
     SAVING,
     Change,
     RecordedChange,
-    if_abandoned,
+    finish_abandoned,
     move_into_name,
-    pending_changes,
-    sweep_stale_making,
 )
 
 MODEL_SAVED, MODEL_RENAMED, MODEL_DELETED = "model.saved", "model.renamed", "model.deleted"
@@ -57,13 +55,8 @@ def finish_model_changes(root: str | Path, recorded: RecordedChange) -> list[str
     save or rename takes its name, a recorded delete is removed, an unrecorded change is
     undone (a save's folder removed, a model put back under its name). Returns one line per
     change, for the log."""
-    lines = []
-    sweep_stale_making(Path(root))
-    for change in pending_changes(Path(root)):
-        with if_abandoned(change.folder) as abandoned:
-            if abandoned:
-                lines.append(_finish(Path(root), change, recorded(change.id)))
-    return lines
+    root = Path(root)
+    return finish_abandoned(root, recorded, lambda change, details: _finish(root, change, details))
 
 
 def _finish(root: Path, change: Change, details: dict[str, Any] | None) -> str:
