@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -63,6 +63,11 @@ class Member:
     complaint_id: int | None = None  # the inbox complaint
     open_item: int | None = None  # its triage item waiting for a verdict (inbox only)
 
+    @property
+    def origin(self) -> int:
+        """Where it came from: the file's row, or the inbox complaint's id."""
+        return self.row if self.complaint_id is None else self.complaint_id
+
 
 @dataclass(frozen=True)
 class DiscoveryRun:
@@ -80,11 +85,7 @@ class DiscoveryRun:
     def member_rows(self, candidate_id: str) -> list[int]:
         """The file rows (1-based) or inbox complaint ids of a candidate's members."""
         members = self.discovery.candidate(candidate_id).members
-        return [self._origin(self.members[i]) for i in members]
-
-    @staticmethod
-    def _origin(member: Member) -> int:
-        return member.row if member.row is not None else int(member.complaint_id or 0)
+        return [self.members[i].origin for i in members]
 
 
 def discover_in_file(
@@ -163,7 +164,7 @@ def discover_in_inbox(
 
 
 def start_discovery(
-    work, *, title: str, queue: JobQueue, requester: Requester
+    work: Callable[..., DiscoveryRun | None], *, title: str, queue: JobQueue, requester: Requester
 ) -> Job[DiscoveryRun | None]:
     """Queue `work(on_progress=, cancel=)` (a `discover_in_*` with its arguments bound) on the
     CPU lane for a reviewer: it reads every flagged complaint with the model."""
