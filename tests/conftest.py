@@ -108,12 +108,27 @@ def _in_browser_tests(item: pytest.Item) -> bool:
     return Path(item.path).is_relative_to(BROWSER_TESTS)
 
 
+# Seconds the longest browser files take on 2 idle cores (`pytest --durations=0 tests/browser`,
+# summed per file). Handed out longest first, the two workers finish together, instead of one
+# starting the longest file when the other is nearly done. A file not listed goes after them.
+BROWSER_FILE_SECONDS = {
+    "test_sign_in.py": 52, "test_intake_journey.py": 36, "test_new_desks_journey.py": 29,
+    "test_board_hostile.py": 21, "test_train_classify.py": 17, "test_data_page.py": 15,
+    "test_label_audit.py": 13, "test_board.py": 12,
+}  # fmt: skip
+
+
+def _run_order(item: pytest.Item) -> tuple[bool, int]:
+    browser = _in_browser_tests(item)
+    return browser, -BROWSER_FILE_SECONDS.get(Path(item.path).name, 0) if browser else 0
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The browser journeys run last: Playwright's sync API leaves an event loop on its thread,
     so a worker (pyproject's `-n 2 --dist loadfile`) that ran one can no longer run the tests
     that call `asyncio.run`; sorted last, a worker takes browser files only once every other
-    file is handed out."""
-    items.sort(key=_in_browser_tests)  # stable: each group keeps its order
+    file is handed out. Among them the longest go first (BROWSER_FILE_SECONDS)."""
+    items.sort(key=_run_order)  # stable: each file keeps its tests' order
 
 
 @pytest.fixture(autouse=True)
