@@ -270,9 +270,6 @@ class _Scorer:
         precision: str,
         threads: int,
     ) -> None:
-        import torch
-
-        torch.set_num_threads(threads)  # this actor's own process: its share of the CPUs
         from core.models.registry import load_model
 
         folder = Path(tempfile.mkdtemp(prefix="grievance-lens-model-")) / "model"
@@ -280,9 +277,13 @@ class _Scorer:
         for name, data in files.items():
             (folder / name).write_bytes(data)
         try:  # the one runtime rule (core.models.device.Runtime), on this actor's hardware
-            self.loaded = load_model(folder, device=device, precision=precision)
+            self.loaded = load_model(folder, device=device, precision=precision, threads=threads)
         finally:  # everything is in memory now (safetensors maps survive the unlink on Linux)
             shutil.rmtree(folder.parent, ignore_errors=True)
+        if self.loaded.routing["runtime"] == "torch":
+            import torch
+
+            torch.set_num_threads(threads)  # this actor's own process: its share of the CPUs
         self.text_col, self.threshold = text_col, threshold
 
     def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
@@ -298,7 +299,7 @@ def _score_with_ray(
 
     # The operator's GRIEVANCE_LENS_PRECISION is read here, on the driver: the actors run
     # where the variable may not be set.
-    from core.models.device import operator_precision
+    from core.models.hardware import operator_precision
 
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True  # rows leave in the order they came

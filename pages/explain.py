@@ -75,7 +75,9 @@ def explained(model: LoadedModel, text: str, target: str | None, max_steps: int)
     config = ExplainConfig(target=target, max_steps=max_steps)
     return run_short_cached(
         EXPLANATIONS, (model.key, text, config),
-        lambda cancel: explain_any(model.neural, model.bow, text, config, cancel=cancel),
+        lambda cancel: explain_any(
+            model.neural, model.bow, text, config, cancel=cancel, decider=model.scorer
+        ),
         title="Explain one complaint", kind="explain", spinner="Explaining…",
     )  # fmt: skip
 

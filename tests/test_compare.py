@@ -60,7 +60,8 @@ class TableClassifier:
 def fake_model(name, answers, *, bow_answers=None, blend=Blend(), card=None, classes=DESKS):
     """A LoadedModel stand-in: what core.models.classify reads of one."""
     return SimpleNamespace(
-        neural=TableClassifier(answers, classes),
+        scorer=TableClassifier(answers, classes),  # what routes (core.models.serving)
+        classes=sorted(classes),  # as `classes_`
         bow=TableClassifier(bow_answers or answers, classes),
         blend=blend,
         card={"labels": list(classes), **(card or {})},

@@ -55,7 +55,9 @@ MODEL_LAYERS: tuple[tuple[str, ...], ...] = (
     # transformer package's training uses those four)
     (
         "core.models.classifier",
+        "core.models.hardware",  # what the machine allows, without torch
         "core.models.device",
+        "core.models.graph",  # the serving graph on ONNX Runtime
         "core.models.seeding",
         "core.models.weights",
         "core.models.card",
@@ -72,6 +74,7 @@ MODEL_LAYERS: tuple[tuple[str, ...], ...] = (
     ("core.models.transformer",),  # fine-tuning, and the training that builds every backbone
     # assembly: saved models, the classify service, their cache and the training job
     (
+        "core.models.serving",  # what routes: the serving graph or torch
         "core.models.registry",
         "core.models.classify",
         "core.models.cache",

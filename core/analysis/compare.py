@@ -268,7 +268,7 @@ def _desk_warnings(a: LoadedModel, b: LoadedModel, labels: Sequence[str]) -> lis
 
 
 def _desks(model: LoadedModel) -> set[str]:
-    return {str(c) for c in model.neural.classes_}
+    return set(model.classes)
 
 
 def _check_enough(scored: _Rows) -> None:

@@ -568,6 +568,7 @@ def explain_text(
     config: ExplainConfig = ExplainConfig(),
     *,
     cancel: threading.Event | None = None,
+    decider: Any | None = None,
 ) -> Explanation:
     """Explain one complaint with both models, for `config.target` (default: the prediction).
 
@@ -585,12 +586,16 @@ def explain_text(
         Target desk and integration settings.
     cancel : threading.Event, optional
         Checked between the steps of the integration (core.progress.Cancelled once set).
+    decider : classifier, optional
+        What routes the model's complaints (`LoadedModel.scorer`: its serving graph, or
+        `neural` itself, the default); its probabilities are the answer reported, so Explain
+        shows the decision Classify gives.
     """
     text = check_complaint(text, purpose="explain")
     classes = shared_classes(neural, bow)
-    # The answer Classify gives for this text, on the model's runtime (device and precision);
-    # the eager fp32 pass below serves the attention maps and the attributions only.
-    pred_probs = neural.predict_proba([text])[0]  # (n_classes,)
+    # The answer Classify gives for this text, from what routes it (the serving graph or torch on
+    # its runtime); the eager fp32 pass below serves the attention maps and the attributions.
+    pred_probs = (neural if decider is None else decider).predict_proba([text])[0]
     text = mask_personal_data(text)
     model = neural.model
     encoded = encode_text(neural, text)

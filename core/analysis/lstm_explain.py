@@ -312,7 +312,10 @@ def explain_any(
     config: ExplainConfig = ExplainConfig(),
     *,
     cancel: threading.Event | None = None,
+    decider: Any | None = None,
 ) -> Explanation:
-    """`explain_text`, or `explain_lstm_text` when the model is an LSTM (it has no attention)."""
-    explain = explain_lstm_text if is_lstm_classifier(neural) else explain_text
-    return explain(neural, bow, text, config, cancel=cancel)
+    """`explain_text`, or `explain_lstm_text` when the model is an LSTM (it has no attention,
+    and torch routes it: `decider` is for the transformer's serving graph)."""
+    if is_lstm_classifier(neural):
+        return explain_lstm_text(neural, bow, text, config, cancel=cancel)
+    return explain_text(neural, bow, text, config, cancel=cancel, decider=decider)

@@ -89,7 +89,7 @@ def _add_classify(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--cpus-per-worker", type=int, help="CPUs (threads) per Ray actor (default: an even share)"
     )
-    add_runtime_options(p)
+    add_runtime_options(p, routes=True)
     add_column_options(p, label=False)
     p.add_argument(
         "--review-threshold", type=float,

@@ -75,12 +75,21 @@ def add_json_option(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--json", action="store_true", help=what)
 
 
-def add_runtime_options(p: argparse.ArgumentParser) -> None:
-    """--device and --precision: the runtime the model runs on (core.models.device.Runtime)."""
+def add_runtime_options(p: argparse.ArgumentParser, *, routes: bool = False) -> None:
+    """--device and --precision: the runtime the model runs on (core.models.device.Runtime);
+    `routes`: a command that routes with a saved model, which may take its int8 serving graph
+    (core.models.serving)."""
     p.add_argument(
         "--device", choices=("auto", "cpu", "cuda"), default="auto",
         help="where the model runs: auto (default; CUDA when available), cpu or cuda",
     )  # fmt: skip
+    if routes:
+        p.add_argument(
+            "--precision", choices=("auto", "fp32", "bf16", "int8"), default="auto",
+            help="auto (default): $GRIEVANCE_LENS_PRECISION when set; else, on a CPU, the "
+            "model's int8 serving graph where it has one, or its fp32 graph; bf16 runs torch",
+        )  # fmt: skip
+        return
     p.add_argument(
         "--precision", choices=("auto", "fp32", "bf16"), default="auto",
         help="auto (default): $GRIEVANCE_LENS_PRECISION when set, else bf16 on CUDA or on a CPU "
@@ -90,10 +99,16 @@ def add_runtime_options(p: argparse.ArgumentParser) -> None:
 
 def check_runtime(args: argparse.Namespace) -> None:
     """Refuse a --device or --precision this machine cannot honour before any work starts
-    (`cuda` without a CUDA GPU, a bad GRIEVANCE_LENS_PRECISION)."""
-    from core.models.device import Runtime
+    (`cuda` without a CUDA GPU, a bad GRIEVANCE_LENS_PRECISION); torch is asked only about
+    CUDA, so a run the serving graph routes never imports it."""
+    from core.models.hardware import check_device_name, operator_precision
 
-    Runtime.resolve(args.device, args.precision)
+    check_device_name(args.device)
+    operator_precision("auto")  # the operator's setting, checked even when --precision is set
+    if args.device == "cuda":
+        from core.models.device import Runtime
+
+        Runtime.resolve(args.device, "auto")
 
 
 def load_model_card(model: str) -> Path:

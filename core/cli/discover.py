@@ -135,7 +135,7 @@ def _add_discover(sub: argparse._SubParsersAction) -> None:
                    help=f"the smallest candidate desk (default {DEFAULT_MIN_SIZE})")  # fmt: skip
     p.add_argument("--out", help="write every row with its candidate (.csv or .xlsx)")
     add_column_options(p, label=False)
-    add_runtime_options(p)
+    add_runtime_options(p, routes=True)
     add_json_option(p, "print the candidates as JSON")
     p.set_defaults(handler=_cmd_discover)
 

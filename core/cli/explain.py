@@ -30,7 +30,7 @@ def _cmd_explain(args: argparse.Namespace) -> None:
         options["max_relative_delta"] = args.max_delta or None  # 0: one pass
     config = ExplainConfig(target=args.target, **options)  # bad options fail first
     model = load_model_from_args(args.model, args)
-    expl = explain_any(model.neural, model.bow, _complaint(args.text), config)
+    expl = explain_any(model.neural, model.bow, _complaint(args.text), config, decider=model.scorer)
     decision = model.blend.decide(expl.neural, expl.bow)
     if args.json:
         emit_json(
@@ -38,7 +38,8 @@ def _cmd_explain(args: argparse.Namespace) -> None:
                 **expl.to_json(),
                 "method": explanation_method(model.neural),  # an LSTM: gradient x input
                 "decision": {**decision.to_json(), "decided_by": model.blend.decided_by},
-                "runtime": model.neural.runtime.to_json(),
+                "runtime": model.neural.runtime.to_json(),  # of the attributions
+                "routing": model.routing,  # of the decision (core.models.serving)
             }
         )
         return

@@ -190,9 +190,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
     dataset, _ = load_dataset(Path(args.file), text_col=args.text_col, label_col=args.label_col)
     texts, labels = list(dataset.texts), list(dataset.labels)
     with progress_bar("evaluate", total=len(texts), unit="text") as bar:
-        pred_probs = predict_in_batches(loaded.neural, texts, on_rows=_advance(bar))
+        pred_probs = predict_in_batches(loaded.scorer, texts, on_rows=_advance(bar))
     bow_probs = loaded.bow.predict_proba(texts)
-    classes = loaded.neural.classes_
+    classes = loaded.scorer.classes_
     document = {
         "transformer": evaluate_proba(labels, pred_probs, classes),
         "bow": evaluate_proba(labels, bow_probs, loaded.bow.classes_),

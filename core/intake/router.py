@@ -106,7 +106,7 @@ class LiveRouter:
         """The model's decision for each text: the contract columns `classify` gives."""
         serving = self.current()
         columns = self._batcher.columns(serving.loaded, texts)
-        classes = [str(c) for c in serving.loaded.neural.classes_]
+        classes = serving.loaded.classes
         return serving, [_routing(row, classes) for row in columns.to_dict("records")]
 
     def _newest_promotion(self) -> int | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from core.data.limits import parse_megabytes
 from core.errors import UserError
+from core.models.graph import GRAPH_FILES
 from core.models.registry import LoadedModel, load_model
 
 CACHE_MB_ENV = "GRIEVANCE_LENS_MODEL_CACHE_MB"
@@ -28,12 +29,16 @@ def cache_key(folder: str | Path, digest: str) -> str:
 
 
 def model_bytes(loaded: LoadedModel) -> int:
-    """An estimate of the memory `loaded` holds: the transformer's parameters and buffers, the
-    bag of words' arrays and vocabulary, and the unknown-desk score's arrays."""
-    tensors = (*loaded.neural.model.parameters(), *loaded.neural.model.buffers())
+    """An estimate of the memory `loaded` holds: its weights and serving graphs as saved (the
+    torch model, loaded now or at its first explanation, and the graph that routes), the bag of
+    words' arrays and vocabulary, and the unknown-desk score's arrays."""
+    used = [path for path in loaded.path.glob("*.safetensors") if path.is_file()]
+    if loaded.routing["runtime"] == "onnxruntime":
+        used.append(loaded.path / GRAPH_FILES[loaded.routing["precision"]])
+    weights = sum(path.stat().st_size for path in used if path.is_file())
     bow = loaded.bow.nbytes(bytes_per_term=_BYTES_PER_TERM)
     detector = 0 if loaded.detector is None else loaded.detector.nbytes()
-    return sum(t.numel() * t.element_size() for t in tensors) + bow + detector
+    return weights + bow + detector
 
 
 class ModelCache:

@@ -93,11 +93,11 @@ def _classified(
 
     options = {"on_rows": on_rows, "cancel": cancel}
     if loaded.detector is None:  # a model saved before the unknown-desk score
-        neural_probs = predict_in_batches(loaded.neural, texts, **options)
+        neural_probs = predict_in_batches(loaded.scorer, texts, **options)
         scored = None if neural_probs is None else (neural_probs, None)
     else:
         scored = predict_with_features_in_batches(
-            loaded.neural, texts, batch_size=batch_size, **options
+            loaded.scorer, texts, batch_size=batch_size, **options
         )
     if scored is None:
         return None
@@ -122,7 +122,7 @@ def _columns(
     """The contract columns from both models' probabilities and the transformer's embeddings
     (None: a model saved before the unknown-desk score, whose score column stays empty)."""
     pred_probs = loaded.blend.combine(neural_probs, bow_probs)
-    classes = [str(c) for c in loaded.neural.classes_]
+    classes = loaded.classes
     confidence = pred_probs.max(axis=1)
     blank = np.array([not t.strip() for t in texts], dtype=bool)
     unknown_scores = (
@@ -166,12 +166,12 @@ def classify_one(
     check_complaint(text, purpose="classify")
     policy = loaded.review.with_confidence(_checked(review_threshold))
     if loaded.detector is None:
-        neural_probs, features = loaded.neural.predict_proba([text]), None
+        neural_probs, features = loaded.scorer.predict_proba([text]), None
     else:
-        neural_probs, features = loaded.neural.predict_proba_and_features([text])
+        neural_probs, features = loaded.scorer.predict_proba_and_features([text])
     bow_probs = loaded.bow.predict_proba([text])
     row = _columns(loaded, [text], neural_probs, features, bow_probs, policy).iloc[0]
-    classes = [str(c) for c in loaded.neural.classes_]
+    classes = loaded.classes
     shown = {
         "transformer": dict(zip(classes, map(float, neural_probs[0]), strict=True)),
         "bag of words": dict(zip(classes, map(float, bow_probs[0]), strict=True)),

@@ -3,30 +3,30 @@ the rules that choose it, and CPU threads."""
 
 from __future__ import annotations
 
-import functools
-import os
-from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import torch
 
 from core.errors import UserError
+from core.models.hardware import (  # the names and rules that need no torch; kept importable here
+    DEVICES,
+    PRECISION_ENV,
+    PRECISIONS,
+    DeviceName,
+    Precision,
+    available_cpus,
+    check_device_name,
+    cpu_has_fast_bf16,
+    operator_precision,
+)
 
-DEVICES = ("auto", "cpu", "cuda")
-PRECISIONS = ("auto", "fp32", "bf16")
-DeviceName = Literal["auto", "cpu", "cuda"]
-Precision = Literal["auto", "fp32", "bf16"]
-# The operator's process-wide precision (auto, fp32 or bf16): what "auto" means wherever a
-# runtime is resolved, so the app, the command line and tests can all be forced to one.
-PRECISION_ENV = "GRIEVANCE_LENS_PRECISION"
-
-# CPU flags that make bf16 matrix products fast (AMX tiles on recent Xeons, AVX-512 BF16 on
-# Cooper Lake / Zen 4). Without them torch emulates bf16 and autocast is slower than fp32:
-# on this project's AVX2-only EPYC dev machine bf16 inference ran at 0.16x fp32 (bench/).
-_FAST_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+__all__ = [
+    "DEVICES", "PRECISIONS", "PRECISION_ENV", "DeviceName", "Precision", "Runtime",
+    "autocast", "available_cpus", "configure_cpu_threads", "cpu_has_fast_bf16",
+    "operator_precision", "resolve_device", "resolve_precision",
+]  # fmt: skip
 
 
 def resolve_device(name: str) -> torch.device:
@@ -37,23 +37,12 @@ def resolve_device(name: str) -> torch.device:
     ValueError
         For an unknown name, or "cuda" on a machine without a CUDA GPU.
     """
-    if name not in DEVICES:
-        raise UserError(f"device must be one of {DEVICES}, got {name!r}")
+    check_device_name(name)
     if name == "cuda" and not torch.cuda.is_available():
         raise UserError("device 'cuda' asked for but no CUDA GPU is visible; use 'auto' or 'cpu'")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
-
-
-@functools.cache  # the CPU does not change while the process runs
-def cpu_has_fast_bf16() -> bool:
-    """Whether this CPU has hardware bf16 matrix units (Linux /proc/cpuinfo flags)."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if not cpuinfo.exists():
-        return False
-    flags = cpuinfo.read_text(encoding="utf-8", errors="replace").split()
-    return any(flag in flags for flag in _FAST_BF16_FLAGS)
 
 
 def resolve_precision(precision: str, device: torch.device) -> Literal["fp32", "bf16"]:
@@ -66,18 +55,6 @@ def resolve_precision(precision: str, device: torch.device) -> Literal["fp32", "
     if device.type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
     return "bf16" if cpu_has_fast_bf16() else "fp32"
-
-
-def operator_precision(precision: str, environ: Mapping[str, str] | None = None) -> str:
-    """`precision`, except that "auto" becomes the operator's GRIEVANCE_LENS_PRECISION when it is
-    set (`environ` defaults to `os.environ`); an explicit "fp32" or "bf16" always wins."""
-    if precision != "auto":
-        return precision
-    env = os.environ if environ is None else environ
-    value = env.get(PRECISION_ENV, "").strip().lower() or "auto"
-    if value not in PRECISIONS:
-        raise UserError(f"{PRECISION_ENV} must be one of {', '.join(PRECISIONS)}, got {value!r}")
-    return value
 
 
 def autocast(device: torch.device, precision: str) -> AbstractContextManager:
@@ -131,13 +108,6 @@ class Runtime:
     def to_json(self) -> dict[str, str]:
         """`{device, precision}`, e.g. `{"device": "cpu", "precision": "bf16"}`."""
         return {"device": str(self.device), "precision": self.precision}
-
-
-def available_cpus() -> int:
-    """CPU cores this process may run on (respects taskset / container affinity)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
 
 
 def configure_cpu_threads() -> int:

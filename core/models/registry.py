@@ -16,9 +16,10 @@ import json
 import os
 import platform
 import shutil
+import threading
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -26,9 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-import transformers
-from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
 
 from core.access import Actor, Permission
 from core.data.privacy import MASKING_VERSION
@@ -57,19 +55,17 @@ from core.models.changes import (
     ModelRecorder,
 )
 from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
-from core.models.device import Runtime
 from core.models.flagging import UNKNOWN_FILE, ReviewPolicy, UnknownDeskDetector
-from core.models.lstm.model import LstmForSequenceClassification
-from core.models.tiny.model import TinyTransformerForSequenceClassification
-from core.models.tiny.tokenizer import TinyTokenizer
-from core.models.transformer import head as _registers_mean_pool  # noqa: F401  (Auto classes)
+from core.models.graph import SERVING_KEY, ServingEntry
+from core.models.serving import ServingClassifier, load_serving, serving_precision
 from core.models.transformer.config import FULL, QUICK
-from core.models.transformer.inference import NeuralClassifier
 from core.models.transformer.truncation import HEAD, TRUNCATIONS
-from core.models.weights import check_config_fits_weights
 from core.pending import DELETING, RENAMING, SAVING, Change, created_held, holding, new_change
 
-if TYPE_CHECKING:  # training brings sklearn's metrics and splitting: loading needs neither
+if TYPE_CHECKING:  # torch loads only when torch routes or explains; training brings sklearn
+    import torch
+
+    from core.models.transformer.inference import NeuralClassifier
     from core.models.transformer.training import TrainResult
 
 ARCH_TRANSFORMERS = "transformers"  # loads with AutoModelForSequenceClassification
@@ -96,21 +92,65 @@ class ModelSummary:
     data_fingerprint: str = ""  # of the data set it was trained on (core.data.Dataset)
 
 
+class TorchModel:
+    """A saved model's torch classifier, loaded at first use (explanations, probes) unless torch
+    routes it already; thread-safe, one load for every session."""
+
+    def __init__(
+        self, load: Callable[[], NeuralClassifier], loaded: NeuralClassifier | None = None
+    ) -> None:
+        self._load, self._loaded = load, loaded
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> NeuralClassifier | None:
+        """The classifier if it is loaded, else None (asking loads nothing)."""
+        return self._loaded
+
+    def get(self) -> NeuralClassifier:
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = self._load()
+            return self._loaded
+
+
 @dataclass(frozen=True)
 class LoadedModel:
-    """A saved model ready to classify: both classifiers, how they decide together, and the card
-    they were saved with."""
+    """A saved model ready to classify: what routes (`scorer`), the bag of words, how they
+    decide together, and the card they were saved with; the torch model (`neural`) loads when
+    an explanation first needs it."""
 
-    neural: NeuralClassifier
+    # What routes: the serving graph (core.models.serving) or the torch classifier itself
+    scorer: ServingClassifier | NeuralClassifier
     bow: BagOfWordsClassifier
     card: dict[str, Any]
     path: Path
     digest: str  # SHA-256 of card.json, which pins every file (see core.models.card.card_digest)
+    torch_model: TorchModel
     blend: Blend = Blend()  # the routing decision (core.models.blend); older cards: transformer
     # When a complaint goes to a person (core.models.flagging); models saved before the
     # unknown-desk score have no detector and flag by the fixed default confidence.
     review: ReviewPolicy = ReviewPolicy(DEFAULT_REVIEW_THRESHOLD)
     detector: UnknownDeskDetector | None = None
+
+    @property
+    def neural(self) -> NeuralClassifier:
+        """The torch classifier (attention, gradients: Explain and the probes), loaded at the
+        first ask; its probabilities equal the scorer's within the serving graph's check."""
+        return self.torch_model.get()
+
+    @property
+    def routing(self) -> dict[str, str]:
+        """What routes, for people and JSON: runtime ("onnxruntime" or "torch"), device and
+        precision."""
+        if isinstance(self.scorer, ServingClassifier):
+            return self.scorer.to_json()
+        return {**self.scorer.runtime.to_json(), "runtime": "torch"}
+
+    @property
+    def classes(self) -> list[str]:
+        """The desks, in the column order of every probability."""
+        return [str(c) for c in self.scorer.classes_]
 
     @property
     def neural_name(self) -> str:
@@ -176,6 +216,11 @@ def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> d
 
 
 def _architecture(model: torch.nn.Module) -> str:
+    from transformers import PreTrainedModel
+
+    from core.models.lstm.model import LstmForSequenceClassification
+    from core.models.tiny.model import TinyTransformerForSequenceClassification
+
     if isinstance(model, PreTrainedModel):
         return ARCH_TRANSFORMERS
     if isinstance(model, TinyTransformerForSequenceClassification):
@@ -198,6 +243,8 @@ def _combined(result: TrainResult) -> str:
 
 def _versions() -> dict[str, str]:
     import sklearn  # fitting the bag of words imported it already; loading a model never does
+    import torch
+    import transformers
 
     return {
         "python": platform.python_version(),
@@ -329,6 +376,10 @@ def _write_model(result: TrainResult, folder: Path, data_fingerprint: str | None
     if result.detector is not None:
         result.detector.save(folder)
     card = build_card(result, data_fingerprint=data_fingerprint)
+    if card["architecture"] == ARCH_TRANSFORMERS:  # the graphs that route it (core.models.graph)
+        from core.models.transformer.export import export_serving
+
+        card[SERVING_KEY] = export_serving(result.neural, folder, result.validation_texts).to_json()
     card[FILES_KEY] = folder_digests(folder)  # pins the content; load_model verifies it
     (folder / CARD_NAME).write_text(json.dumps(card, indent=2), encoding="utf-8")  # last
 
@@ -351,6 +402,7 @@ def load_model(
     device: str = "auto",
     precision: str = "auto",
     digest: str | None = None,
+    threads: int | None = None,
 ) -> LoadedModel:
     """Load a saved model folder; never unpickles anything and never runs code it ships.
 
@@ -362,30 +414,37 @@ def load_model(
     folder : path
         A folder written by `save_model`.
     device, precision : str
-        Where and how the transformer runs, resolved here once into its runtime
+        What routes (core.models.serving.serving_precision): on a CPU the model's serving
+        graph, int8 where it has one ("auto") or fp32; torch on a GPU, for "bf16", and for
+        models without a graph. Torch itself (explanations) runs on its runtime
         (core.models.device.Runtime.resolve): "auto" is CUDA when available, and the
-        operator's GRIEVANCE_LENS_PRECISION or else bf16 where it is fast. Every consumer of
-        the loaded model uses that runtime.
+        operator's GRIEVANCE_LENS_PRECISION or else bf16 where it is fast.
     digest : str, optional
         The card digest the caller expects (`core.models.card.card_digest`); ValueError when
         the folder now holds another model.
+    threads : int, optional
+        Cores the serving graph computes on (default: every core this process may use).
     """
     folder = Path(folder)
-    runtime = Runtime.resolve(device, precision)  # a bad setting fails before any file is read
     card, found = read_card_and_digest(folder)
+    entry = ServingEntry.from_card(card)
+    # A bad setting fails before any weights are read; torch is imported only if it routes.
+    graph = serving_precision(entry, device, precision)
     if digest is not None and found != digest:
         raise UserError(f"model {folder.name!r} changed on disk while loading; load it again")
     check_loadable(folder)
     _verify_files(folder, card)
-    model, tokenizer = _load_neural(folder, card.get("architecture"))
-    if card.get("architecture") == ARCH_LSTM:  # its forward always runs fp32 (core.models.lstm)
-        runtime = Runtime(runtime.device, "fp32")
     labels = [str(label) for label in card["labels"]]
-    neural = NeuralClassifier(
-        model, tokenizer, labels,
-        max_length=int(card["max_length"]), device=runtime.device, precision=runtime.precision,
-        truncation=card_truncation(card),
-    )  # fmt: skip
+
+    def load_torch() -> NeuralClassifier:
+        return _torch_classifier(folder, card, found, device, precision, verify=graph is not None)
+
+    if graph is None:
+        scorer = load_torch()
+        torch_model = TorchModel(load_torch, scorer)
+    else:
+        scorer = load_serving(folder, card, entry, graph, card_truncation(card), threads)
+        torch_model = TorchModel(load_torch)
     bow = BagOfWordsClassifier.load(folder)
     if [str(c) for c in bow.classes_] != labels:
         raise UserError(
@@ -399,9 +458,33 @@ def load_model(
     if card_digest(folder) != found:  # a save swapped the folder while its files were read
         raise UserError(f"model {folder.name!r} changed on disk while loading; load it again")
     return LoadedModel(
-        neural=neural, bow=bow, card=card, path=folder, digest=found,
+        scorer=scorer, bow=bow, card=card, path=folder, digest=found, torch_model=torch_model,
         blend=Blend.from_card(card), detector=detector,
         review=ReviewPolicy.from_card(card, fallback=DEFAULT_REVIEW_THRESHOLD),
+    )  # fmt: skip
+
+
+def _torch_classifier(
+    folder: Path, card: dict[str, Any], digest: str, device: str, precision: str, *, verify: bool
+) -> NeuralClassifier:
+    """The torch classifier of the model at `folder` whose card digest is `digest`. `verify`: the
+    files are checked again (a later load, after the folder may have changed)."""
+    from core.models.device import Runtime
+    from core.models.transformer.inference import NeuralClassifier
+
+    # "int8" names a serving graph; torch itself follows the runtime rule.
+    runtime = Runtime.resolve(device, "auto" if precision == "int8" else precision)
+    if verify:
+        if card_digest(folder) != digest:
+            raise UserError(f"model {folder.name!r} changed on disk; load it again")
+        _verify_files(folder, card)
+    model, tokenizer = _load_neural(folder, card.get("architecture"))
+    if card.get("architecture") == ARCH_LSTM:  # its forward always runs fp32 (core.models.lstm)
+        runtime = Runtime(runtime.device, "fp32")
+    return NeuralClassifier(
+        model, tokenizer, [str(label) for label in card["labels"]],
+        max_length=int(card["max_length"]), device=runtime.device, precision=runtime.precision,
+        truncation=card_truncation(card),
     )  # fmt: skip
 
 
@@ -429,6 +512,14 @@ def _verify_files(folder: Path, card: dict[str, Any]) -> None:
 
 
 def _load_neural(folder: Path, architecture: Any) -> tuple[torch.nn.Module, Any]:
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from core.models.lstm.model import LstmForSequenceClassification
+    from core.models.tiny.model import TinyTransformerForSequenceClassification
+    from core.models.tiny.tokenizer import TinyTokenizer
+    from core.models.transformer import head as _registers_mean_pool  # noqa: F401 (Auto classes)
+    from core.models.weights import check_config_fits_weights
+
     if architecture == ARCH_TINY:
         model = TinyTransformerForSequenceClassification.from_pretrained(folder)
         return model, TinyTokenizer.from_pretrained(folder)

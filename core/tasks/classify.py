@@ -48,14 +48,14 @@ def classify_in_background(
     """`classify_table` as a task of `queue` (progress, cancel; see core.jobs), writing its table
     to the requester's scratch folder; reviewers and admins only: a whole file takes the shared
     CPUs."""
-    neural = loaded.neural
+    scorer = loaded.scorer  # what routes: the serving graph or torch (core.models.serving)
     folder = queue.session_folder(requester.session_id)
     return queue.start(
         classify_to_file, loaded, table, text_col=text_col, review_threshold=review_threshold,
         folder=folder, requester=requester,
         title=f"Classify {len(table):,} rows with {loaded.path.name}", kind="classify",
-        permission=Permission.RUN_JOBS, lane=queue.heavy_lane(device_name(neural)),
-        tokens_per_batch=DEFAULT_BATCH_SIZE * neural.max_length,
+        permission=Permission.RUN_JOBS, lane=queue.heavy_lane(device_name(scorer)),
+        tokens_per_batch=DEFAULT_BATCH_SIZE * scorer.max_length,
     )  # fmt: skip
 
 

@@ -151,7 +151,7 @@ def discover_in_inbox(
             on_progress(Progress(done, len(members), DISCOVER_PHASE))
 
     scored = predict_with_features_in_batches(
-        loaded.neural, [m.text for m in members], on_rows=on_rows, cancel=cancel
+        loaded.scorer, [m.text for m in members], on_rows=on_rows, cancel=cancel
     )
     if scored is None:
         return None
@@ -185,7 +185,7 @@ def _grouped(
     return find_candidates(
         features, [m.text for m in members],
         desk_means=None if detector is None else detector.means,
-        desks=[str(c) for c in loaded.neural.classes_], known_texts=known, config=config,
+        desks=loaded.classes, known_texts=known, config=config,
         cancel=cancel,
     )  # fmt: skip
 

@@ -87,6 +87,9 @@ class TrainResult:
     # How the decision routed the validation rows, the baseline of the live monitor
     # (core.models.profile).
     validation_profile: ValidationProfile | None = None
+    # The validation rows' texts: saving checks the serving graphs against torch on them
+    # (core.models.transformer.export); they are never written to the model folder.
+    validation_texts: tuple[str, ...] = ()
 
 
 def check_split(train: Dataset, val: Dataset) -> tuple[str, ...]:
@@ -180,6 +183,7 @@ def train_models(
         "val_fingerprint": val.fingerprint,
         "split": split_record(train, val),
         "head_strength": outcome.head_strength,
+        "validation_texts": tuple(val.texts),
     }
     if outcome.cancelled:
         return TrainResult(**common, cancelled=True, train_seconds=time.perf_counter() - started)

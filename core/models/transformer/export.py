@@ -1,0 +1,181 @@
+"""Export a fine-tuned transformer's serving graphs when it is saved, and check them against
+torch before they may route anything (core.models.graph says what a serving graph is).
+
+1. The model is traced to ONNX (`serving.onnx`, fp32): input ids and attention mask in, the
+   logits and the classification layer's input (the embedding) out, batch and length dynamic.
+2. Both torch fp32 and the graph read the same word pieces of up to VERIFY_ROWS validation
+   rows; the graph is refused (the model then routes with torch) unless every probability
+   agrees within FP32_TOLERANCE.
+3. The fp32 graph is quantized to int8 (`serving-int8.onnx`, weights per channel, activations
+   per batch) and checked the same way; it is shipped only where it gives torch's label on at
+   least INT8_AGREEMENT of those rows, and removed otherwise (its check stays in the card).
+4. torch's probabilities of the probe texts go into the card, which every load compares.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from core.data.privacy import mask_texts
+from core.models.card import file_digest
+from core.models.graph import (
+    FP32,
+    FP32_TOLERANCE,
+    GRAPH_FILES,
+    INPUTS,
+    INT8,
+    INT8_AGREEMENT,
+    OUTPUTS,
+    PROBE_TEXTS,
+    GraphCheck,
+    GraphSession,
+    ServingEntry,
+    compare_probabilities,
+    softmax,
+)
+from core.models.transformer.inference import NeuralClassifier, encode_batch
+from core.models.transformer.truncation import cut_text
+
+WEIGHTS_FILE = "model.safetensors"
+VERIFY_ROWS = 1000  # validation rows each graph is checked on (the first, in split order)
+VERIFY_BATCH = 64
+OPSET = 17
+
+
+class _Served(nn.Module):
+    """The model as the graph serves it: (input_ids, attention_mask) -> (logits, features)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor):
+        seen: list[torch.Tensor] = []
+        hook = self.model.classifier.register_forward_pre_hook(lambda _m, a: seen.append(a[0]))
+        try:
+            logits = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+        finally:
+            hook.remove()
+        return logits, seen[0]
+
+
+def export_serving(
+    neural: NeuralClassifier, folder: Path, validation_texts: Sequence[str]
+) -> ServingEntry:
+    """Write and check the serving graphs of `neural` into `folder` (which holds its weights
+    already); the card's "serving" entry. A graph that fails its check is not left behind."""
+    model = copy.deepcopy(neural.model).to("cpu").eval()  # the trace runs on the CPU, in fp32
+    read = _read_like(neural, [*validation_texts[:VERIFY_ROWS]])
+    probe = _read_like(neural, list(PROBE_TEXTS))
+    torch_probs = _torch_probs(model, neural, read)
+    fp32_path = folder / GRAPH_FILES[FP32]
+    try:
+        _trace(model, neural, fp32_path)
+        fp32 = _check(FP32, GraphSession.read(fp32_path), neural, read, torch_probs)
+    except Exception as err:  # noqa: BLE001  an architecture the tracer cannot follow
+        fp32_path.unlink(missing_ok=True)
+        return ServingEntry(refused=f"the export failed ({type(err).__name__}); torch routes")
+    if fp32.max_prob_diff > FP32_TOLERANCE:
+        fp32_path.unlink()
+        refused = "the exported graph disagreed with torch; torch routes"
+        return ServingEntry(checks={FP32: _unshipped(fp32)}, refused=refused)
+    int8 = _int8_graph(fp32_path, folder / GRAPH_FILES[INT8], neural, read, torch_probs)
+    return ServingEntry(
+        weights_sha256=file_digest(folder / WEIGHTS_FILE),
+        checks={FP32: fp32, INT8: int8},
+        probe=tuple(tuple(round(float(p), 7) for p in row)
+                    for row in _torch_probs(model, neural, probe)),
+    )  # fmt: skip
+
+
+def _read_like(neural: NeuralClassifier, texts: list[str]) -> list[str]:
+    """The texts as the classifier reads them: cut, then masked (NeuralClassifier's order)."""
+    return mask_texts([cut_text(t, neural.max_length, neural.truncation) for t in texts])
+
+
+def _batches(neural: NeuralClassifier, texts: list[str]):
+    for start in range(0, len(texts), VERIFY_BATCH):
+        chunk = texts[start : start + VERIFY_BATCH]
+        yield encode_batch(neural.tokenizer, chunk, neural.max_length, torch.device("cpu"),
+                           neural.truncation)  # fmt: skip
+
+
+def _torch_probs(model: nn.Module, neural: NeuralClassifier, texts: list[str]) -> np.ndarray:
+    if not texts:
+        return np.zeros((0, len(neural.classes_)))
+    with torch.inference_mode():
+        logits = [model(**batch).logits.float().numpy() for batch in _batches(neural, texts)]
+    return softmax(np.concatenate(logits))
+
+
+def _graph_probs(session: GraphSession, neural: NeuralClassifier, texts: list[str]) -> np.ndarray:
+    if not texts:
+        return np.zeros((0, len(neural.classes_)))
+    logits = [
+        session.run(batch["input_ids"].numpy(), batch["attention_mask"].numpy())[0]
+        for batch in _batches(neural, texts)
+    ]
+    return softmax(np.concatenate(logits))
+
+
+def _check(
+    precision: str,
+    session: GraphSession,
+    neural: NeuralClassifier,
+    texts: list[str],
+    torch_probs: np.ndarray,
+) -> GraphCheck:
+    return compare_probabilities(precision, _graph_probs(session, neural, texts), torch_probs)
+
+
+def _unshipped(check: GraphCheck) -> GraphCheck:
+    return GraphCheck(**{**check.__dict__, "shipped": False})
+
+
+def _trace(model: nn.Module, neural: NeuralClassifier, path: Path) -> None:
+    sample = encode_batch(
+        neural.tokenizer, ["a complaint", "a longer complaint about a card"], neural.max_length,
+        torch.device("cpu"), neural.truncation,
+    )  # fmt: skip
+    dynamic = {name: {0: "batch", 1: "pieces"} for name in INPUTS}
+    dynamic.update({name: {0: "batch"} for name in OUTPUTS})
+    with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+        warnings.simplefilter("ignore")  # the tracer's notes on Python branches it fixed
+        torch.onnx.export(
+            _Served(model).eval(), (sample["input_ids"], sample["attention_mask"]), str(path),
+            dynamo=False, opset_version=OPSET, input_names=list(INPUTS),
+            output_names=list(OUTPUTS), dynamic_axes=dynamic, do_constant_folding=True,
+        )  # fmt: skip
+
+
+def _int8_graph(
+    fp32_path: Path,
+    int8_path: Path,
+    neural: NeuralClassifier,
+    texts: list[str],
+    torch_probs: np.ndarray,
+) -> GraphCheck:
+    """Quantize the fp32 graph's matrix products to int8 (the classification layer stays fp32)
+    and keep the result only where it agrees with torch on enough rows."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    classifier = [n.name for n in onnx.load(str(fp32_path)).graph.node if "classifier" in n.name]
+    logging.getLogger().setLevel(logging.ERROR)  # the quantizer's advice to pre-process
+    quantize_dynamic(
+        str(fp32_path), str(int8_path), weight_type=QuantType.QInt8, per_channel=True,
+        op_types_to_quantize=["MatMul"], nodes_to_exclude=classifier,
+    )  # fmt: skip
+    check = _check(INT8, GraphSession.read(int8_path), neural, texts, torch_probs)
+    if check.label_agreement >= INT8_AGREEMENT:
+        return check
+    int8_path.unlink()
+    return _unshipped(check)

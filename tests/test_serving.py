@@ -1,0 +1,231 @@
+"""The serving runtime (core.models.serving, core.models.graph, core.models.transformer.export):
+a saved transformer routes through its ONNX graph and gives torch's answers, a graph that
+disagrees with its weights is refused, and Explain reports the decision Classify gives."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from core.analysis.explain import ExplainConfig, explain_text
+from core.errors import UserError
+from core.models.card import CARD_NAME, FILES_KEY, file_digest
+from core.models.classify import classify_one
+from core.models.graph import (
+    FP32,
+    GRAPH_FILES,
+    INT8,
+    SERVING_KEY,
+    GraphCheck,
+    ServingEntry,
+    compare_probabilities,
+)
+from core.models.registry import load_model
+from core.models.serving import PieceTokenizer, ServingClassifier, serving_precision
+from core.models.transformer.truncation import head_tail_pieces
+
+TEXTS = [
+    "my card was charged twice at the shop",
+    "upi payment failed, call me on 9876543210 or write to a.b@example.com",
+    "",
+    "loan " * 400,  # longer than max_length: cut as torch cuts it
+    "ümlaut café naïve — emoji 🙂 and [CLS] typed by hand",
+]
+
+
+@pytest.fixture(scope="module")
+def served(tiny_bert_cls_model_dir: Path):
+    """The tiny [CLS] BERT loaded as classify loads it (its fp32 graph routes) and in torch."""
+    return (
+        load_model(tiny_bert_cls_model_dir, device="cpu", precision="fp32"),
+        load_model(tiny_bert_cls_model_dir, device="cpu", precision="bf16"),
+    )
+
+
+def test_a_saved_transformer_carries_a_checked_graph(tiny_bert_cls_model_dir: Path):
+    card = json.loads((tiny_bert_cls_model_dir / CARD_NAME).read_text())
+    entry = ServingEntry.from_card(card)
+    assert entry is not None and FP32 in entry.shipped
+    assert entry.checks[FP32].rows == 12 and entry.checks[FP32].label_agreement == 1.0
+    assert entry.checks[FP32].max_prob_diff < 1e-5
+    assert entry.weights_sha256 == card[FILES_KEY]["model.safetensors"]
+    for precision in entry.shipped:  # every shipped graph is pinned by the card
+        assert card[FILES_KEY][GRAPH_FILES[precision]] == file_digest(
+            tiny_bert_cls_model_dir / GRAPH_FILES[precision]
+        )
+
+
+def test_the_graph_gives_torch_fp32_probabilities_and_embeddings(served):
+    graph_model, torch_model = served
+    assert isinstance(graph_model.scorer, ServingClassifier)
+    assert graph_model.routing == {"device": "cpu", "precision": "fp32", "runtime": "onnxruntime"}
+    assert graph_model.torch_model.loaded is None  # torch loads only when asked
+    neural = graph_model.neural  # the fp32 torch model of the same folder (runtime: fp32)
+    assert neural.precision == "fp32"
+    probs, features = graph_model.scorer.predict_proba_and_features(TEXTS)
+    want_probs, want_features = neural.predict_proba_and_features(TEXTS)
+    np.testing.assert_allclose(probs, want_probs, atol=1e-6)
+    np.testing.assert_allclose(features, want_features, atol=1e-5)
+    assert torch_model.routing["runtime"] == "torch"
+
+
+def test_the_piece_tokenizer_reads_what_the_torch_tokenizer_reads(served):
+    graph_model, _ = served
+    tokenizer, pieces = graph_model.neural.tokenizer, graph_model.scorer.tokenizer
+    for text in TEXTS:
+        want = tokenizer(text, truncation=True, max_length=pieces.max_length)["input_ids"]
+        assert pieces.head_ids([text]) == [want]
+    ours = head_tail_pieces(pieces, TEXTS, 16)
+    theirs = head_tail_pieces(tokenizer, TEXTS, 16)
+    assert [p.ids for p in ours] == [p.ids for p in theirs]
+    assert [p.offsets for p in ours] == [p.offsets for p in theirs]
+
+
+def test_explain_reports_the_decision_classify_gives(served):
+    graph_model, _ = served
+    text = TEXTS[1]
+    row = classify_one(graph_model, text)
+    expl = explain_text(graph_model.neural, graph_model.bow, text, ExplainConfig(n_steps=2),
+                        decider=graph_model.scorer)  # fmt: skip
+    assert expl.neural.probabilities == row.probabilities["transformer"]  # to the last digit
+    assert expl.neural.label == row.row["transformer_label"]
+
+
+def _tampered_copy(source: Path, into: Path) -> Path:
+    folder = into / "tampered"
+    shutil.copytree(source, folder)
+    return folder
+
+
+def _repin(folder: Path, name: str) -> None:
+    """Re-pin `name` in the card, as someone who edits a folder by hand and its card too."""
+    card = json.loads((folder / CARD_NAME).read_text())
+    card[FILES_KEY][name] = file_digest(folder / name)
+    (folder / CARD_NAME).write_text(json.dumps(card))
+
+
+def test_a_graph_exported_from_other_weights_is_refused(served, tmp_path: Path):
+    from transformers import AutoModelForSequenceClassification
+
+    from core.models.transformer.export import _trace
+
+    graph_model, _ = served
+    folder = _tampered_copy(graph_model.path, tmp_path)
+    other = AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    with torch.no_grad():
+        other.classifier.weight.mul_(-3.0)  # another model, same shapes
+    _trace(other, graph_model.neural, folder / GRAPH_FILES[FP32])
+    _repin(folder, GRAPH_FILES[FP32])
+    with pytest.raises(UserError, match="serving graph disagrees with its weights"):
+        load_model(folder, device="cpu", precision="fp32")
+    assert load_model(folder, device="cpu", precision="bf16").routing["runtime"] == "torch"
+
+
+def test_a_graph_checked_against_other_weights_is_refused(served, tmp_path: Path):
+    graph_model, _ = served
+    folder = _tampered_copy(graph_model.path, tmp_path)
+    card = json.loads((folder / CARD_NAME).read_text())
+    card[SERVING_KEY]["weights_sha256"] = "0" * 64
+    (folder / CARD_NAME).write_text(json.dumps(card))
+    with pytest.raises(UserError, match="serving graph disagrees with its weights"):
+        load_model(folder, device="cpu")
+
+
+def test_a_damaged_serving_entry_is_refused(served, tmp_path: Path):
+    folder = _tampered_copy(served[0].path, tmp_path)
+    card = json.loads((folder / CARD_NAME).read_text())
+    card[SERVING_KEY]["checks"] = {"fp32": {"rows": "many"}}
+    (folder / CARD_NAME).write_text(json.dumps(card))
+    with pytest.raises(UserError, match="serving entry is damaged"):
+        load_model(folder, device="cpu")
+
+
+def test_a_graph_that_disagrees_at_save_is_not_shipped_and_torch_routes(
+    tiny_bert_result, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from core.access import OPERATOR
+    from core.models import transformer
+    from core.models.registry import save_model
+
+    monkeypatch.setattr(transformer.export, "FP32_TOLERANCE", -1.0)  # no graph can pass
+    folder = save_model(tiny_bert_result, tmp_path, "no-graph", actor=OPERATOR)
+    entry = ServingEntry.from_card(json.loads((folder / CARD_NAME).read_text()))
+    assert entry is not None and entry.shipped == () and "disagreed" in entry.refused
+    assert not (folder / GRAPH_FILES[FP32]).exists() and not (folder / GRAPH_FILES[INT8]).exists()
+    loaded = load_model(folder, device="cpu", precision="fp32")
+    assert loaded.routing == {"device": "cpu", "precision": "fp32", "runtime": "torch"}
+
+
+def test_int8_ships_only_where_it_agrees_enough(
+    tiny_bert_result, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from core.access import OPERATOR
+    from core.models import transformer
+    from core.models.registry import save_model
+
+    monkeypatch.setattr(transformer.export, "INT8_AGREEMENT", 0.0)
+    shipped = save_model(tiny_bert_result, tmp_path, "with-int8", actor=OPERATOR)
+    loaded = load_model(shipped, device="cpu", precision="auto")
+    assert loaded.routing["precision"] == INT8  # auto takes int8 where it ships
+    assert load_model(shipped, device="cpu", precision="fp32").routing["precision"] == FP32
+    monkeypatch.setattr(transformer.export, "INT8_AGREEMENT", 1.01)  # no graph can pass
+    refused = save_model(tiny_bert_result, tmp_path, "without-int8", actor=OPERATOR)
+    entry = ServingEntry.from_card(json.loads((refused / CARD_NAME).read_text()))
+    assert entry.checks[INT8].shipped is False and entry.shipped == (FP32,)
+    assert not (refused / GRAPH_FILES[INT8]).exists()
+    assert load_model(refused, device="cpu").routing["precision"] == FP32
+    with pytest.raises(UserError, match="no int8 graph"):
+        load_model(refused, device="cpu", precision="int8")
+
+
+def _entry(*precisions: str) -> ServingEntry:
+    check = GraphCheck(precision=FP32, rows=1, label_agreement=1.0, max_prob_diff=0.0)
+    return ServingEntry(weights_sha256="x", checks={p: check for p in precisions})
+
+
+@pytest.mark.parametrize(
+    ("entry", "device", "precision", "environ", "routes"),
+    [
+        (None, "cpu", "auto", {}, None),  # saved before graphs: torch
+        (_entry(FP32), "cpu", "auto", {}, FP32),
+        (_entry(FP32, INT8), "cpu", "auto", {}, INT8),
+        (_entry(FP32, INT8), "cpu", "fp32", {}, FP32),
+        (_entry(FP32, INT8), "cpu", "bf16", {}, None),  # bf16 is torch's
+        (_entry(FP32, INT8), "cpu", "auto", {"GRIEVANCE_LENS_PRECISION": "fp32"}, FP32),
+        (_entry(FP32, INT8), "cuda", "auto", {}, None),  # a GPU runs torch
+        (_entry(FP32, INT8), "auto", "auto", {"CUDA_VISIBLE_DEVICES": ""}, INT8),
+    ],
+)
+def test_the_serving_rule(entry, device, precision, environ, routes):
+    assert serving_precision(entry, device, precision, environ) == routes
+
+
+def test_the_serving_rule_refuses_unknown_settings():
+    with pytest.raises(UserError, match="precision must be one of"):
+        serving_precision(_entry(FP32), "cpu", "fp16", {})
+    with pytest.raises(UserError, match="device must be one of"):
+        serving_precision(_entry(FP32), "tpu", "auto", {})
+    with pytest.raises(UserError, match="no int8 graph"):
+        serving_precision(_entry(FP32), "cpu", "int8", {})
+
+
+def test_agreement_lists_each_differing_row_with_its_margin():
+    torch_probs = np.array([[0.9, 0.1], [0.52, 0.48], [0.2, 0.8]])
+    graph_probs = np.array([[0.9, 0.1], [0.49, 0.51], [0.2, 0.8]])
+    check = compare_probabilities(INT8, graph_probs, torch_probs)
+    assert check.label_agreement == pytest.approx(2 / 3)
+    assert check.differing == ((1, pytest.approx(0.04)),) and check.differing_are_near_ties
+    assert check.max_prob_diff == pytest.approx(0.03)
+
+
+def test_the_piece_tokenizer_knows_the_special_tokens(served):
+    pieces: PieceTokenizer = served[0].scorer.tokenizer
+    tokenizer = served[0].neural.tokenizer
+    assert (pieces.cls_token_id, pieces.sep_token_id, pieces.pad_token_id) == (
+        tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id,
+    )  # fmt: skip
