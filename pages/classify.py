@@ -83,7 +83,8 @@ def render_single(model: LoadedModel, threshold: float) -> None:
                delta_color="off")  # fmt: skip
     render_lstm_prediction(lstm, text)
     st.caption(f"The decision is made by {model.blend.describe()}, as this model's validation "
-               "rows chose (Train page, card).")  # fmt: skip
+               f"rows chose (Train page, card). The {model.neural_name.lower()} runs as "
+               f"{model.describe_routing()}.")  # fmt: skip
     if row["needs_review"]:
         why = review_explanation(row, threshold)
         st.warning(f"Needs review: {why}.")

@@ -229,3 +229,12 @@ def test_the_piece_tokenizer_knows_the_special_tokens(served):
     assert (pieces.cls_token_id, pieces.sep_token_id, pieces.pad_token_id) == (
         tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id,
     )  # fmt: skip
+
+
+def test_people_are_told_what_routes(served):
+    graph_model, torch_model = served
+    assert graph_model.describe_routing() == (
+        "its serving graph on ONNX Runtime (fp32: the same desk as the model on 100.0% of its "
+        "validation rows)"
+    )
+    assert torch_model.describe_routing() == "torch (cpu, bf16)"

@@ -147,6 +147,16 @@ class LoadedModel:
             return self.scorer.to_json()
         return {**self.scorer.runtime.to_json(), "runtime": "torch"}
 
+    def describe_routing(self) -> str:
+        """For people: "its serving graph on ONNX Runtime (int8: the same desk as the model on
+        99.9% of its validation rows)" or "torch (cpu, bf16)"."""
+        if not isinstance(self.scorer, ServingClassifier):
+            return f"torch ({self.scorer.runtime.describe()})"
+        entry = ServingEntry.from_card(self.card)
+        check = entry.checks[self.scorer.precision]
+        return (f"its serving graph on ONNX Runtime ({self.scorer.precision}: the same desk as "
+                f"the model on {check.label_agreement:.1%} of its validation rows)")  # fmt: skip
+
     @property
     def classes(self) -> list[str]:
         """The desks, in the column order of every probability."""

@@ -17,7 +17,8 @@ from __future__ import annotations
 import copy
 import logging
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -156,6 +157,17 @@ def _trace(model: nn.Module, neural: NeuralClassifier, path: Path) -> None:
         )  # fmt: skip
 
 
+@contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
 def _int8_graph(
     fp32_path: Path,
     int8_path: Path,
@@ -169,11 +181,11 @@ def _int8_graph(
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     classifier = [n.name for n in onnx.load(str(fp32_path)).graph.node if "classifier" in n.name]
-    logging.getLogger().setLevel(logging.ERROR)  # the quantizer's advice to pre-process
-    quantize_dynamic(
-        str(fp32_path), str(int8_path), weight_type=QuantType.QInt8, per_channel=True,
-        op_types_to_quantize=["MatMul"], nodes_to_exclude=classifier,
-    )  # fmt: skip
+    with _quiet_root_logger():  # the quantizer logs its advice to pre-process on the root logger
+        quantize_dynamic(
+            str(fp32_path), str(int8_path), weight_type=QuantType.QInt8, per_channel=True,
+            op_types_to_quantize=["MatMul"], nodes_to_exclude=classifier,
+        )  # fmt: skip
     check = _check(INT8, GraphSession.read(int8_path), neural, texts, torch_probs)
     if check.label_agreement >= INT8_AGREEMENT:
         return check
