@@ -170,6 +170,9 @@ class GraphSession:
         options.intra_op_num_threads = threads or available_cpus()
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only: its warnings are about graph rewrites
+        # Idle threads sleep instead of spinning: the server's cores are shared with trainings
+        # and other sessions, and spinning bought nothing measurable (bench_serving, #39).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self._session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
         except Exception as err:  # ONNX Runtime raises its own exception types
