@@ -15,6 +15,10 @@ intake API routes it.
   a margin under 0.05 is a near-tie.
 - Routing one complaint in process: `RoutingBatcher.columns` (what the intake API calls per
   request) on one text at a time, median and p90 in ms, graph against torch on the same texts.
+- `--int8-variants TRAIN.csv`: instead of the above, the dynamic-int8 settings tried, each
+  quantizing the model's fp32 graph and scored on the model's own validation rows (read from
+  TRAIN.csv by the card's `split`, never the test rows): label agreement with the fp32 graph and
+  the time of the test texts against the fp32 graph's.
 
 The machine's load is recorded before and after (bench.machine); a busy start is refused.
 """
@@ -47,6 +51,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--text-col", default="text")
     parser.add_argument("--repeats", type=int, default=3, help="whole-process runs of each")
     parser.add_argument("--routings", type=int, default=300, help="single complaints routed")
+    parser.add_argument(
+        "--int8-variants",
+        type=Path,
+        metavar="TRAIN_CSV",
+        help="score the int8 settings tried on the model's validation rows",
+    )
     parser.add_argument("--force", action="store_true", help="report even on a busy machine")
     return parser.parse_args()
 
@@ -117,6 +127,8 @@ def main() -> int:
     if refuse_busy_start(guard):
         return 1
     texts = pd.read_csv(args.texts)[args.text_col].fillna("").astype(str).tolist()
+    if args.int8_variants is not None:
+        return int8_variants(args, texts, guard)
     card = json.loads((args.model / "card.json").read_text(encoding="utf-8"))
     entry = ServingEntry.from_card(card)
     shipped = () if entry is None else entry.shipped
@@ -132,6 +144,81 @@ def main() -> int:
     load = guard.finish()
     if shows_figures(load):
         report(args, processes, routing, differing, margins, entry, texts)
+    print_load(load)
+    return 0
+
+
+def _graph_logits(session, tokenizer, texts: list[str]) -> tuple[np.ndarray, float]:
+    """Logits of `texts` (sorted by length, batches of 64) and the seconds the runs took."""
+    from core.models.graph import padded
+
+    ordered = sorted(texts, key=len)
+    batches = [padded(tokenizer.head_ids(ordered[i : i + 64]), tokenizer.pad_token_id)
+               for i in range(0, len(ordered), 64)]  # fmt: skip
+    started = time.perf_counter()
+    logits = np.concatenate([session.run(ids, mask)[0] for ids, mask in batches])
+    return logits, time.perf_counter() - started
+
+
+def _none(_name: str) -> bool:
+    return False
+
+
+INT8_VARIANTS = {  # name -> (quantize_dynamic options, which MatMul nodes stay fp32)
+    "every MatMul, weights per channel (shipped setting)": ({"per_channel": True}, _none),
+    "weights per tensor": ({"per_channel": False}, _none),
+    "7-bit weights (reduce_range)": ({"per_channel": True, "reduce_range": True}, _none),
+    "first layer kept fp32": ({"per_channel": True}, lambda n: "layer.0/" in n),
+    "last layer kept fp32": ({"per_channel": True}, lambda n: "layer.5/" in n),
+    "feed-forward output kept fp32": (
+        {"per_channel": True},
+        lambda n: "/output/dense" in n and "attention" not in n,
+    ),
+}
+
+
+def int8_variants(args: argparse.Namespace, texts: list[str], guard: LoadGuard) -> int:
+    import logging
+
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from core.data.privacy import mask_texts
+    from core.models.graph import GRAPH_FILES, GraphSession
+    from core.models.serving import PieceTokenizer
+
+    card = json.loads((args.model / "card.json").read_text(encoding="utf-8"))
+    source = pd.read_csv(args.int8_variants)[args.text_col].fillna("").astype(str).tolist()
+    validation = mask_texts([source[row - 2] for row in card["split"]["validation_rows"]])
+    tokenizer = PieceTokenizer(args.model, int(card["max_length"]))
+    fp32_path = args.model / GRAPH_FILES["fp32"]
+    fp32 = GraphSession.read(fp32_path)
+    reference, _ = _graph_logits(fp32, tokenizer, validation)
+    _, fp32_seconds = _graph_logits(fp32, tokenizer, texts)
+    nodes = [n.name for n in onnx.load(str(fp32_path)).graph.node if n.op_type == "MatMul"]
+    logging.getLogger().setLevel(logging.ERROR)  # the quantizer's advice, once per variant
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, (options, kept) in INT8_VARIANTS.items():
+            out = Path(scratch) / "int8.onnx"
+            excluded = [n for n in nodes if kept(n)]
+            quantize_dynamic(str(fp32_path), str(out), weight_type=QuantType.QInt8,
+                             op_types_to_quantize=["MatMul"], nodes_to_exclude=excluded,
+                             **options)  # fmt: skip
+            session = GraphSession.read(out)
+            logits, _ = _graph_logits(session, tokenizer, validation)
+            _, seconds = _graph_logits(session, tokenizer, texts)
+            agreement = float((logits.argmax(1) == reference.argmax(1)).mean())
+            rows.append((name, agreement, seconds))
+    load = guard.finish()
+    if shows_figures(load):
+        print(f"machine: {json.dumps(machine())}")
+        print(f"{len(validation)} validation rows; {len(texts)} texts timed; fp32 graph "
+              f"{fp32_seconds:.2f} s")  # fmt: skip
+        print("| int8 setting | same desk as fp32 (validation) | s | × fp32 graph |")
+        print("|---|---:|---:|---:|")
+        for name, agreement, seconds in rows:
+            print(f"| {name} | {agreement:.4f} | {seconds:.2f} | {fp32_seconds / seconds:.2f}× |")
     print_load(load)
     return 0
 
