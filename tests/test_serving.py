@@ -20,6 +20,7 @@ from core.models.graph import (
     FP32,
     GRAPH_FILES,
     INT8,
+    RECHECK_MARGINS,
     SERVING_KEY,
     GraphCheck,
     ServingEntry,
@@ -170,6 +171,9 @@ def test_int8_ships_only_where_it_agrees_enough(
 
     monkeypatch.setattr(transformer.export, "INT8_AGREEMENT", 0.0)
     shipped = save_model(tiny_bert_result, tmp_path, "with-int8", actor=OPERATOR)
+    check = ServingEntry.from_card(json.loads((shipped / CARD_NAME).read_text())).checks[INT8]
+    assert check.shipped and check.rows == 6  # judged on the odd half of the 12 rows
+    assert check.recheck_margin in RECHECK_MARGINS  # chosen on the even half
     loaded = load_model(shipped, device="cpu", precision="auto")
     assert loaded.routing["precision"] == INT8  # auto takes int8 where it ships
     assert load_model(shipped, device="cpu", precision="fp32").routing["precision"] == FP32
@@ -238,3 +242,51 @@ def test_people_are_told_what_routes(served):
         "validation rows)"
     )
     assert torch_model.describe_routing() == "torch (cpu, bf16)"
+
+
+def _int8_of(folder: Path, margin: float) -> ServingClassifier:
+    from core.models.graph import GraphSession
+
+    fp32 = load_model(folder, device="cpu", precision="fp32").scorer
+    return ServingClassifier(
+        GraphSession.read(folder / GRAPH_FILES[INT8]), fp32.tokenizer, list(fp32.classes_),
+        max_length=fp32.max_length, truncation=fp32.truncation, precision=INT8,
+        recheck=(GraphSession.read(folder / GRAPH_FILES[FP32]), margin),
+    )  # fmt: skip
+
+
+def test_int8_sends_its_low_margin_rows_to_the_fp32_graph(
+    tiny_bert_result, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from core.access import OPERATOR
+    from core.models import transformer
+    from core.models.graph import top_two_margins
+    from core.models.registry import save_model
+
+    monkeypatch.setattr(transformer.export, "INT8_AGREEMENT", 0.0)
+    folder = save_model(tiny_bert_result, tmp_path, "rechecked", actor=OPERATOR)
+    fp32_probs, fp32_features = load_model(folder, device="cpu", precision="fp32").scorer \
+        .predict_proba_and_features(TEXTS)  # fmt: skip
+    every = _int8_of(folder, margin=1.01).predict_proba_and_features(TEXTS)  # all re-checked
+    np.testing.assert_allclose(every[0], fp32_probs, atol=1e-6)
+    np.testing.assert_allclose(every[1], fp32_features, atol=1e-5)
+    plain_probs, _ = _int8_of(folder, margin=0.0).predict_proba_and_features(TEXTS)
+    assert not np.allclose(plain_probs, fp32_probs, atol=1e-6)  # int8 itself differs
+    margin = float(np.median(top_two_margins(plain_probs)))  # about half the rows re-checked
+    some, _ = _int8_of(folder, margin=margin).predict_proba_and_features(TEXTS)
+    low = top_two_margins(plain_probs) < margin
+    np.testing.assert_allclose(some[low], fp32_probs[low], atol=1e-6)
+    np.testing.assert_array_equal(some[~low], plain_probs[~low])
+
+
+def test_the_recheck_margin_is_the_smallest_that_gives_torchs_desks():
+    from core.models.graph import choose_recheck_margin
+
+    torch_probs = np.array([[0.9, 0.1], [0.6, 0.4], [0.7, 0.3], [0.8, 0.2]])
+    fp32_probs = torch_probs + 1e-7
+    # int8 flips row 1 (its int8 margin 0.04) and row 2 (margin 0.16); row 3 is right at 0.3
+    int8_probs = np.array([[0.9, 0.1], [0.48, 0.52], [0.42, 0.58], [0.65, 0.35]])
+    assert choose_recheck_margin(int8_probs, fp32_probs, torch_probs) == 0.2
+    assert choose_recheck_margin(torch_probs, fp32_probs, torch_probs) == 0.0  # int8 exact
+    wrong = np.array([[0.1, 0.9]] * 4)  # fp32 disagrees too: nothing reaches the target
+    assert choose_recheck_margin(int8_probs, wrong, torch_probs) == RECHECK_MARGINS[-1]

@@ -34,6 +34,7 @@ from core.models.graph import (
     GraphSession,
     ServingEntry,
     padded,
+    rechecked_rows,
     softmax,
 )
 from core.models.hardware import check_device_name, nvidia_gpu_visible, operator_precision
@@ -132,7 +133,10 @@ class ServingClassifier:
     """A saved model's serving graph as a classifier: the decision path of `classify`, the
     intake API and the Classify page. Meets `NeuralClassifier`'s prediction interface
     (`classes_`, `predict_proba`, `predict_proba_and_features`, `predict`), reading texts as it
-    does: cut, masked, sorted by length, padded per batch."""
+    does: cut, masked, sorted by length, padded per batch.
+
+    `recheck` (int8): the fp32 graph and the model's re-check margin; a row whose int8 top-two
+    margin is under it gets the fp32 graph's probabilities and embedding instead."""
 
     def __init__(
         self,
@@ -143,8 +147,9 @@ class ServingClassifier:
         max_length: int,
         truncation: str,
         precision: str,
+        recheck: tuple[GraphSession, float] | None = None,
     ) -> None:
-        self._session, self.tokenizer = session, tokenizer
+        self._session, self.tokenizer, self._recheck = session, tokenizer, recheck
         self.classes_ = np.asarray(list(classes), dtype=str)
         self.max_length, self.truncation, self.precision = max_length, truncation, precision
 
@@ -175,12 +180,25 @@ class ServingClassifier:
         features: np.ndarray | None = None
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]
-            logits, batch_features = self._session.run(*self._encoded([texts[i] for i in rows]))
-            pred_probs[rows] = softmax(logits)
+            batch_probs, batch_features = self._routed(*self._encoded([texts[i] for i in rows]))
+            pred_probs[rows] = batch_probs
             if features is None:
                 features = np.empty((len(texts), batch_features.shape[1]), dtype=np.float32)
             features[rows] = batch_features
         return pred_probs, np.zeros((0, 0), np.float32) if features is None else features
+
+    def _routed(self, ids: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One batch's probabilities and embeddings, the low-margin rows re-checked in fp32."""
+        logits, features = self._session.run(ids, mask)
+        pred_probs = softmax(logits)
+        if self._recheck is not None:
+            fp32, margin = self._recheck
+            again = rechecked_rows(pred_probs, margin)
+            if again.any():
+                width = int(mask[again].sum(axis=1).max())  # their own longest, less padding
+                logits, again_features = fp32.run(ids[again, :width], mask[again, :width])
+                pred_probs[again], features[again] = softmax(logits), again_features
+        return pred_probs, features
 
     def _encoded(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         if reads_head_and_tail(self.tokenizer, self.truncation):
@@ -211,11 +229,16 @@ def load_serving(
         raise UserError(refused)
     if not (folder / TOKENIZER_FILE).is_file():
         raise UserError(f"model {folder.name!r} has no {TOKENIZER_FILE}; save it again")
+    recheck = None
+    if precision == INT8:  # low-margin rows go to the fp32 graph (core.models.graph)
+        fp32 = GraphSession.read(folder / GRAPH_FILES[FP32], threads=threads)
+        recheck = (fp32, entry.checks[INT8].recheck_margin)
     served = ServingClassifier(
         GraphSession.read(folder / GRAPH_FILES[precision], threads=threads),
         PieceTokenizer(folder, int(card["max_length"])),
         [str(label) for label in card["labels"]],
         max_length=int(card["max_length"]), truncation=truncation, precision=precision,
+        recheck=recheck,
     )  # fmt: skip
     probe = served.predict_proba(list(PROBE_TEXTS))
     expected = np.asarray(entry.probe, dtype=np.float64)

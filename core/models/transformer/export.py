@@ -7,8 +7,11 @@ torch before they may route anything (core.models.graph says what a serving grap
    rows; the graph is refused (the model then routes with torch) unless every probability
    agrees within FP32_TOLERANCE.
 3. The fp32 graph is quantized to int8 (`serving-int8.onnx`, weights per channel, activations
-   per batch) and checked the same way; it is shipped only where it gives torch's label on at
-   least INT8_AGREEMENT of those rows, and removed otherwise (its check stays in the card).
+   per batch). int8 routes with a re-check: a row whose int8 top-two margin is under the
+   model's re-check margin is decided by the fp32 graph. The margin is chosen on the even
+   validation rows (core.models.graph.choose_recheck_margin); on the odd rows the re-checked
+   int8 must give torch's label on at least INT8_AGREEMENT of them, or the int8 graph is
+   removed (its check stays in the card).
 4. torch's probabilities of the probe texts go into the card, which every load compares.
 """
 
@@ -19,6 +22,7 @@ import logging
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +43,9 @@ from core.models.graph import (
     GraphCheck,
     GraphSession,
     ServingEntry,
+    choose_recheck_margin,
     compare_probabilities,
+    rechecked_rows,
     softmax,
 )
 from core.models.transformer.inference import NeuralClassifier, encode_batch
@@ -80,7 +86,8 @@ def export_serving(
     fp32_path = folder / GRAPH_FILES[FP32]
     try:
         _trace(model, neural, fp32_path)
-        fp32 = _check(FP32, GraphSession.read(fp32_path), neural, read, torch_probs)
+        fp32_probs = _graph_probs(GraphSession.read(fp32_path), neural, read)
+        fp32 = compare_probabilities(FP32, fp32_probs, torch_probs)
     except Exception as err:  # noqa: BLE001  an architecture the tracer cannot follow
         fp32_path.unlink(missing_ok=True)
         return ServingEntry(refused=f"the export failed ({type(err).__name__}); torch routes")
@@ -88,7 +95,8 @@ def export_serving(
         fp32_path.unlink()
         refused = "the exported graph disagreed with torch; torch routes"
         return ServingEntry(checks={FP32: _unshipped(fp32)}, refused=refused)
-    int8 = _int8_graph(fp32_path, folder / GRAPH_FILES[INT8], neural, read, torch_probs)
+    int8 = _int8_graph(fp32_path, folder / GRAPH_FILES[INT8], neural, read,
+                       (fp32_probs, torch_probs))  # fmt: skip
     return ServingEntry(
         weights_sha256=file_digest(folder / WEIGHTS_FILE),
         checks={FP32: fp32, INT8: int8},
@@ -127,18 +135,8 @@ def _graph_probs(session: GraphSession, neural: NeuralClassifier, texts: list[st
     return softmax(np.concatenate(logits))
 
 
-def _check(
-    precision: str,
-    session: GraphSession,
-    neural: NeuralClassifier,
-    texts: list[str],
-    torch_probs: np.ndarray,
-) -> GraphCheck:
-    return compare_probabilities(precision, _graph_probs(session, neural, texts), torch_probs)
-
-
 def _unshipped(check: GraphCheck) -> GraphCheck:
-    return GraphCheck(**{**check.__dict__, "shipped": False})
+    return replace(check, shipped=False)
 
 
 def _trace(model: nn.Module, neural: NeuralClassifier, path: Path) -> None:
@@ -173,10 +171,11 @@ def _int8_graph(
     int8_path: Path,
     neural: NeuralClassifier,
     texts: list[str],
-    torch_probs: np.ndarray,
+    reference: tuple[np.ndarray, np.ndarray],
 ) -> GraphCheck:
-    """Quantize the fp32 graph's matrix products to int8 (the classification layer stays fp32)
-    and keep the result only where it agrees with torch on enough rows."""
+    """Quantize the fp32 graph's matrix products to int8 (the classification layer stays fp32),
+    choose its re-check margin on the even rows and keep it only where, re-checked, it agrees
+    with torch on enough odd rows. `reference`: the fp32 graph's and torch's probabilities."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -186,7 +185,16 @@ def _int8_graph(
             str(fp32_path), str(int8_path), weight_type=QuantType.QInt8, per_channel=True,
             op_types_to_quantize=["MatMul"], nodes_to_exclude=classifier,
         )  # fmt: skip
-    check = _check(INT8, GraphSession.read(int8_path), neural, texts, torch_probs)
+    fp32_probs, torch_probs = reference
+    int8_probs = _graph_probs(GraphSession.read(int8_path), neural, texts)
+    choose, judge = slice(0, None, 2), slice(1, None, 2)
+    margin = choose_recheck_margin(int8_probs[choose], fp32_probs[choose], torch_probs[choose])
+    rechecked = rechecked_rows(int8_probs[judge], margin)
+    routed = np.where(rechecked[:, None], fp32_probs[judge], int8_probs[judge])
+    check = replace(
+        compare_probabilities(INT8, routed, torch_probs[judge]),
+        recheck_margin=margin, rechecked=float(rechecked.mean()) if len(rechecked) else 0.0,
+    )  # fmt: skip
     if check.label_agreement >= INT8_AGREEMENT:
         return check
     int8_path.unlink()
