@@ -56,7 +56,7 @@ from core.models.changes import (
 )
 from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 from core.models.flagging import UNKNOWN_FILE, ReviewPolicy, UnknownDeskDetector
-from core.models.graph import SERVING_KEY, ServingEntry
+from core.models.graph import INT8, SERVING_KEY, ServingEntry
 from core.models.serving import ServingClassifier, load_serving, serving_precision
 from core.models.transformer.config import FULL, QUICK
 from core.models.transformer.truncation import HEAD, TRUNCATIONS
@@ -154,8 +154,12 @@ class LoadedModel:
             return f"torch ({self.scorer.runtime.describe()})"
         entry = ServingEntry.from_card(self.card)
         check = entry.checks[self.scorer.precision]
-        return (f"its serving graph on ONNX Runtime ({self.scorer.precision}: the same desk as "
-                f"the model on {check.label_agreement:.1%} of its validation rows)")  # fmt: skip
+        recheck = ""
+        if self.scorer.precision == INT8:
+            recheck = f", a top-two margin under {check.recheck_margin:g} decided in fp32"
+        agreement = f"{check.label_agreement:.1%}"
+        return (f"its serving graph on ONNX Runtime ({self.scorer.precision}{recheck}: the same "
+                f"desk as the model on {agreement} of its validation rows)")  # fmt: skip
 
     @property
     def classes(self) -> list[str]:

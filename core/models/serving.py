@@ -3,9 +3,11 @@ with the `tokenizers` library, or, where there is no graph or the graph cannot s
 model itself. Nothing here imports torch or transformers.
 
 `serving_precision` is the rule. On a CPU, "auto" takes the int8 graph where the model ships one
-(it agreed with torch fp32 on at least 99.5% of its validation rows), else the fp32 graph; "fp32"
-takes the fp32 graph; "bf16" means torch (ONNX Runtime has no fast bf16 on CPUs). On a GPU,
-torch runs. The operator's GRIEVANCE_LENS_PRECISION stands in for "auto" as everywhere.
+(re-checked, it agreed with torch fp32 on at least 99.5% of its held-out validation rows), else
+the fp32 graph; "fp32" takes the fp32 graph; "bf16" means torch (ONNX Runtime has no fast bf16
+on CPUs). On a GPU, torch runs. The operator's GRIEVANCE_LENS_PRECISION stands in for "auto" as
+everywhere. int8 routes with a re-check: a complaint whose int8 top-two margin is under the
+model's re-check margin is decided by the fp32 graph (core.models.graph).
 
 Every load of a graph is checked: the card pins its bytes, it must have been checked against the
 weights now in the folder, and it must give the probe texts the probabilities torch gave at
@@ -154,8 +156,10 @@ class ServingClassifier:
         self.max_length, self.truncation, self.precision = max_length, truncation, precision
 
     def describe(self) -> str:
-        """For people: "onnxruntime, int8"."""
-        return f"onnxruntime, {self.precision}"
+        """For people: "onnxruntime, int8 (fp32 under a margin of 0.3)"."""
+        if self._recheck is None:
+            return f"onnxruntime, {self.precision}"
+        return f"onnxruntime, {self.precision} (fp32 under a margin of {self._recheck[1]:g})"
 
     def to_json(self) -> dict[str, str]:
         return {"device": "cpu", "precision": self.precision, "runtime": "onnxruntime"}
