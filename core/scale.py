@@ -41,6 +41,7 @@ from core.data.export import write_table
 from core.data.intake import check_file, load_table
 from core.data.limits import DEFAULT_LIMITS, DataError, IntakeLimits
 from core.errors import UserError
+from core.models.hardware import SERVING_PRECISIONS
 
 ENGINES = ("local", "ray")
 LOCAL_WINDOW = 8192  # rows the local engine sorts by length and scores at once (a few MB)
@@ -75,7 +76,7 @@ class ScaleConfig:
     batch_size: int = 256  # Ray: texts per actor call (local: windows of LOCAL_WINDOW rows)
     gpus_per_worker: float = 0.0  # Ray: GPUs each actor asks for (bf16 autocast on CUDA)
     cpus_per_worker: int | None = None  # Ray: CPUs (torch threads) per actor; None: an even share
-    precision: str = "auto"  # "auto", "fp32" or "bf16" (see core.models.device)
+    precision: str = "auto"  # "auto", "fp32", "bf16" or "int8" (core.models.serving)
     # "auto" (CUDA when available), "cpu" or "cuda": where the model runs; on Ray, where each
     # actor runs it: an actor that asked for no GPU runs on its CPUs.
     device: str = "auto"
@@ -94,7 +95,7 @@ class ScaleConfig:
             check_int("cpus_per_worker", self.cpus_per_worker, minimum=1)
         if not 0 <= self.gpus_per_worker <= 8:
             raise UserError(f"gpus_per_worker must lie in 0..8, got {self.gpus_per_worker}")
-        check_choice("precision", self.precision, ("auto", "fp32", "bf16"))
+        check_choice("precision", self.precision, SERVING_PRECISIONS)
         check_choice("device", self.device, ("auto", "cpu", "cuda"))
         if self.engine == "ray" and self.device == "cuda" and not self.gpus_per_worker:
             raise UserError("device 'cuda' on Ray needs GPUs for the actors; set gpus_per_worker")

@@ -177,6 +177,7 @@ def test_int8_ships_only_where_it_agrees_enough(
     loaded = load_model(shipped, device="cpu", precision="auto")
     assert loaded.routing["precision"] == INT8  # auto takes int8 where it ships
     assert load_model(shipped, device="cpu", precision="fp32").routing["precision"] == FP32
+    _classify_in_a_process(shipped, tmp_path, "int8")  # the command line takes int8 too
     monkeypatch.setattr(transformer.export, "INT8_AGREEMENT", 1.01)  # no graph can pass
     refused = save_model(tiny_bert_result, tmp_path, "without-int8", actor=OPERATOR)
     entry = ServingEntry.from_card(json.loads((refused / CARD_NAME).read_text()))
@@ -185,6 +186,23 @@ def test_int8_ships_only_where_it_agrees_enough(
     assert load_model(refused, device="cpu").routing["precision"] == FP32
     with pytest.raises(UserError, match="no int8 graph"):
         load_model(refused, device="cpu", precision="int8")
+
+
+def _classify_in_a_process(folder: Path, scratch: Path, precision: str) -> None:
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    source, out = scratch / "in.csv", scratch / "out.csv"
+    pd.DataFrame({"text": TEXTS}).to_csv(source, index=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "core", "classify", "--model", str(folder), str(source),
+         "--out", str(out), "--precision", precision, "--device", "cpu"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-1000:]
+    assert len(pd.read_csv(out)) == len(TEXTS)
 
 
 def _entry(*precisions: str) -> ServingEntry:

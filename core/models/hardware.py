@@ -18,6 +18,9 @@ from core.errors import UserError
 
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("auto", "fp32", "bf16")
+# What routing may ask for: torch's precisions, and "int8", the int8 serving graph
+# (core.models.serving).
+SERVING_PRECISIONS = (*PRECISIONS, "int8")
 DeviceName = Literal["auto", "cpu", "cuda"]
 Precision = Literal["auto", "fp32", "bf16"]
 # The operator's process-wide precision (auto, fp32 or bf16): what "auto" means wherever a

@@ -39,7 +39,12 @@ from core.models.graph import (
     rechecked_rows,
     softmax,
 )
-from core.models.hardware import check_device_name, nvidia_gpu_visible, operator_precision
+from core.models.hardware import (
+    SERVING_PRECISIONS,
+    check_device_name,
+    nvidia_gpu_visible,
+    operator_precision,
+)
 from core.models.transformer.truncation import (
     cut_text,
     head_tail_pieces,
@@ -47,7 +52,6 @@ from core.models.transformer.truncation import (
 )
 from core.text import cut_for_tokens
 
-SERVING_PRECISIONS = ("auto", FP32, "bf16", INT8)
 TOKENIZER_FILE = "tokenizer.json"
 WEIGHTS_FILE = "model.safetensors"
 DEFAULT_BATCH_SIZE = 64  # texts per graph run, as the torch classifier
