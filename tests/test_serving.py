@@ -177,6 +177,7 @@ def test_int8_ships_only_where_it_agrees_enough(
     loaded = load_model(shipped, device="cpu", precision="auto")
     assert loaded.routing["precision"] == INT8  # auto takes int8 where it ships
     assert load_model(shipped, device="cpu", precision="fp32").routing["precision"] == FP32
+    assert load_model(shipped, device="cpu", precision="int8").routing["precision"] == INT8
     _classify_in_a_process(shipped, tmp_path, "int8")  # the command line takes int8 too
     monkeypatch.setattr(transformer.export, "INT8_AGREEMENT", 1.01)  # no graph can pass
     refused = save_model(tiny_bert_result, tmp_path, "without-int8", actor=OPERATOR)
@@ -217,6 +218,8 @@ def _entry(*precisions: str) -> ServingEntry:
         (_entry(FP32), "cpu", "auto", {}, FP32),
         (_entry(FP32, INT8), "cpu", "auto", {}, INT8),
         (_entry(FP32, INT8), "cpu", "fp32", {}, FP32),
+        (_entry(FP32, INT8), "cpu", "int8", {}, INT8),
+        (_entry(FP32, INT8), "cpu", "int8", {"GRIEVANCE_LENS_PRECISION": "fp32"}, INT8),
         (_entry(FP32, INT8), "cpu", "bf16", {}, None),  # bf16 is torch's
         (_entry(FP32, INT8), "cpu", "auto", {"GRIEVANCE_LENS_PRECISION": "fp32"}, FP32),
         (_entry(FP32, INT8), "cuda", "auto", {}, None),  # a GPU runs torch

@@ -76,7 +76,7 @@ def serving_precision(
     on_gpu = device == "cuda" or (device == "auto" and nvidia_gpu_visible(environ))
     if on_gpu or wanted == "bf16" or FP32 not in shipped:
         return None
-    if wanted == "auto" and INT8 in shipped:
+    if wanted in ("auto", INT8) and INT8 in shipped:
         return INT8
     return FP32
 
