@@ -174,7 +174,7 @@ def render_picked(model: LoadedModel, actor: Actor) -> str | None:
 
 
 def render_target(model: LoadedModel) -> str | None:
-    options = [PREDICTED] + [str(c) for c in model.neural.classes_]
+    options = [PREDICTED] + model.classes
     choice = st.selectbox("Explain the desk", options, key="explain.target")
     return None if choice == PREDICTED else choice
 

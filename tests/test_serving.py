@@ -122,8 +122,9 @@ def test_a_graph_exported_from_other_weights_is_refused(served, tmp_path: Path):
         other.classifier.weight.mul_(-3.0)  # another model, same shapes
     _trace(other, graph_model.neural, folder / GRAPH_FILES[FP32])
     _repin(folder, GRAPH_FILES[FP32])
-    with pytest.raises(UserError, match="serving graph disagrees with its weights"):
-        load_model(folder, device="cpu", precision="fp32")
+    for precision in ("fp32", "auto"):  # int8, where it ships, re-checks with the fp32 graph
+        with pytest.raises(UserError, match="serving graph disagrees with its weights"):
+            load_model(folder, device="cpu", precision=precision)
     assert load_model(folder, device="cpu", precision="bf16").routing["runtime"] == "torch"
 
 
@@ -311,3 +312,23 @@ def test_the_recheck_margin_is_the_smallest_that_gives_torchs_desks():
     assert choose_recheck_margin(torch_probs, fp32_probs, torch_probs) == 0.0  # int8 exact
     wrong = np.array([[0.1, 0.9]] * 4)  # fp32 disagrees too: nothing reaches the target
     assert choose_recheck_margin(int8_probs, wrong, torch_probs) == RECHECK_MARGINS[-1]
+
+
+def test_a_tokenizer_json_that_reads_otherwise_gets_no_graph(
+    tiny_bert_result, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from core.access import OPERATOR
+    from core.models import registry
+    from core.models.serving import pieces_agree
+
+    folder = registry.save_model(tiny_bert_result, tmp_path, "agrees", actor=OPERATOR)
+    neural = tiny_bert_result.neural
+    assert pieces_agree(folder, neural.tokenizer, TEXTS, neural.max_length, neural.truncation)
+    (folder / "tokenizer.json").unlink()
+    assert not pieces_agree(folder, neural.tokenizer, TEXTS, neural.max_length, "head")
+    monkeypatch.setattr(registry, "pieces_agree", lambda *args: False)
+    refused = registry.save_model(tiny_bert_result, tmp_path, "reads-otherwise", actor=OPERATOR)
+    entry = ServingEntry.from_card(json.loads((refused / CARD_NAME).read_text()))
+    assert entry.shipped == () and "tokenizers library" in entry.refused
+    assert not (refused / GRAPH_FILES[FP32]).exists()
+    assert load_model(refused, device="cpu").routing["runtime"] == "torch"

@@ -161,10 +161,9 @@ def render_lstm_beside(active: LoadedModel, text: str, expl: Explanation) -> Wor
 
 
 def is_lstm_model(model: LoadedModel) -> bool:
-    """Whether the active model is an LSTM (no attention heads to show)."""
-    from core.analysis.lstm_explain import is_lstm_classifier
-
-    return is_lstm_classifier(model.neural)
+    """Whether the active model is an LSTM (no attention heads to show), by its card: asking
+    loads no torch model."""
+    return model.neural_name == "LSTM"
 
 
 def render_lstm_explanation(expl: Explanation, blend: Blend) -> None:

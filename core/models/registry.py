@@ -56,8 +56,13 @@ from core.models.changes import (
 )
 from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 from core.models.flagging import UNKNOWN_FILE, ReviewPolicy, UnknownDeskDetector
-from core.models.graph import INT8, SERVING_KEY, ServingEntry
-from core.models.serving import ServingClassifier, load_serving, serving_precision
+from core.models.graph import INT8, PROBE_TEXTS, SERVING_KEY, ServingEntry
+from core.models.serving import (
+    ServingClassifier,
+    load_serving,
+    pieces_agree,
+    serving_precision,
+)
 from core.models.transformer.config import FULL, QUICK
 from core.models.transformer.truncation import HEAD, TRUNCATIONS
 from core.pending import DELETING, RENAMING, SAVING, Change, created_held, holding, new_change
@@ -391,11 +396,22 @@ def _write_model(result: TrainResult, folder: Path, data_fingerprint: str | None
         result.detector.save(folder)
     card = build_card(result, data_fingerprint=data_fingerprint)
     if card["architecture"] == ARCH_TRANSFORMERS:  # the graphs that route it (core.models.graph)
-        from core.models.transformer.export import export_serving
-
-        card[SERVING_KEY] = export_serving(result.neural, folder, result.validation_texts).to_json()
+        card[SERVING_KEY] = _serving_graphs(result, folder).to_json()
     card[FILES_KEY] = folder_digests(folder)  # pins the content; load_model verifies it
     (folder / CARD_NAME).write_text(json.dumps(card, indent=2), encoding="utf-8")  # last
+
+
+def _serving_graphs(result: TrainResult, folder: Path) -> ServingEntry:
+    """Export and check the serving graphs, where the `tokenizers` library reads the validation
+    rows as the model's own tokenizer does (else torch routes)."""
+    from core.models.transformer.export import VERIFY_ROWS, export_serving
+
+    neural = result.neural
+    texts = [*result.validation_texts[:VERIFY_ROWS], *PROBE_TEXTS]
+    if not pieces_agree(folder, neural.tokenizer, texts, neural.max_length, neural.truncation):
+        return ServingEntry(refused="the tokenizers library reads these texts otherwise than "
+                                    "the model's tokenizer; torch routes")  # fmt: skip
+    return export_serving(neural, folder, result.validation_texts)
 
 
 def _move_into_place(staging: Path, target: Path) -> None:

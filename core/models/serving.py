@@ -120,6 +120,24 @@ class PieceTokenizer:
         return {"input_ids": [e.ids for e in found], "offset_mapping": [e.offsets for e in found]}
 
 
+def pieces_agree(
+    folder: Path, tokenizer: Any, texts: Sequence[str], max_length: int, truncation: str
+) -> bool:
+    """Whether `PieceTokenizer` reads `texts` (cut and masked, as routing reads them) into the
+    word pieces `tokenizer` (the torch model's) gives: a saved tokenizer.json can leave out
+    something its Hugging Face wrapper does, and then the graph must not route."""
+    if not (folder / TOKENIZER_FILE).is_file():
+        return False
+    texts = mask_texts([cut_text(t, max_length, truncation) for t in texts])
+    ours = PieceTokenizer(folder, max_length)
+    if reads_head_and_tail(tokenizer, truncation):
+        pieces = [head_tail_pieces(t, texts, max_length) for t in (ours, tokenizer)]
+        return [p.ids for p in pieces[0]] == [p.ids for p in pieces[1]]
+    cut = [cut_for_tokens(t, max_length) for t in texts]
+    theirs = tokenizer(cut, truncation=True, max_length=max_length)["input_ids"]
+    return ours.head_ids(texts) == [list(ids) for ids in theirs]
+
+
 def _special_tokens(folder: Path) -> dict[str, Any]:
     """The special tokens the saved tokenizer names (tokenizer_config.json, else
     special_tokens_map.json)."""
@@ -237,19 +255,23 @@ def load_serving(
         raise UserError(refused)
     if not (folder / TOKENIZER_FILE).is_file():
         raise UserError(f"model {folder.name!r} has no {TOKENIZER_FILE}; save it again")
-    recheck = None
-    if precision == INT8:  # low-margin rows go to the fp32 graph (core.models.graph)
-        fp32 = GraphSession.read(folder / GRAPH_FILES[FP32], threads=threads)
-        recheck = (fp32, entry.checks[INT8].recheck_margin)
-    served = ServingClassifier(
-        GraphSession.read(folder / GRAPH_FILES[precision], threads=threads),
-        PieceTokenizer(folder, int(card["max_length"])),
-        [str(label) for label in card["labels"]],
-        max_length=int(card["max_length"]), truncation=truncation, precision=precision,
-        recheck=recheck,
-    )  # fmt: skip
-    probe = served.predict_proba(list(PROBE_TEXTS))
-    expected = np.asarray(entry.probe, dtype=np.float64)
-    if expected.shape != probe.shape or np.abs(probe - expected).max() > PROBE_TOLERANCE[precision]:
-        raise UserError(refused)
-    return served
+    tokenizer = PieceTokenizer(folder, int(card["max_length"]))
+    fp32 = GraphSession.read(folder / GRAPH_FILES[FP32], threads=threads)
+
+    def served_by(session: GraphSession, graph: str, recheck=None) -> ServingClassifier:
+        served = ServingClassifier(
+            session, tokenizer, [str(label) for label in card["labels"]],
+            max_length=int(card["max_length"]), truncation=truncation, precision=graph,
+            recheck=recheck,
+        )  # fmt: skip
+        probe = served.predict_proba(list(PROBE_TEXTS))
+        expected = np.asarray(entry.probe, dtype=np.float64)
+        if expected.shape != probe.shape or np.abs(probe - expected).max() > PROBE_TOLERANCE[graph]:
+            raise UserError(refused)
+        return served
+
+    fp32_served = served_by(fp32, FP32)  # int8 re-checks with it: it must hold too
+    if precision == FP32:
+        return fp32_served
+    int8 = GraphSession.read(folder / GRAPH_FILES[INT8], threads=threads)
+    return served_by(int8, INT8, recheck=(fp32, entry.checks[INT8].recheck_margin))
