@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from core.checks import check_int, check_texts
-from core.data.privacy import mask_texts
+from core.checks import check_int
 from core.errors import UserError
 from core.models.card import FILES_KEY
 from core.models.graph import (
@@ -46,9 +45,9 @@ from core.models.hardware import (
     operator_precision,
 )
 from core.models.transformer.truncation import (
-    cut_text,
     head_tail_pieces,
     reads_head_and_tail,
+    texts_as_read,
 )
 from core.text import cut_for_tokens
 
@@ -128,7 +127,7 @@ def pieces_agree(
     something its Hugging Face wrapper does, and then the graph must not route."""
     if not (folder / TOKENIZER_FILE).is_file():
         return False
-    texts = mask_texts([cut_text(t, max_length, truncation) for t in texts])
+    texts = texts_as_read(texts, max_length, truncation)
     ours = PieceTokenizer(folder, max_length)
     if reads_head_and_tail(tokenizer, truncation):
         pieces = [head_tail_pieces(t, texts, max_length) for t in (ours, tokenizer)]
@@ -196,10 +195,7 @@ class ServingClassifier:
         self, texts: Sequence[str], *, batch_size: int = DEFAULT_BATCH_SIZE
     ) -> tuple[np.ndarray, np.ndarray]:
         """`predict_proba` and each text's embedding, (n_texts, hidden) float32."""
-        texts = mask_texts([  # cut first: masking scans only what the model reads
-            cut_text(t, self.max_length, self.truncation)
-            for t in check_texts(texts, allow_empty=True)
-        ])  # fmt: skip
+        texts = texts_as_read(texts, self.max_length, self.truncation)
         check_int("batch_size", batch_size, minimum=1)
         order = np.argsort([len(t) for t in texts], kind="stable")
         pred_probs = np.empty((len(texts), len(self.classes_)), dtype=np.float64)

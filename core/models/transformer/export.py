@@ -29,7 +29,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.data.privacy import mask_texts
 from core.models.card import file_digest
 from core.models.graph import (
     FP32,
@@ -49,7 +48,7 @@ from core.models.graph import (
     softmax,
 )
 from core.models.transformer.inference import NeuralClassifier, encode_batch
-from core.models.transformer.truncation import cut_text
+from core.models.transformer.truncation import texts_as_read
 
 WEIGHTS_FILE = "model.safetensors"
 VERIFY_ROWS = 1000  # validation rows each graph is checked on (the first, in split order)
@@ -106,8 +105,7 @@ def export_serving(
 
 
 def _read_like(neural: NeuralClassifier, texts: list[str]) -> list[str]:
-    """The texts as the classifier reads them: cut, then masked (NeuralClassifier's order)."""
-    return mask_texts([cut_text(t, neural.max_length, neural.truncation) for t in texts])
+    return texts_as_read(texts, neural.max_length, neural.truncation)
 
 
 def _batches(neural: NeuralClassifier, texts: list[str]):

@@ -23,7 +23,6 @@ from torch import nn
 from transformers import BatchEncoding
 
 from core.checks import check_fraction, check_int, check_texts
-from core.data.privacy import mask_texts
 from core.errors import UserError
 from core.models.classifier import Prediction
 from core.models.device import Runtime
@@ -31,9 +30,9 @@ from core.models.transformer.truncation import (
     HEAD,
     TRUNCATIONS,
     Pieces,
-    cut_text,
     head_tail_pieces,
     reads_head_and_tail,
+    texts_as_read,
 )
 from core.text import cut_for_tokens
 
@@ -184,11 +183,7 @@ class NeuralClassifier:
         """`predict_proba`, and from the same forward passes each text's embedding: what the
         model's classification layer reads, (n_texts, hidden) float32 (the unknown-desk score's
         input, core.models.flagging)."""
-        # Cut first: masking a 10 MB complaint would scan text the model never reads.
-        texts = mask_texts([
-            cut_text(t, self.max_length, self.truncation)
-            for t in check_texts(texts, allow_empty=True)
-        ])  # fmt: skip
+        texts = texts_as_read(texts, self.max_length, self.truncation)
         check_int("batch_size", batch_size, minimum=1)
         order = np.argsort([len(t) for t in texts], kind="stable")
         pred_probs = np.empty((len(texts), len(self.classes_)), dtype=np.float64)

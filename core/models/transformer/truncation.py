@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.checks import check_texts
+from core.data.privacy import mask_texts
 from core.text import cut_for_tokens, token_char_cap
 
 HEAD, HEAD_TAIL = "head", "head_tail"
@@ -45,6 +47,15 @@ def cut_text(text: str, max_length: int, truncation: str) -> str:
         return cut_for_tokens(text, max_length)
     cap = token_char_cap(max_length)
     return text if len(text) <= 2 * cap else text[:cap] + text[-cap:]
+
+
+def texts_as_read(texts: Sequence[str], max_length: int, truncation: str) -> list[str]:
+    """Each text as the model reads it, in every runtime: checked, cut to what the tokenizer
+    needs (`cut_text`), then personal data masked, as training masked it. Cut first: masking a
+    10 MB complaint would scan text the model never reads."""
+    return mask_texts([
+        cut_text(t, max_length, truncation) for t in check_texts(texts, allow_empty=True)
+    ])  # fmt: skip
 
 
 def head_tail_pieces(tokenizer: Any, texts: Sequence[str], max_length: int) -> list[Pieces]:
