@@ -215,7 +215,12 @@ def test_without_a_live_model_posts_and_readiness_are_503_until_one_is_promoted(
     assert api.count() == 0 and not api.trail("intake.accepted")
 
     api.promote(MODEL_A)  # no restart
-    assert api.client.get("/v1/ready").json() == {"ready": True, "model": MODEL_A, "warnings": []}
+    ready = api.client.get("/v1/ready").json()
+    assert {k: ready[k] for k in ("ready", "model", "warnings")} == {
+        "ready": True, "model": MODEL_A, "warnings": [],
+    }  # fmt: skip
+    assert ready["routing"]["runtime"] == "torch"  # the tiny transformer has no serving graph
+    assert ready["routing"]["device"] == "cpu" and ready["routing"]["precision"] in ("fp32", "bf16")
     assert api.post(_items("upi payment failed")).status_code == 200
     assert api.client.get("/v1/health").status_code == 200
 

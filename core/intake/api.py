@@ -261,7 +261,9 @@ def _install_routes(app: FastAPI) -> None:
         if state.store.read_only:
             message = "the review store is read-only; the operator makes it writable"
             return JSONResponse({"ready": False, "error": message}, status_code=503)
-        body = {"ready": True, "model": serving.name, "warnings": []}
+        # What routes (core.models.serving): an operator sees the runtime and precision here
+        body = {"ready": True, "model": serving.name, "routing": serving.loaded.routing,
+                "warnings": []}  # fmt: skip
         if state.router.problem:
             body["warnings"].append(state.router.problem)
         # Drift and a surge of complaints that fit no desk warn; the API still routes.
