@@ -225,6 +225,7 @@ def _entry(*precisions: str) -> ServingEntry:
         (_entry(FP32, INT8), "cpu", "auto", {"GRIEVANCE_LENS_PRECISION": "fp32"}, FP32),
         (_entry(FP32, INT8), "cuda", "auto", {}, None),  # a GPU runs torch
         (_entry(FP32, INT8), "auto", "auto", {"CUDA_VISIBLE_DEVICES": ""}, INT8),
+        (_entry(FP32, INT8), "auto", "int8", {}, INT8),  # by name: even where a GPU is
     ],
 )
 def test_the_serving_rule(entry, device, precision, environ, routes):
@@ -238,6 +239,8 @@ def test_the_serving_rule_refuses_unknown_settings():
         serving_precision(_entry(FP32), "tpu", "auto", {})
     with pytest.raises(UserError, match="no int8 graph"):
         serving_precision(_entry(FP32), "cpu", "int8", {})
+    with pytest.raises(UserError, match="int8 runs on the CPU"):
+        serving_precision(_entry(FP32, INT8), "cuda", "int8", {})
 
 
 def test_agreement_lists_each_differing_row_with_its_margin():

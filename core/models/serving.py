@@ -72,10 +72,14 @@ def serving_precision(
     if wanted == INT8 and INT8 not in shipped:
         raise UserError("this model has no int8 graph (it was saved before them, or int8 "
                         "disagreed with it); use --precision auto or fp32")  # fmt: skip
+    if wanted == INT8:  # asked for by name: the int8 graph, which runs on the CPU
+        if device == "cuda":
+            raise UserError("int8 runs on the CPU (the serving graph); use --device cpu or auto")
+        return INT8
     on_gpu = device == "cuda" or (device == "auto" and nvidia_gpu_visible(environ))
     if on_gpu or wanted == "bf16" or FP32 not in shipped:
         return None
-    if wanted in ("auto", INT8) and INT8 in shipped:
+    if wanted == "auto" and INT8 in shipped:
         return INT8
     return FP32
 
