@@ -165,9 +165,12 @@ def _none(_name: str) -> bool:
 
 
 INT8_VARIANTS = {  # name -> (quantize_dynamic options, which MatMul nodes stay fp32)
-    "every MatMul, weights per channel (shipped setting)": ({"per_channel": True}, _none),
+    "every MatMul, weights per channel": ({"per_channel": True}, _none),
     "weights per tensor": ({"per_channel": False}, _none),
-    "7-bit weights (reduce_range)": ({"per_channel": True, "reduce_range": True}, _none),
+    "7-bit weights per channel (reduce_range: the shipped setting)": (
+        {"per_channel": True, "reduce_range": True},
+        _none,
+    ),
     "first layer kept fp32": ({"per_channel": True}, lambda n: "layer.0/" in n),
     "last layer kept fp32": ({"per_channel": True}, lambda n: "layer.5/" in n),
     "feed-forward output kept fp32": (

@@ -6,12 +6,16 @@ torch before they may route anything (core.models.graph says what a serving grap
 2. Both torch fp32 and the graph read the same word pieces of up to VERIFY_ROWS validation
    rows; the graph is refused (the model then routes with torch) unless every probability
    agrees within FP32_TOLERANCE.
-3. The fp32 graph is quantized to int8 (`serving-int8.onnx`, weights per channel, activations
-   per batch). int8 routes with a re-check: a row whose int8 top-two margin is under the
-   model's re-check margin is decided by the fp32 graph. The margin is chosen on the even
-   validation rows (core.models.graph.choose_recheck_margin); on the odd rows the re-checked
-   int8 must give torch's label on at least INT8_AGREEMENT of them, or the int8 graph is
-   removed (its check stays in the card).
+3. The fp32 graph is quantized to int8 (`serving-int8.onnx`, 7-bit weights per channel,
+   activations per batch). 7 bits, not 8: on an AVX2-only CPU ONNX Runtime multiplies u8 by s8
+   with VPMADDUBSW, whose 16-bit sums saturate at full-range weights, while AVX-512 VNNI does
+   not; with 7-bit weights neither saturates, so a complaint gets the same int8 arithmetic, and
+   the same desk, on either CPU (bench_serving --int8-variants measured the cost, #39). int8
+   routes with a re-check: a row whose int8 top-two margin is under the model's re-check margin
+   is decided by the fp32 graph. The margin is chosen on the even validation rows
+   (core.models.graph.choose_recheck_margin); on the odd rows the re-checked int8 must give
+   torch's label on at least INT8_AGREEMENT of them, or the int8 graph is removed (its check
+   stays in the card).
 4. torch's probabilities of the probe texts go into the card, which every load compares.
 """
 
@@ -181,7 +185,7 @@ def _int8_graph(
     with _quiet_root_logger():  # the quantizer logs its advice to pre-process on the root logger
         quantize_dynamic(
             str(fp32_path), str(int8_path), weight_type=QuantType.QInt8, per_channel=True,
-            op_types_to_quantize=["MatMul"], nodes_to_exclude=classifier,
+            reduce_range=True, op_types_to_quantize=["MatMul"], nodes_to_exclude=classifier,
         )  # fmt: skip
     fp32_probs, torch_probs = reference
     int8_probs = _graph_probs(GraphSession.read(int8_path), neural, texts)
