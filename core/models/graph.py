@@ -2,8 +2,9 @@
 neither torch nor transformers imported.
 
 A transformers model gets its graphs when it is saved (core.models.transformer.export): the fp32
-graph `serving.onnx`, and `serving-int8.onnx` (dynamic int8 quantization) when the int8 graph
-agreed with the torch model on the validation rows. Each graph returns the logits and the
+graph `serving.onnx`, and `serving-int8.onnx` (dynamic int8 quantization) when the int8 graph,
+its low-margin rows re-checked by the fp32 graph, agreed with the torch model on the held-out
+half of the validation rows. Each graph returns the logits and the
 embedding the classification layer reads (the unknown-desk score's input). The card's
 "serving" entry (`ServingEntry`) says which graphs there are, how each agreed with torch, the
 digest of the weights they were checked against, and the probe: a few fixed texts whose
