@@ -11,7 +11,7 @@ from pathlib import Path
 
 from core.data.limits import parse_megabytes
 from core.errors import UserError
-from core.models.graph import GRAPH_FILES
+from core.models.graph import FP32, GRAPH_FILES, INT8
 from core.models.registry import LoadedModel, load_model
 
 CACHE_MB_ENV = "GRIEVANCE_LENS_MODEL_CACHE_MB"
@@ -33,8 +33,10 @@ def model_bytes(loaded: LoadedModel) -> int:
     torch model, loaded now or at its first explanation, and the graph that routes), the bag of
     words' arrays and vocabulary, and the unknown-desk score's arrays."""
     used = [path for path in loaded.path.glob("*.safetensors") if path.is_file()]
-    if loaded.routing["runtime"] == "onnxruntime":
-        used.append(loaded.path / GRAPH_FILES[loaded.routing["precision"]])
+    if loaded.routing["runtime"] == "onnxruntime":  # int8 holds the fp32 graph for its re-check
+        used += [loaded.path / GRAPH_FILES[FP32]]
+        if loaded.routing["precision"] == INT8:
+            used.append(loaded.path / GRAPH_FILES[INT8])
     weights = sum(path.stat().st_size for path in used if path.is_file())
     bow = loaded.bow.nbytes(bytes_per_term=_BYTES_PER_TERM)
     detector = 0 if loaded.detector is None else loaded.detector.nbytes()
