@@ -74,10 +74,6 @@ class GraphCheck:
     recheck_margin: float = 0.0
     rechecked: float = 0.0
 
-    @property
-    def differing_are_near_ties(self) -> bool:
-        return all(margin < NEAR_TIE for _, margin in self.differing)
-
     def to_json(self) -> dict[str, Any]:
         found = asdict(self)
         found["differing"] = [list(pair) for pair in self.differing]

@@ -159,7 +159,7 @@ def _special_tokens(folder: Path) -> dict[str, Any]:
 class ServingClassifier:
     """A saved model's serving graph as a classifier: the decision path of `classify`, the
     intake API and the Classify page. Meets `NeuralClassifier`'s prediction interface
-    (`classes_`, `predict_proba`, `predict_proba_and_features`, `predict`), reading texts as it
+    (`classes_`, `predict_proba`, `predict_proba_and_features`), reading texts as it
     does: cut, masked, sorted by length, padded per batch.
 
     `recheck` (int8): the fp32 graph and the model's re-check margin; a row whose int8 top-two
@@ -179,12 +179,6 @@ class ServingClassifier:
         self._session, self.tokenizer, self._recheck = session, tokenizer, recheck
         self.classes_ = np.asarray(list(classes), dtype=str)
         self.max_length, self.truncation, self.precision = max_length, truncation, precision
-
-    def describe(self) -> str:
-        """For people: "onnxruntime, int8 (fp32 under a margin of 0.3)"."""
-        if self._recheck is None:
-            return f"onnxruntime, {self.precision}"
-        return f"onnxruntime, {self.precision} (fp32 under a margin of {self._recheck[1]:g})"
 
     def to_json(self) -> dict[str, str]:
         return {"device": "cpu", "precision": self.precision, "runtime": "onnxruntime"}
@@ -232,11 +226,6 @@ class ServingClassifier:
         else:
             ids = self.tokenizer.head_ids(texts)
         return padded(ids, self.tokenizer.pad_token_id)
-
-    def predict(self, texts: Sequence[str], *, batch_size: int = DEFAULT_BATCH_SIZE) -> list[str]:
-        """The most probable label of each text."""
-        pred_probs = self.predict_proba(texts, batch_size=batch_size)
-        return [str(self.classes_[i]) for i in pred_probs.argmax(axis=1)]
 
 
 def load_serving(

@@ -26,6 +26,7 @@ from core.checks import check_fraction, check_int, check_texts
 from core.errors import UserError
 from core.models.classifier import Prediction
 from core.models.device import Runtime
+from core.models.graph import padded
 from core.models.transformer.truncation import (
     HEAD,
     TRUNCATIONS,
@@ -89,14 +90,10 @@ def encode_batch(
 
 def _padded(read: Sequence[Pieces], tokenizer: Any, device: torch.device) -> BatchEncoding:
     """Pieces padded to the longest: input_ids and attention_mask (batch, seq)."""
-    width = max(len(p.ids) for p in read)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    ids = torch.full((len(read), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(read), width), dtype=torch.long)
-    for row, pieces in enumerate(read):
-        ids[row, : len(pieces.ids)] = torch.tensor(pieces.ids)
-        mask[row, : len(pieces.ids)] = 1
-    return BatchEncoding({"input_ids": ids, "attention_mask": mask}).to(device)
+    ids, mask = padded([p.ids for p in read], pad)  # the serving graph pads the same way
+    tensors = {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask)}
+    return BatchEncoding(tensors).to(device)
 
 
 class NeuralClassifier:
