@@ -93,6 +93,15 @@ def open_page(page: Page, url: str, path: str, heading: str) -> None:
     )
 
 
+def save_demo_data(page: Page, url: str, name: str) -> None:
+    """From the Data page (the default page), save the demo data on the server as `name`."""
+    open_page(page, url, "", "Data")
+    page.get_by_role("button", name="Use the demo data").click()
+    page.get_by_role("textbox", name="Save this data set on the server as").fill(name)
+    page.get_by_role("button", name="Save on the server").click()
+    expect(page.get_by_text(f"Saved 3,000 rows on the server as {name}.")).to_be_visible()
+
+
 def open_retraining(page: Page, url: str, data_set: str) -> None:
     """The Train page with `data_set` chosen as the one to correct (an admin's retraining)."""
     open_page(page, url, "train", "Train")

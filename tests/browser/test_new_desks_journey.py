@@ -33,6 +33,7 @@ from tests.browser.steps import (
     mock_provider,
     open_page,
     open_retraining,
+    save_demo_data,
     sign_in,
     start_signed_in_server,
 )
@@ -214,11 +215,7 @@ def test_a_new_desk_is_found_named_retrained_and_the_monitor_warns(browser, desk
     pd.DataFrame({"complaint": FILE_TEXTS}).to_csv(upload, index=False)
 
     page = sign_in(browser, url, REVIEWER)
-    open_page(page, url, "", "Data")  # the default page
-    page.get_by_role("button", name="Use the demo data").click()
-    page.get_by_role("textbox", name="Save this data set on the server as").fill("complaints")
-    page.get_by_role("button", name="Save on the server").click()
-    expect(page.get_by_text("Saved 3,000 rows on the server as complaints.")).to_be_visible()
+    save_demo_data(page, url, "complaints")
     named = name_the_locker_desk(page, url, upload)
     page.context.close()
     assert named >= 20, f"the lockers' candidate holds {named} of {len(LOCKERS)} complaints"

@@ -28,6 +28,7 @@ from tests.browser.steps import (
     mock_provider,
     open_page,
     open_retraining,
+    save_demo_data,
     sign_in,
     write_auth_secrets,
 )
@@ -201,11 +202,7 @@ def test_the_closed_loop_with_three_people(browser, auth_server):
         )  # fmt: skip
 
     page = sign_in(browser, url, reviewer)
-    open_page(page, url, "", "Data")  # the default page
-    page.get_by_role("button", name="Use the demo data").click()
-    page.get_by_role("textbox", name="Save this data set on the server as").fill("complaints")
-    page.get_by_role("button", name="Save on the server").click()
-    expect(page.get_by_text("Saved 3,000 rows on the server as complaints.")).to_be_visible()
+    save_demo_data(page, url, "complaints")
     open_page(page, url, "label_audit", "Label audit")  # a new page load: a new session
     page.get_by_role("button", name="Use the demo data").click()  # the data set just saved
     expect(page.get_by_text("No decisions yet for this data set.")).to_be_visible()
