@@ -8,15 +8,16 @@ import pytest
 from core.models.blend import (
     BAG_OF_WORDS,
     BLEND,
-    MIN_GAIN,
-    MIN_GAIN_ROWS,
+    FROZEN,
     NEURAL,
     NEURAL_ONLY,
     Blend,
     calibrated_temperature,
     choose_blend,
+    choose_mix,
     tempered,
 )
+from core.metrics import MIN_GAIN_ROWS, clearly_more_right
 from core.models.classifier import Prediction
 
 CLASSES = ["Card Fraud", "Loan Query", "UPI Dispute"]
@@ -78,14 +79,76 @@ def test_a_few_rows_more_are_not_worth_a_mix_and_leave_the_call_to_the_transform
     assert choose_blend(neural, bow, names(truth), CLASSES) == NEURAL_ONLY
 
 
-def test_one_row_in_a_hundred_and_three_rows_are_the_least_a_mix_must_gain():
-    assert (MIN_GAIN, MIN_GAIN_ROWS) == (0.01, 3)
-    neural, bow, truth = rescue(297, 3)  # the mix fixes 3 rows of 300: exactly both
+def test_a_mix_must_gain_three_rows_and_more_than_one_standard_error():
+    assert MIN_GAIN_ROWS == 3
+    neural, bow, truth = rescue(297, 3)  # the mix fixes 3 rows of 300 and breaks none
     assert choose_blend(neural, bow, names(truth), CLASSES).decided_by == BLEND
-    neural, bow, truth = rescue(301, 3)  # 3 rows of 304: short of one in a hundred
-    assert choose_blend(neural, bow, names(truth), CLASSES) == NEURAL_ONLY
     neural, bow, truth = rescue(19, 2)  # 2 rows of 21: 10%, but two rows are a coin's toss
     assert choose_blend(neural, bow, names(truth), CLASSES) == NEURAL_ONLY
+
+
+def test_clearly_more_right_counts_only_the_rows_where_the_two_differ():
+    base = np.zeros(100, dtype=bool)
+    fixes_four = base.copy()
+    fixes_four[:4] = True
+    assert clearly_more_right(fixes_four, base)  # 4 of 4 differing rows: 4 > sqrt(4)
+    swaps = fixes_four.copy()
+    other = base.copy()
+    other[4:7] = True  # 7 rows differ, 4 against 3: a gain of 1
+    assert not clearly_more_right(swaps, other)
+    many = base.copy()
+    many[:20] = True
+    fewer = base.copy()
+    fewer[4:20] = True
+    fewer[20:36] = True  # 20 against 32 right, 4 + 16 + ... differing rows
+    assert clearly_more_right(fewer, many) is (12 > np.sqrt(int((fewer != many).sum())))
+
+
+def test_three_members_mix_where_each_clearly_pays_and_the_shares_sum_to_one():
+    truth = [i % 3 for i in range(60)]
+    wrong = [(t + 1) % 3 for t in truth]
+    # each member is right and sure on its own third of the rows, and timidly wrong elsewhere
+    parts = []
+    for member in range(3):
+        mine = [i for i in range(60) if i % 30 // 10 == member or i >= 30]
+        labels = [truth[i] if i in mine else wrong[i] for i in range(60)]
+        probs = one_hot_ish(labels, 0.5)
+        probs[mine] = one_hot_ish([truth[i] for i in mine], 0.9)
+        parts.append(probs)
+    neural, frozen, bow = parts
+    blend = choose_blend(neural, bow, names(truth), CLASSES, frozen_probs=frozen)
+    assert set(blend.shares) == {NEURAL, FROZEN, BAG_OF_WORDS}
+    assert sum(blend.shares.values()) == pytest.approx(1.0)
+    assert (blend.combine(neural, bow, frozen).argmax(1) == truth).all()
+    shares = {name: round(100 * share) for name, share in blend.shares.items()}
+    assert blend.describe() == (f"a blend of {shares[NEURAL]}% transformer, {shares[FROZEN]}% "
+                                f"frozen encoder and {shares[BAG_OF_WORDS]}% bag of words")
+    with pytest.raises(ValueError, match="frozen encoder"):
+        blend.combine(neural, bow)
+    assert Blend.from_card({"blend": blend.to_json()}) == blend
+
+
+def test_a_member_within_noise_of_the_best_mix_is_left_out():
+    truth = [i % 3 for i in range(300)]
+    neural = one_hot_ish(truth, 0.8)
+    neural[:2] = one_hot_ish([(t + 1) % 3 for t in truth[:2]], 0.4)  # wrong and unsure on 2
+    frozen = one_hot_ish(truth, 0.6)  # right everywhere: fixes 2 rows, a coin's toss
+    blend = choose_blend(neural, one_hot_ish(truth, 0.34), names(truth), CLASSES, frozen)
+    assert blend == NEURAL_ONLY
+
+
+def test_the_simplest_of_equally_good_mixes_is_chosen_with_the_preferred_member():
+    truth = np.array([0, 1, 2] * 10)
+    probs = one_hot_ish(list(truth), 0.7)
+    mix = choose_mix({"full": probs, "quick": probs.copy(), "bow": probs.copy()}, truth)
+    assert mix.shares == {"full": 1.0} and mix.accuracy == 1.0
+
+
+def test_a_frozen_encoder_never_decides_without_the_transformer():
+    with pytest.raises(ValueError, match="never decides alone"):
+        Blend(neural_weight=0.0, frozen_weight=0.5)
+    with pytest.raises(ValueError, match="more than 1"):
+        Blend(neural_weight=0.7, frozen_weight=0.5)
 
 
 def test_a_sure_but_always_wrong_transformer_is_calibrated_down_and_outvoted():
