@@ -24,7 +24,7 @@ from core.checks import MAX_COMPLAINT_CHARS
 from core.data.dataset import Dataset
 from core.errors import UserError
 from core.jobs import Job, JobStatus
-from core.models.blend import BLEND, Blend
+from core.models.blend import BLEND, FROZEN, Blend
 from core.models.registry import LoadedModel
 from core.tasks.probes import ReviewRun, start_review
 from ui.auth import allowed, current_actor
@@ -179,30 +179,65 @@ def render_target(model: LoadedModel) -> str | None:
     return None if choice == PREDICTED else choice
 
 
-def render_predictions(expl: Explanation, blend: Blend) -> None:
-    decided, left, right = st.columns(3)
+def explained_frozen(
+    model: LoadedModel, text: str, target: str | None, max_steps: int
+) -> Explanation | None:
+    """The frozen encoder's own explanation where it carries the decision (a blend of both
+    recipes, core.models.blend), for the desk the transformer's explanation is for; cached like
+    `explained`. None for other models."""
+    if model.frozen is None or FROZEN not in model.blend.carrying:
+        return None
+    config = ExplainConfig(target=target, max_steps=max_steps)
+    frozen = model.frozen
+    return run_short_cached(
+        EXPLANATIONS, (model.key, FROZEN, text, config),
+        lambda cancel: explain_any(
+            frozen.neural, model.bow, text, config, cancel=cancel, decider=frozen.scorer
+        ),
+        title="Explain one complaint (frozen encoder)", kind="explain", spinner="Explaining…",
+    )  # fmt: skip
+
+
+def render_predictions(expl: Explanation, blend: Blend, frozen: Explanation | None = None) -> None:
     t, b = expl.neural, expl.bow
-    decision = blend.decide(t, b)
-    decided.metric("Decision", md_escape(decision.label))
-    left.metric("Transformer", md_escape(t.label))
-    right.metric("Bag of words", md_escape(b.label))
-    st.caption(f"The decision is made by {blend.describe()}; the words below show why each model "
-               "gave its own answer.")  # fmt: skip
+    f = None if frozen is None else frozen.neural
+    decision = blend.decide(t, b, f)
+    metrics = st.columns(4 if f is not None else 3)
+    metrics[0].metric("Decision", md_escape(decision.label))
+    metrics[1].metric("Transformer", md_escape(t.label))
+    if f is not None:
+        metrics[2].metric("Frozen encoder", md_escape(f.label))
+    metrics[-1].metric("Bag of words", md_escape(b.label))
+    shown = [name for name in blend.carrying if name != FROZEN or f is not None]
+    st.caption(f"The decision is made by {blend.describe()}; it is carried by the "
+               f"{' and the '.join(shown)}. The words below show why each model gave its own "
+               "answer.")  # fmt: skip
     columns = {
         "desk": list(t.probabilities),
         "transformer": list(t.probabilities.values()),
         "bag of words": [b.probabilities[d] for d in t.probabilities],
     }
+    if f is not None:
+        columns[FROZEN] = [f.probabilities[d] for d in t.probabilities]
     if blend.decided_by == BLEND:
         columns["decision"] = [decision.probabilities[d] for d in t.probabilities]
     frame = pd.DataFrame(columns)
     st.dataframe(frame, hide_index=True, column_config=_probability_columns())
 
 
+def frozen_word_row(frozen: Explanation | None) -> WordRow | None:
+    """The frozen encoder's Integrated Gradients as one more row of the word grid."""
+    if frozen is None:
+        return None
+    words = tuple(w.text for w in frozen.words)
+    return WordRow(f"{FROZEN} (Integrated Gradients)", words, tuple(frozen.neural_scores),
+                   tuple(frozen.neural_seen), frozen.neural.label)  # fmt: skip
+
+
 def _probability_columns() -> dict:
     return {
         c: st.column_config.ProgressColumn(c, min_value=0.0, max_value=1.0, format="%.3f")
-        for c in ("transformer", "bag of words", "decision")
+        for c in ("transformer", FROZEN, "bag of words", "decision")
     }
 
 
@@ -337,8 +372,14 @@ def render_explanation(
         return
     if presenting:  # the story of the complaint in order; every detail still follows below
         render_explain_story(model, text, expl)
-    render_predictions(expl, model.blend)
-    render_words(expl, render_lstm_beside(model, text, expl))  # the LSTM's row, if one is chosen
+    try:  # the frozen encoder's own reasons, where it carries the decision
+        frozen = explained_frozen(model, text, target, max_steps)
+    except UserError as exc:
+        st.error(md_escape(exc))
+        return
+    render_predictions(expl, model.blend, frozen)
+    beside = render_lstm_beside(model, text, expl)  # the LSTM's row, if one is chosen
+    render_words(expl, beside or frozen_word_row(frozen))
     render_attention(expl)
 
 

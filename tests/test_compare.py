@@ -69,6 +69,8 @@ def fake_model(name, answers, *, bow_answers=None, blend=Blend(), card=None, cla
         digest=f"digest-of-{name}",
         review=ReviewPolicy(DEFAULT_REVIEW_THRESHOLD),  # a model saved before review policies
         detector=None,
+        frozen=None,  # no frozen encoder in its blend
+        frozen_probs=lambda texts: None,
     )
 
 

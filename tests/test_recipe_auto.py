@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from core.models.blend import FROZEN, NEURAL
 from core.models.transformer.config import AUTO, FULL, QUICK, TrainConfig
 from core.models.transformer.recipe import (
     FULL_MIN_ROWS_PER_DESK,
-    choose_recipe,
     median_rows_per_desk,
     only_full,
+    quick_only,
     try_full,
 )
 from tests.conftest import make_dataset, separable_rows
@@ -23,12 +24,10 @@ def test_the_median_desk_decides_whether_full_fine_tuning_is_tried():
     assert try_full(FULL_MIN_ROWS_PER_DESK) and not try_full(FULL_MIN_ROWS_PER_DESK - 1)
 
 
-def test_the_better_validation_decision_wins_and_ties_go_to_full():
-    assert choose_recipe(40, {QUICK: 0.91, FULL: 0.90}).chosen == QUICK
-    tie = choose_recipe(40, {QUICK: 0.90, FULL: 0.90})
-    assert tie.chosen == FULL and "90.0%" in tie.reason
-    few = choose_recipe(4, {QUICK: 0.5})
+def test_too_few_rows_a_desk_say_why_only_the_quick_recipe_trained():
+    few = quick_only(4, 0.5)
     assert few.chosen == QUICK and f"fewer than the {FULL_MIN_ROWS_PER_DESK}" in few.reason
+    assert few.validation_accuracy == {QUICK: 0.5}
 
 
 def test_backbones_without_a_pretrained_mean_pooled_encoder_are_only_fine_tuned():
@@ -54,10 +53,17 @@ def test_few_rows_per_desk_train_the_quick_recipe_only(tiny_bert_dir: Path):
     assert result.detector.method == "knn+msp"  # the quick recipe's unknown-desk score
 
 
-def test_enough_rows_per_desk_try_both_and_keep_the_better(tiny_bert_dir: Path):
+def test_enough_rows_per_desk_train_both_and_blend_the_members_that_pay(tiny_bert_dir: Path):
     result = _auto(tiny_bert_dir, per_desk=FULL_MIN_ROWS_PER_DESK)
     accuracy = result.recipe_choice["validation_accuracy"]
-    assert set(accuracy) == {QUICK, FULL}
-    better = FULL if accuracy[FULL] >= accuracy[QUICK] else QUICK
-    assert result.config.recipe == result.recipe_choice["chosen"] == better
-    assert result.decision_report.accuracy == pytest.approx(accuracy[better])
+    assert set(accuracy) == {QUICK, FULL, "bag of words", AUTO}
+    assert result.decision_report.accuracy == pytest.approx(accuracy[AUTO])
+    assert accuracy[AUTO] >= max(accuracy[QUICK], accuracy[FULL], accuracy["bag of words"]) - 0.1
+    shares = result.blend.shares
+    assert result.config.recipe == result.recipe_choice["chosen"]
+    # the saved model is the fine-tuned one where it takes part; the quick head joins beside it
+    assert (result.config.recipe == FULL) == (
+        NEURAL in shares and result.frozen is not None or result.config.recipe == FULL
+    )
+    assert (result.frozen is not None) == (FROZEN in shares)
+    assert result.blend.describe() in result.recipe_choice["reason"]

@@ -1,8 +1,11 @@
 """Label audit: out-of-fold predicted probabilities and confident-learning label issues (cleanlab),
-merged with the label conflicts of core.analysis.label_conflicts and ranked most suspicious first.
+merged with the label conflicts of core.analysis.label_conflicts and ranked most likely error first.
 
 The model is pluggable: any `fit(train) -> classifier` whose result has `classes_` and
-`predict_proba(texts)` works; the bag of words is built in.
+`predict_proba(texts)` works; the bag of words is built in, its strength C chosen among
+`AuditConfig.bow_strengths` by out-of-fold log-loss. How many rows are flagged is cleanlab's own
+estimate of the number of label issues (`cleanlab.count.num_label_issues`), and the result says
+how many of them are expected to be real errors (core.analysis.audit_estimate).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -21,7 +24,8 @@ from cleanlab.filter import find_label_issues
 from cleanlab.rank import get_label_quality_scores
 from threadpoolctl import threadpool_limits
 
-from core.analysis.label_conflicts import Reasons, conflict_reasons
+from core.analysis.audit_estimate import ErrorEstimate, estimate_errors
+from core.analysis.label_conflicts import SAME_BAG, Reasons, conflict_reasons
 from core.checks import check_choice, check_int
 from core.data.dataset import Dataset
 from core.errors import UserError
@@ -29,7 +33,25 @@ from core.models.bag_of_words import BagOfWordsClassifier, BagOfWordsConfig
 from core.models.classifier import ProbabilisticClassifier
 from core.progress import Progress, ProgressCallback
 
-FILTER_METHODS = ("prune_by_noise_rate", "prune_by_class", "both", "confident_learning")
+# cleanlab's rules for which rows are issues. The "low_" rules flag the rows of lowest label
+# quality, as many as cleanlab estimates there are label issues (num_label_issues, from the
+# confident joint); the others flag by the confident joint's cells.
+FILTER_METHODS = (
+    "low_self_confidence",
+    "low_normalized_margin",
+    "prune_by_noise_rate",
+    "prune_by_class",
+    "both",
+    "confident_learning",
+)
+# Inverse L2 strengths C the bag of words of an audit chooses from, by out-of-fold log-loss
+# against the given labels (no row is scored by a model that saw it). A strong model memorises
+# a flipped row's words from its other rows and no longer doubts it; a weak one doubts every
+# ambiguous row. Planted-flip benchmark, 3000 demo rows (BENCHMARKS.md, "Label audit"): C=1, 3,
+# 10, 30 gave log-loss 0.665, 0.602, 0.626, 0.713 and average precision 0.877, 0.873, 0.849,
+# 0.820; the lowest log-loss (3) flagged 186 rows at precision 0.70 where the fixed C=10 flagged
+# 282 at 0.48.
+BOW_STRENGTHS = (1.0, 3.0, 10.0, 30.0)
 QUALITY_METHODS = ("self_confidence", "normalized_margin", "confidence_weighted_entropy")
 BUILT_IN_MODELS = ("bow",)
 # Why a row is listed; one issue can have several kinds (IDENTICAL, SAME_SEQUENCE and SAME_BAG
@@ -51,14 +73,22 @@ class AuditConfig:
     # `fit=` to run_audit. The name is part of the cache key and of the JSON output.
     model: str = "bow"
     bow_config: BagOfWordsConfig = BagOfWordsConfig()
-    # cleanlab's rule for which rows are issues. "both" (flagged by prune_by_class and by
-    # prune_by_noise_rate) kept the recall of cleanlab's default prune_by_noise_rate on the demo
-    # data with 5% planted flips and cut false flags by about a sixth (BENCHMARKS.md).
-    filter_by: str = "both"
+    # Strengths C the built-in bag of words chooses from by out-of-fold log-loss; () keeps
+    # bow_config.C. Part of the cache key.
+    bow_strengths: tuple[float, ...] = BOW_STRENGTHS
+    # cleanlab's rule for which rows are issues. "low_self_confidence" flags the rows least
+    # likely to carry their label, as many as cleanlab estimates there are issues: the audit picks
+    # its own count. On 5% planted flips in 3000 demo rows it flagged 179 rows (precision 0.73,
+    # recall 0.87) where "both" flagged 210 (0.57, 0.80), same probabilities (BENCHMARKS.md).
+    filter_by: str = "low_self_confidence"
     quality_method: str = "self_confidence"  # cleanlab label quality score used for ranking
     max_quality: float = 1.0  # list only issues whose quality score is at most this
     max_issues: int | None = None  # keep only the most suspicious N (None: all)
-    conflicts: bool = True  # also list identical / same-words texts that carry other labels
+    # Also list identical texts (or the same words in the same order) that carry other labels.
+    # Texts with the same words in another order (SAME_BAG, the demo's word-order twins) are
+    # named in the reason of a row flagged anyway, never listed on their own: word order may
+    # rightly decide their desk, and listing them made three in five flags false on the demo data.
+    conflicts: bool = True
 
     def __post_init__(self) -> None:
         check_int("folds", self.folds, minimum=2)
@@ -74,6 +104,13 @@ class AuditConfig:
             raise UserError(f"max_quality must be a number in [0, 1], got {self.max_quality!r}")
         if self.max_issues is not None:
             check_int("max_issues", self.max_issues, minimum=1)
+        if not isinstance(self.bow_strengths, tuple) or not all(
+            isinstance(c, int | float) and not isinstance(c, bool) and c > 0
+            for c in self.bow_strengths
+        ):
+            raise UserError(
+                f"bow_strengths must be a tuple of positive numbers, got {self.bow_strengths!r}"
+            )
         if not isinstance(self.conflicts, bool):
             raise UserError(f"conflicts must be True or False, got {self.conflicts!r}")
 
@@ -108,7 +145,7 @@ class LabelIssue:
 class AuditResult:
     """The ranked issues and the out-of-fold probabilities they came from."""
 
-    issues: tuple[LabelIssue, ...]  # most suspicious first
+    issues: tuple[LabelIssue, ...]  # most likely error first
     pred_probs: np.ndarray | None  # (n_rows, n_classes) out-of-fold; None when cancelled
     classes: tuple[str, ...]  # column order of pred_probs
     folds: int
@@ -116,6 +153,9 @@ class AuditResult:
     fingerprint: str  # of the audited Dataset
     seconds: float
     cancelled: bool = False
+    # How many of the model-flagged rows the audit expects to be real errors; None when cancelled.
+    estimate: ErrorEstimate | None = None
+    chosen: str = ""  # what was chosen by out-of-fold log-loss, e.g. "bag of words C=3"
 
     def to_json(self) -> dict:
         """A JSON-ready dict with the audit keys of ARCHITECTURE.md: issues, folds, model, more."""
@@ -127,6 +167,8 @@ class AuditResult:
             "fingerprint": self.fingerprint,
             "seconds": self.seconds,
             "cancelled": self.cancelled,
+            "estimate": None if self.estimate is None else self.estimate.to_json(),
+            "chosen": self.chosen,
         }
 
 
@@ -243,6 +285,70 @@ def _align_columns(
     return aligned
 
 
+@dataclass(frozen=True)
+class OutOfFold:
+    """The out-of-fold probabilities of the candidate model with the lowest log-loss."""
+
+    name: str  # the candidate's name, e.g. "bag of words C=3"
+    pred_probs: np.ndarray  # (n_rows, n_classes), columns in sorted label order
+    log_loss: float  # mean -log p(given label), out of fold
+
+
+def out_of_fold_log_loss(dataset: Dataset, pred_probs: np.ndarray) -> float:
+    """Mean -log of each row's out-of-fold probability of its given label."""
+    classes = tuple(sorted(set(dataset.labels)))
+    label_ids = np.asarray([classes.index(y) for y in dataset.labels], dtype=np.int64)
+    given = pred_probs[np.arange(len(label_ids)), label_ids]
+    return float(-np.mean(np.log(np.clip(given, 1e-12, 1.0))))
+
+
+def choose_out_of_fold(
+    dataset: Dataset,
+    candidates: Mapping[str, FitModel],
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> OutOfFold | None:
+    """Out-of-fold probabilities of each candidate (same folds), keeping the lowest log-loss
+    against the given labels; ties keep the first. None when `cancel` is set.
+
+    Every row is scored by models that never saw it, so the choice is a held-out one; with 5%
+    of labels wrong the given labels still reward the model that predicts the rest best.
+    Progress counts folds of the whole choice: each candidate's folds are a share of one.
+    """
+    best: OutOfFold | None = None
+    share = 1 / len(candidates)
+    for done, (name, fit) in enumerate(candidates.items()):
+        pred_probs = out_of_fold_probs(
+            dataset, folds=folds, seed=seed, fit=fit, cancel=cancel,
+            on_progress=share_progress(on_progress, done * share, share),
+        )  # fmt: skip
+        if pred_probs is None:
+            return None
+        loss = out_of_fold_log_loss(dataset, pred_probs)
+        if best is None or loss < best.log_loss:
+            best = OutOfFold(name, pred_probs, loss)
+    return best
+
+
+def share_progress(
+    on_progress: ProgressCallback | None, start: float, share: float
+) -> ProgressCallback | None:
+    """`on_progress` for one part of a job that runs from `start` to `start + share` of it: each
+    Progress (done of total) becomes the whole job's, in the same units (rounded, so that the
+    last part ends on exactly `total`). None stays None."""
+    if on_progress is None:
+        return None
+
+    def report(p: Progress) -> None:
+        done = round(p.total * (start + share * p.done / p.total), 9)
+        on_progress(Progress(done, p.total, p.phase, p.detail))
+
+    return report
+
+
 def run_audit(
     dataset: Dataset,
     config: AuditConfig = AuditConfig(),
@@ -253,41 +359,54 @@ def run_audit(
 ) -> AuditResult:
     """Audit `dataset`'s labels with out-of-fold probabilities from `config.model`.
 
-    `fit` trains the model of one fold; leave it None for the built-in "bow" model. A set
-    `cancel` event stops before the next fold and returns `cancelled=True` with no issues.
+    `fit` trains the model of one fold; leave it None for the built-in "bow" model (its C
+    chosen among `config.bow_strengths`). A set `cancel` event stops before the next fold and
+    returns `cancelled=True` with no issues.
     """
     if not isinstance(config, AuditConfig):
         raise TypeError(f"config must be an AuditConfig, got {type(config).__name__}")
-    fit = fit if fit is not None else _built_in_fit(config)
+    candidates = {"": fit} if fit is not None else bow_candidates(config)
     started = time.perf_counter()
-    pred_probs = out_of_fold_probs(
-        dataset,
-        folds=config.folds,
-        seed=config.seed,
-        fit=fit,
-        on_progress=on_progress,
-        cancel=cancel,
-    )
-    classes = tuple(sorted(set(dataset.labels)))
-    issues = () if pred_probs is None else tuple(find_issues(dataset, pred_probs, config=config))
-    return AuditResult(
-        issues=issues,
-        pred_probs=pred_probs,
-        classes=classes,
-        folds=config.folds,
-        model=config.model,
-        fingerprint=dataset.fingerprint,
-        seconds=time.perf_counter() - started,
-        cancelled=pred_probs is None,
-    )
+    chosen = choose_out_of_fold(
+        dataset, candidates, folds=config.folds, seed=config.seed,
+        on_progress=on_progress, cancel=cancel,
+    )  # fmt: skip
+    return audit_result(dataset, config, chosen, started=started)
 
 
-def _built_in_fit(config: AuditConfig) -> FitModel:
+def bow_candidates(config: AuditConfig) -> dict[str, FitModel]:
+    """The built-in bag of words at each of `config.bow_strengths` (or its own C), by name."""
     if config.model not in BUILT_IN_MODELS:
         raise UserError(
             f"model {config.model!r} is not built in ({BUILT_IN_MODELS}); pass fit= to run_audit"
         )
-    return bow_fit(config.bow_config)
+    strengths = config.bow_strengths or (config.bow_config.C,)
+    return {
+        f"bag of words C={c:g}": bow_fit(replace(config.bow_config, C=float(c))) for c in strengths
+    }
+
+
+def audit_result(
+    dataset: Dataset, config: AuditConfig, chosen: OutOfFold | None, *, started: float
+) -> AuditResult:
+    """The AuditResult of out-of-fold probabilities `chosen` (None: the audit was cancelled)."""
+    if chosen is None:
+        issues: tuple[LabelIssue, ...] = ()
+        estimate = None
+    else:
+        issues, estimate = find_issues_and_estimate(dataset, chosen.pred_probs, config=config)
+    return AuditResult(
+        issues=issues,
+        pred_probs=None if chosen is None else chosen.pred_probs,
+        classes=tuple(sorted(set(dataset.labels))),
+        folds=config.folds,
+        model=config.model,
+        fingerprint=dataset.fingerprint,
+        seconds=time.perf_counter() - started,
+        cancelled=chosen is None,
+        estimate=estimate,
+        chosen="" if chosen is None else chosen.name,
+    )
 
 
 def find_issues(
@@ -296,19 +415,31 @@ def find_issues(
     """Label issues of `dataset` given out-of-fold `pred_probs` (n_rows, n_classes), ranked.
 
     Columns of `pred_probs` follow `sorted(set(dataset.labels))`. Rows are ranked by cleanlab's
-    label quality score, lowest (most suspicious) first; ties keep spreadsheet order.
+    label quality score, lowest (most likely an error) first; ties keep spreadsheet order.
     """
+    return list(find_issues_and_estimate(dataset, pred_probs, config=config)[0])
+
+
+def find_issues_and_estimate(
+    dataset: Dataset, pred_probs: np.ndarray, *, config: AuditConfig = AuditConfig()
+) -> tuple[tuple[LabelIssue, ...], ErrorEstimate]:
+    """`find_issues`, and how many of the rows the model flags are expected to be real errors."""
     classes = tuple(sorted(set(dataset.labels)))
     _check_pred_probs(pred_probs, len(dataset), len(classes))
     label_ids = np.asarray([classes.index(y) for y in dataset.labels], dtype=np.int64)
     quality = get_label_quality_scores(label_ids, pred_probs, method=config.quality_method)
-    reasons = _model_reasons(dataset, pred_probs, label_ids, classes, config)
+    checked = _Checked.of(pred_probs, label_ids)
+    flagged = checked.flagged(config.filter_by)
+    reasons = _model_reasons(dataset, pred_probs, label_ids, classes, checked.rows[flagged])
     if config.conflicts:
-        _merge(reasons, conflict_reasons(dataset))
+        _merge_conflicts(reasons, conflict_reasons(dataset))
     issues = [_issue(dataset, i, pred_probs, quality, classes, r) for i, r in reasons.items()]
     issues = [x for x in issues if x.quality <= config.max_quality]
     issues.sort(key=lambda x: (x.quality, x.index))
-    return issues[: config.max_issues]
+    issues = issues[: config.max_issues]
+    listed = {x.index for x in issues if MODEL in x.kinds}
+    kept = np.asarray([k for k, i in enumerate(checked.rows[flagged]) if i in listed], dtype=int)
+    return tuple(issues), estimate_errors(checked.label_ids, checked.pred_probs, flagged[kept])
 
 
 def _check_pred_probs(pred_probs: np.ndarray, n_rows: int, n_classes: int) -> None:
@@ -324,14 +455,15 @@ def _model_reasons(
     pred_probs: np.ndarray,
     label_ids: np.ndarray,
     classes: tuple[str, ...],
-    config: AuditConfig,
+    flagged: np.ndarray,
 ) -> Reasons:
-    """Confident-learning issues, plus the rows of labels that occur only once."""
+    """Confident-learning issues (`flagged` row indices), plus the rows of labels that occur
+    only once."""
     counts = np.bincount(label_ids, minlength=len(classes))
     reasons: Reasons = defaultdict(list)
     for i in np.flatnonzero(counts[label_ids] == 1):
         reasons[int(i)].append((ONLY_ROW, f"the only row labelled {dataset.labels[i]}"))
-    for i in _confident_learning(pred_probs, label_ids, counts, config.filter_by):
+    for i in flagged:
         given, top = pred_probs[i, label_ids[i]], int(pred_probs[i].argmax())
         text = (
             f"the model, trained without this row, gives {classes[label_ids[i]]} {given:.0%}"
@@ -341,27 +473,41 @@ def _model_reasons(
     return reasons
 
 
-def _confident_learning(
-    pred_probs: np.ndarray, label_ids: np.ndarray, counts: np.ndarray, filter_by: str
-) -> np.ndarray:
-    """Row indices cleanlab flags, over the labels with at least two rows.
+@dataclass(frozen=True)
+class _Checked:
+    """The rows and classes cleanlab can judge: labels with at least two rows.
 
     cleanlab cannot estimate a label's noise from a single row (it warns and skips it), so those
-    rows and columns are left out; their rows are reported as ONLY_ROW instead.
+    rows and columns are left out, and the remaining probabilities renormalised; their rows are
+    reported as ONLY_ROW instead.
     """
-    kept_classes = np.flatnonzero(counts >= 2)
-    rows = np.flatnonzero(counts[label_ids] >= 2)
-    probs = pred_probs[np.ix_(rows, kept_classes)]
-    probs = probs / np.clip(probs.sum(axis=1, keepdims=True), 1e-12, None)
-    remap = np.full(len(counts), -1, dtype=np.int64)
-    remap[kept_classes] = np.arange(len(kept_classes))
-    mask = find_label_issues(remap[label_ids[rows]], probs, filter_by=filter_by, n_jobs=1)
-    return rows[mask]
+
+    rows: np.ndarray  # (m,) positions in the data set
+    label_ids: np.ndarray  # (m,) ids among the kept classes
+    pred_probs: np.ndarray  # (m, kept classes)
+
+    @classmethod
+    def of(cls, pred_probs: np.ndarray, label_ids: np.ndarray) -> _Checked:
+        counts = np.bincount(label_ids, minlength=pred_probs.shape[1])
+        kept_classes = np.flatnonzero(counts >= 2)
+        rows = np.flatnonzero(counts[label_ids] >= 2)
+        probs = pred_probs[np.ix_(rows, kept_classes)]
+        probs = probs / np.clip(probs.sum(axis=1, keepdims=True), 1e-12, None)
+        remap = np.full(len(counts), -1, dtype=np.int64)
+        remap[kept_classes] = np.arange(len(kept_classes))
+        return cls(rows, remap[label_ids[rows]], probs)
+
+    def flagged(self, filter_by: str) -> np.ndarray:
+        """Positions (into `rows`) that cleanlab's `filter_by` flags."""
+        mask = find_label_issues(self.label_ids, self.pred_probs, filter_by=filter_by, n_jobs=1)
+        return np.flatnonzero(mask)
 
 
-def _merge(into: Reasons, extra: Reasons) -> None:
-    for i, items in extra.items():
-        into.setdefault(i, []).extend(items)
+def _merge_conflicts(into: Reasons, conflicts: Reasons) -> None:
+    """Add conflicts to `into`; a same-words-other-order conflict only to a row listed anyway."""
+    for i, items in conflicts.items():
+        if i in into or any(kind != SAME_BAG for kind, _ in items):
+            into.setdefault(i, []).extend(items)
 
 
 def _issue(

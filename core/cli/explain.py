@@ -23,6 +23,7 @@ def _complaint(text: str) -> str:
 def _cmd_explain(args: argparse.Namespace) -> None:
     from core.analysis.explain import ExplainConfig
     from core.analysis.lstm_explain import explain_any, explanation_method
+    from core.models.classifier import Prediction
 
     options = {"n_steps": args.steps, "max_steps": args.max_steps}
     options = {name: value for name, value in options.items() if value is not None}
@@ -30,21 +31,33 @@ def _cmd_explain(args: argparse.Namespace) -> None:
         options["max_relative_delta"] = args.max_delta or None  # 0: one pass
     config = ExplainConfig(target=args.target, **options)  # bad options fail first
     model = load_model_from_args(args.model, args)
-    expl = explain_any(model.neural, model.bow, _complaint(args.text), config, decider=model.scorer)
-    decision = model.blend.decide(expl.neural, expl.bow)
+    text = _complaint(args.text)
+    expl = explain_any(model.neural, model.bow, text, config, decider=model.scorer)
+    frozen = None  # the frozen encoder's answer, where the blend reads it (core.models.blend)
+    if model.frozen is not None and model.blend.needs_frozen:
+        probs = model.frozen_probs([text])[0]
+        frozen = Prediction.of(model.classes, probs)
+    decision = model.blend.decide(expl.neural, expl.bow, frozen)
     if args.json:
         emit_json(
             {
                 **expl.to_json(),
                 "method": explanation_method(model.neural),  # an LSTM: gradient x input
-                "decision": {**decision.to_json(), "decided_by": model.blend.decided_by},
+                "decision": {
+                    **decision.to_json(),
+                    "decided_by": model.blend.decided_by,
+                    "shares": model.blend.shares,
+                    "carried_by": list(model.blend.carrying),
+                },
+                "frozen_encoder": None if frozen is None else frozen.to_json(),
                 "runtime": model.neural.runtime.to_json(),  # of the attributions
                 "routing": model.routing,  # of the decision (core.models.serving)
             }
         )
         return
     print(f"decision: {decision.label} ({model.blend.describe()})")
-    print(f"transformer: {expl.neural.label}   bag of words: {expl.bow.label}")
+    beside = "" if frozen is None else f"   frozen encoder: {frozen.label}"
+    print(f"transformer: {expl.neural.label}   bag of words: {expl.bow.label}{beside}")
     relative = "n/a" if expl.relative_delta is None else f"{expl.relative_delta:.1%}"
     print(f"scores for {expl.target} (convergence delta {expl.delta:+.4f}, {relative} of gap)")
     print(f"  {'word':<20} {'transformer':>12} {'bag of words':>13}")

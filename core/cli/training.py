@@ -192,12 +192,16 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
     with progress_bar("evaluate", total=len(texts), unit="text") as bar:
         pred_probs = predict_in_batches(loaded.scorer, texts, on_rows=_advance(bar))
     bow_probs = loaded.bow.predict_proba(texts)
+    frozen_probs = loaded.frozen_probs(texts)
     classes = loaded.scorer.classes_
+    decision_probs = loaded.blend.combine(pred_probs, bow_probs, frozen_probs)
     document = {
         "transformer": evaluate_proba(labels, pred_probs, classes),
         "bow": evaluate_proba(labels, bow_probs, loaded.bow.classes_),
-        "decision": evaluate_proba(labels, loaded.blend.combine(pred_probs, bow_probs), classes),
+        "decision": evaluate_proba(labels, decision_probs, classes),
     }
+    if frozen_probs is not None:
+        document["frozen_encoder"] = evaluate_proba(labels, frozen_probs, classes)
     document = {name: report.to_json() for name, report in document.items()}
     document.update(model_dir=str(loaded.path), rows=len(dataset), blend=loaded.blend.to_json())
     if args.json:

@@ -74,6 +74,17 @@ class Blend:
         return {name: share for name, share in found.items() if share > 1e-9}
 
     @property
+    def carrying(self) -> tuple[str, ...]:
+        """The members that carry the decision: the fewest, largest share first, that hold at
+        least half of it (Explain shows their word attributions)."""
+        found: list[str] = []
+        for name, _share in sorted(self.shares.items(), key=lambda item: -item[1]):
+            found.append(name)
+            if sum(self.shares[n] for n in found) >= 0.5 - 1e-9:
+                break
+        return tuple(found)
+
+    @property
     def needs_frozen(self) -> bool:
         """Whether the decision reads the frozen encoder's probabilities."""
         return FROZEN in self.shares
@@ -118,8 +129,7 @@ class Blend:
         temperature = {NEURAL: self.neural_temperature, FROZEN: self.frozen_temperature,
                        BAG_OF_WORDS: self.bow_temperature}  # fmt: skip
         return sum(
-            share * tempered(given[name], temperature[name])
-            for name, share in self.shares.items()
+            share * tempered(given[name], temperature[name]) for name, share in self.shares.items()
         )
 
     def decide(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from core.data.limits import parse_megabytes
 from core.errors import UserError
-from core.models.graph import FP32, GRAPH_FILES, INT8
+from core.models.graph import FP32, FROZEN_FILES, INT8, MAIN_FILES
 from core.models.registry import LoadedModel, load_model
 
 CACHE_MB_ENV = "GRIEVANCE_LENS_MODEL_CACHE_MB"
@@ -34,9 +34,10 @@ def model_bytes(loaded: LoadedModel) -> int:
     words' arrays and vocabulary, and the unknown-desk score's arrays."""
     used = [path for path in loaded.path.glob("*.safetensors") if path.is_file()]
     if loaded.routing["runtime"] == "onnxruntime":  # int8 holds the fp32 graph for its re-check
-        used += [loaded.path / GRAPH_FILES[FP32]]
+        graphs = [MAIN_FILES] + ([FROZEN_FILES] if loaded.frozen is not None else [])
+        used += [loaded.path / files.graphs[FP32] for files in graphs]
         if loaded.routing["precision"] == INT8:
-            used.append(loaded.path / GRAPH_FILES[INT8])
+            used += [loaded.path / files.graphs[INT8] for files in graphs]
     weights = sum(path.stat().st_size for path in used if path.is_file())
     bow = loaded.bow.nbytes(bytes_per_term=_BYTES_PER_TERM)
     detector = 0 if loaded.detector is None else loaded.detector.nbytes()

@@ -19,7 +19,7 @@ import pandas as pd
 
 from core.checks import check_complaint
 from core.errors import UserError
-from core.models.blend import BLEND
+from core.models.blend import BLEND, FROZEN
 from core.models.classifier import (
     Prediction,
     predict_in_batches,
@@ -47,7 +47,7 @@ def classification_columns(
     first); a caller routing a few dozen texts as they arrive passes a small one, so that one
     long complaint does not pad every other of its batch (core.intake.batching.BATCH_SIZE).
 
-    The decision is the model's blend of both models (`loaded.blend`; the transformer alone for
+    The decision is the model's blend of its members (`loaded.blend`; the transformer alone for
     models saved before blends). `needs_review` follows the model's review policy
     (`loaded.review`, chosen on its validation rows), with `review_threshold` in place of its
     confidence threshold when given; an empty text is always flagged, never routed blind.
@@ -86,10 +86,13 @@ def _classified(
 ) -> tuple[pd.DataFrame, np.ndarray | None] | None:
     policy = loaded.review.with_confidence(_checked(review_threshold))
     texts = ["" if t is None else str(t) for t in texts]
+    # A blend with the frozen encoder reads every text twice: progress counts both passes.
+    passes = 2 if loaded.frozen is not None and loaded.blend.needs_frozen else 1
+    done_before = [0]
 
     def on_rows(done: int) -> None:
         if on_progress is not None:
-            on_progress(Progress(done, len(texts), CLASSIFY_PHASE))
+            on_progress(Progress(done_before[0] + done, passes * len(texts), CLASSIFY_PHASE))
 
     options = {"on_rows": on_rows, "cancel": cancel}
     if loaded.detector is None:  # a model saved before the unknown-desk score
@@ -101,8 +104,15 @@ def _classified(
         )
     if scored is None:
         return None
+    frozen_probs = None
+    if passes == 2:
+        done_before[0] = len(texts)
+        frozen_probs = predict_in_batches(loaded.frozen.scorer, texts, **options)
+        if frozen_probs is None:
+            return None
     bow_probs = loaded.bow.predict_proba(texts)
-    return _columns(loaded, texts, *scored, bow_probs, policy), scored[1]
+    columns = _columns(loaded, texts, *scored, bow_probs, policy, frozen_probs)
+    return columns, scored[1]
 
 
 def _checked(review_threshold: float | None) -> float | None:
@@ -118,10 +128,11 @@ def _columns(
     features: np.ndarray | None,
     bow_probs: np.ndarray,
     policy: ReviewPolicy,
+    frozen_probs: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """The contract columns from both models' probabilities and the transformer's embeddings
+    """The contract columns from the members' probabilities and the transformer's embeddings
     (None: a model saved before the unknown-desk score, whose score column stays empty)."""
-    pred_probs = loaded.blend.combine(neural_probs, bow_probs)
+    pred_probs = loaded.blend.combine(neural_probs, bow_probs, frozen_probs)
     classes = loaded.classes
     confidence = pred_probs.max(axis=1)
     blank = np.array([not t.strip() for t in texts], dtype=bool)
@@ -152,8 +163,9 @@ class OneComplaint:
     """One typed complaint routed: its contract columns and every model's probabilities."""
 
     row: pd.Series  # the columns of `classification_columns`
-    # model -> label -> probability: "transformer", "bag of words", and "decision" when the
-    # decision mixes both (otherwise it is one of them, shown already)
+    # model -> label -> probability: "transformer", "bag of words", "frozen encoder" where the
+    # blend reads it, and "decision" when the decision mixes several (otherwise it is one of
+    # them, shown already)
     probabilities: dict[str, dict[str, float]]
 
 
@@ -170,12 +182,15 @@ def classify_one(
     else:
         neural_probs, features = loaded.scorer.predict_proba_and_features([text])
     bow_probs = loaded.bow.predict_proba([text])
-    row = _columns(loaded, [text], neural_probs, features, bow_probs, policy).iloc[0]
+    frozen_probs = loaded.frozen_probs([text])
+    row = _columns(loaded, [text], neural_probs, features, bow_probs, policy, frozen_probs).iloc[0]
     classes = loaded.classes
     shown = {
         "transformer": dict(zip(classes, map(float, neural_probs[0]), strict=True)),
         "bag of words": dict(zip(classes, map(float, bow_probs[0]), strict=True)),
     }
+    if frozen_probs is not None:
+        shown[FROZEN] = dict(zip(classes, map(float, frozen_probs[0]), strict=True))
     if loaded.blend.decided_by == BLEND:
         shown["decision"] = {c: float(row[f"prob_{c}"]) for c in classes}
     return OneComplaint(row, shown)

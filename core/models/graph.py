@@ -32,6 +32,22 @@ from core.models.hardware import available_cpus
 SERVING_KEY = "serving"  # card.json's entry (ServingEntry.to_json)
 FP32, INT8 = "fp32", "int8"
 GRAPH_FILES = {FP32: "serving.onnx", INT8: "serving-int8.onnx"}
+
+
+@dataclass(frozen=True)
+class MemberFiles:
+    """Where one neural member of a saved model keeps its weights and its serving graphs."""
+
+    weights: str
+    graphs: Mapping[str, str]
+
+
+MAIN_FILES = MemberFiles("model.safetensors", GRAPH_FILES)
+# The frozen-encoder head that the recipe "auto" may blend beside the fine-tuned transformer
+# (core.models.blend): the same architecture and tokenizer, other weights.
+FROZEN_FILES = MemberFiles(
+    "frozen.safetensors", {FP32: "frozen-serving.onnx", INT8: "frozen-serving-int8.onnx"}
+)
 INPUTS = ("input_ids", "attention_mask")  # int64 (batch, seq)
 OUTPUTS = ("logits", "features")  # float32 (batch, classes) and (batch, hidden)
 # The fp32 graph is the same arithmetic as torch fp32 in another order: its probabilities must
@@ -105,6 +121,7 @@ class ServingEntry:
     checks: dict[str, GraphCheck] = field(default_factory=dict)
     probe: tuple[tuple[float, ...], ...] = ()
     refused: str = ""
+    files: MemberFiles = MAIN_FILES  # whose weights and graphs these are
 
     @property
     def shipped(self) -> tuple[str, ...]:
@@ -115,7 +132,7 @@ class ServingEntry:
         return {
             "runtime": "onnxruntime" if self.shipped else "torch",
             "weights_sha256": self.weights_sha256,
-            "graphs": {p: GRAPH_FILES[p] for p in self.shipped},
+            "graphs": {p: self.files.graphs[p] for p in self.shipped},
             "checks": {p: c.to_json() for p, c in self.checks.items()},
             "probe_texts": list(PROBE_TEXTS),
             "probe": [list(row) for row in self.probe],
@@ -123,8 +140,11 @@ class ServingEntry:
         }
 
     @classmethod
-    def from_card(cls, card: Mapping[str, Any]) -> ServingEntry | None:
-        """The entry of a card; None for a card saved before serving graphs (or without one)."""
+    def from_card(
+        cls, card: Mapping[str, Any], files: MemberFiles = MAIN_FILES
+    ) -> ServingEntry | None:
+        """The entry of a card (or of a member's part of it, with that member's `files`); None
+        for a card saved before serving graphs (or without one)."""
         data = card.get(SERVING_KEY)
         if not isinstance(data, Mapping):
             return None
@@ -134,6 +154,7 @@ class ServingEntry:
                 checks={str(p): GraphCheck.from_json(c) for p, c in data["checks"].items()},
                 probe=tuple(tuple(float(x) for x in row) for row in data.get("probe", ())),
                 refused=str(data.get("refused", "")),
+                files=files,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise UserError("the card's serving entry is damaged; save the model again") from err

@@ -56,7 +56,15 @@ from core.models.changes import (
 )
 from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
 from core.models.flagging import UNKNOWN_FILE, ReviewPolicy, UnknownDeskDetector
-from core.models.graph import INT8, PROBE_TEXTS, SERVING_KEY, ServingEntry
+from core.models.graph import (
+    FROZEN_FILES,
+    INT8,
+    MAIN_FILES,
+    PROBE_TEXTS,
+    SERVING_KEY,
+    MemberFiles,
+    ServingEntry,
+)
 from core.models.serving import (
     ServingClassifier,
     load_serving,
@@ -74,6 +82,9 @@ if TYPE_CHECKING:  # torch loads only when torch routes or explains; training br
     from core.models.transformer.training import TrainResult
 
 ARCH_TRANSFORMERS = "transformers"  # loads with AutoModelForSequenceClassification
+# card.json's entry for the frozen-encoder head blended beside a fine-tuned transformer (recipe
+# "auto", core.models.blend): its weights file, its head's strength and its serving graphs.
+FROZEN_KEY = "frozen"
 
 
 ARCH_TINY = "tiny"  # core.models.tiny
@@ -120,6 +131,19 @@ class TorchModel:
 
 
 @dataclass(frozen=True)
+class FrozenMember:
+    """The frozen-encoder head of a blended model: what routes it (its serving graph, or torch)
+    and its torch classifier, loaded at first use (Explain's attributions)."""
+
+    scorer: ServingClassifier | NeuralClassifier
+    torch_model: TorchModel
+
+    @property
+    def neural(self) -> NeuralClassifier:
+        return self.torch_model.get()
+
+
+@dataclass(frozen=True)
 class LoadedModel:
     """A saved model ready to classify: what routes (`scorer`), the bag of words, how they
     decide together, and the card they were saved with; the torch model (`neural`) loads when
@@ -137,6 +161,15 @@ class LoadedModel:
     # unknown-desk score have no detector and flag by the fixed default confidence.
     review: ReviewPolicy = ReviewPolicy(DEFAULT_REVIEW_THRESHOLD)
     detector: UnknownDeskDetector | None = None
+    # The frozen-encoder head, where the blend gives it a share (core.models.blend)
+    frozen: FrozenMember | None = None
+
+    def frozen_probs(self, texts: list[str]) -> np.ndarray | None:
+        """The frozen encoder's probabilities (n, k) of `texts` where the decision reads them,
+        else None."""
+        if self.frozen is None or not self.blend.needs_frozen:
+            return None
+        return self.frozen.scorer.predict_proba(texts)
 
     @property
     def neural(self) -> NeuralClassifier:
@@ -199,8 +232,9 @@ def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> d
         # Both models read texts with personal data masked (core.data.privacy), when fitted and
         # when predicting; a card without this key predates masking.
         "text_masking": MASKING_VERSION,
-        # Who routes: the two models mixed as the validation rows chose (core.models.blend).
+        # Who routes: the members mixed as the validation rows chose (core.models.blend).
         "blend": result.blend.to_json(),
+        **_frozen_card(result),
         # When a routed complaint goes to a person, chosen on the validation rows
         # (core.models.flagging); the unknown-desk score itself is unknown.npz.
         "review": None if result.review is None else result.review.to_json(),
@@ -232,6 +266,13 @@ def build_card(result: TrainResult, *, data_fingerprint: str | None = None) -> d
         "train_seconds": round(result.train_seconds, 3),
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def _frozen_card(result: TrainResult) -> dict[str, Any]:
+    if result.frozen is None:
+        return {}
+    return {FROZEN_KEY: {"weights": FROZEN_FILES.weights,
+                         "head_strength": result.frozen_head_strength}}  # fmt: skip
 
 
 def _architecture(model: torch.nn.Module) -> str:
@@ -394,24 +435,41 @@ def _write_model(result: TrainResult, folder: Path, data_fingerprint: str | None
     result.bow.save(folder)
     if result.detector is not None:
         result.detector.save(folder)
+    if result.frozen is not None:
+        _save_frozen_weights(result.frozen, folder / FROZEN_FILES.weights)
     card = build_card(result, data_fingerprint=data_fingerprint)
     if card["architecture"] == ARCH_TRANSFORMERS:  # the graphs that route it (core.models.graph)
-        card[SERVING_KEY] = _serving_graphs(result, folder).to_json()
+        card[SERVING_KEY] = _serving_graphs(result.neural, result, folder, MAIN_FILES).to_json()
+        if result.frozen is not None:
+            entry = _serving_graphs(result.frozen, result, folder, FROZEN_FILES)
+            card[FROZEN_KEY][SERVING_KEY] = entry.to_json()
     card[FILES_KEY] = folder_digests(folder)  # pins the content; load_model verifies it
     (folder / CARD_NAME).write_text(json.dumps(card, indent=2), encoding="utf-8")  # last
 
 
-def _serving_graphs(result: TrainResult, folder: Path) -> ServingEntry:
-    """Export and check the serving graphs, where the `tokenizers` library reads the validation
-    rows as the model's own tokenizer does (else torch routes)."""
+def _save_frozen_weights(frozen: NeuralClassifier, path: Path) -> None:
+    """The frozen-encoder head's weights, as safetensors: the same architecture, config and
+    tokenizer as the fine-tuned model beside it (the quick recipe's model of the same backbone)."""
+    from safetensors.torch import save_file
+
+    state = {name: tensor.detach().to("cpu").contiguous()
+             for name, tensor in frozen.model.state_dict().items()}  # fmt: skip
+    save_file(state, str(path))
+
+
+def _serving_graphs(
+    neural: NeuralClassifier, result: TrainResult, folder: Path, files: MemberFiles
+) -> ServingEntry:
+    """Export and check the serving graphs of one member, where the `tokenizers` library reads
+    the validation rows as the model's own tokenizer does (else torch routes)."""
     from core.models.transformer.export import VERIFY_ROWS, export_serving
 
-    neural = result.neural
     texts = [*result.validation_texts[:VERIFY_ROWS], *PROBE_TEXTS]
     if not pieces_agree(folder, neural.tokenizer, texts, neural.max_length, neural.truncation):
         return ServingEntry(refused="the tokenizers library reads these texts otherwise than "
-                                    "the model's tokenizer; torch routes")  # fmt: skip
-    return export_serving(neural, folder, result.validation_texts)
+                                    "the model's tokenizer; torch routes",
+                            files=files)  # fmt: skip
+    return export_serving(neural, folder, result.validation_texts, files)
 
 
 def _move_into_place(staging: Path, target: Path) -> None:
@@ -475,6 +533,7 @@ def load_model(
     else:
         scorer = load_serving(folder, card, entry, graph, card_truncation(card), threads)
         torch_model = TorchModel(load_torch)
+    frozen = _frozen_member(folder, card, found, device, precision, threads)
     bow = BagOfWordsClassifier.load(folder)
     if [str(c) for c in bow.classes_] != labels:
         raise UserError(
@@ -489,16 +548,53 @@ def load_model(
         raise UserError(f"model {folder.name!r} changed on disk while loading; load it again")
     return LoadedModel(
         scorer=scorer, bow=bow, card=card, path=folder, digest=found, torch_model=torch_model,
-        blend=Blend.from_card(card), detector=detector,
+        blend=Blend.from_card(card), detector=detector, frozen=frozen,
         review=ReviewPolicy.from_card(card, fallback=DEFAULT_REVIEW_THRESHOLD),
     )  # fmt: skip
 
 
+def _frozen_member(
+    folder: Path,
+    card: dict[str, Any],
+    digest: str,
+    device: str,
+    precision: str,
+    threads: int | None,
+) -> FrozenMember | None:
+    """The frozen-encoder head of a blended model, routed as the main model is (its own serving
+    graph on a CPU, else torch); None when the card has none."""
+    saved = card.get(FROZEN_KEY)
+    if saved is None:
+        return None
+    if not isinstance(saved, dict) or saved.get("weights") != FROZEN_FILES.weights:
+        raise UserError(f"{folder.name}: the card's frozen encoder is damaged; save it again")
+    entry = ServingEntry.from_card(saved, FROZEN_FILES)
+    graph = serving_precision(entry, device, precision)
+
+    def load_torch() -> NeuralClassifier:
+        return _torch_classifier(folder, card, digest, device, precision, verify=graph is not None,
+                                 weights=FROZEN_FILES.weights)  # fmt: skip
+
+    if graph is None:
+        scorer = load_torch()
+        return FrozenMember(scorer, TorchModel(load_torch, scorer))
+    scorer = load_serving(folder, card, entry, graph, card_truncation(card), threads)
+    return FrozenMember(scorer, TorchModel(load_torch))
+
+
 def _torch_classifier(
-    folder: Path, card: dict[str, Any], digest: str, device: str, precision: str, *, verify: bool
+    folder: Path,
+    card: dict[str, Any],
+    digest: str,
+    device: str,
+    precision: str,
+    *,
+    verify: bool,
+    weights: str | None = None,
 ) -> NeuralClassifier:
     """The torch classifier of the model at `folder` whose card digest is `digest`. `verify`: the
-    files are checked again (a later load, after the folder may have changed)."""
+    files are checked again (a later load, after the folder may have changed). `weights`: a
+    member's own weights file (the frozen encoder's) in place of the model's."""
     from core.models.device import Runtime
     from core.models.transformer.inference import NeuralClassifier
 
@@ -509,6 +605,8 @@ def _torch_classifier(
             raise UserError(f"model {folder.name!r} changed on disk; load it again")
         _verify_files(folder, card)
     model, tokenizer = _load_neural(folder, card.get("architecture"))
+    if weights is not None:
+        _load_member_weights(model, folder / weights)
     if card.get("architecture") == ARCH_LSTM:  # its forward always runs fp32 (core.models.lstm)
         runtime = Runtime(runtime.device, "fp32")
     return NeuralClassifier(
@@ -516,6 +614,16 @@ def _torch_classifier(
         max_length=int(card["max_length"]), device=runtime.device, precision=runtime.precision,
         truncation=card_truncation(card),
     )  # fmt: skip
+
+
+def _load_member_weights(model: torch.nn.Module, path: Path) -> None:
+    from safetensors.torch import load_file
+
+    try:
+        model.load_state_dict(load_file(str(path)), strict=True)
+    except (RuntimeError, OSError) as err:  # other shapes or names, or a damaged file
+        fits = f"{path.parent.name}: {path.name} does not fit the model; save it again"
+        raise UserError(fits) from err
 
 
 def load_named_model(root: str | Path, name: str, **options: Any) -> LoadedModel:

@@ -28,7 +28,6 @@ from core.errors import UserError
 from core.models.card import FILES_KEY
 from core.models.graph import (
     FP32,
-    GRAPH_FILES,
     INT8,
     PROBE_TEXTS,
     PROBE_TOLERANCE,
@@ -52,7 +51,6 @@ from core.models.transformer.truncation import (
 from core.text import cut_for_tokens
 
 TOKENIZER_FILE = "tokenizer.json"
-WEIGHTS_FILE = "model.safetensors"
 DEFAULT_BATCH_SIZE = 64  # texts per graph run, as the torch classifier
 
 
@@ -239,13 +237,13 @@ def load_serving(
     """The serving classifier of the saved model at `folder` (its files already checked against
     `card`) on its `precision` graph; UserError when the graph disagrees with the weights."""
     refused = f"model {folder.name!r}: its serving graph disagrees with its weights; save it again"
-    weights = (card.get(FILES_KEY) or {}).get(WEIGHTS_FILE)
+    weights = (card.get(FILES_KEY) or {}).get(entry.files.weights)
     if not entry.weights_sha256 or entry.weights_sha256 != weights:
         raise UserError(refused)
     if not (folder / TOKENIZER_FILE).is_file():
         raise UserError(f"model {folder.name!r} has no {TOKENIZER_FILE}; save it again")
     tokenizer = PieceTokenizer(folder, int(card["max_length"]))
-    fp32 = GraphSession.read(folder / GRAPH_FILES[FP32], threads=threads)
+    fp32 = GraphSession.read(folder / entry.files.graphs[FP32], threads=threads)
 
     def served_by(session: GraphSession, graph: str, recheck=None) -> ServingClassifier:
         served = ServingClassifier(
@@ -262,5 +260,5 @@ def load_serving(
     fp32_served = served_by(fp32, FP32)  # int8 re-checks with it: it must hold too
     if precision == FP32:
         return fp32_served
-    int8 = GraphSession.read(folder / GRAPH_FILES[INT8], threads=threads)
+    int8 = GraphSession.read(folder / entry.files.graphs[INT8], threads=threads)
     return served_by(int8, INT8, recheck=(fp32, entry.checks[INT8].recheck_margin))

@@ -37,14 +37,15 @@ from core.models.card import file_digest
 from core.models.graph import (
     FP32,
     FP32_TOLERANCE,
-    GRAPH_FILES,
     INPUTS,
     INT8,
     INT8_AGREEMENT,
+    MAIN_FILES,
     OUTPUTS,
     PROBE_TEXTS,
     GraphCheck,
     GraphSession,
+    MemberFiles,
     ServingEntry,
     choose_recheck_margin,
     compare_probabilities,
@@ -54,7 +55,6 @@ from core.models.graph import (
 from core.models.transformer.inference import NeuralClassifier, encode_batch
 from core.models.transformer.truncation import texts_as_read
 
-WEIGHTS_FILE = "model.safetensors"
 VERIFY_ROWS = 1000  # validation rows each graph is checked on (the first, in split order)
 VERIFY_BATCH = 64
 OPSET = 17
@@ -78,30 +78,36 @@ class _Served(nn.Module):
 
 
 def export_serving(
-    neural: NeuralClassifier, folder: Path, validation_texts: Sequence[str]
+    neural: NeuralClassifier,
+    folder: Path,
+    validation_texts: Sequence[str],
+    files: MemberFiles = MAIN_FILES,
 ) -> ServingEntry:
     """Write and check the serving graphs of `neural` into `folder` (which holds its weights
-    already); the card's "serving" entry. A graph that fails its check is not left behind."""
+    already, as `files` names them); the card's "serving" entry. A graph that fails its check
+    is not left behind."""
     model = copy.deepcopy(neural.model).to("cpu").eval()  # the trace runs on the CPU, in fp32
     read = _read_like(neural, [*validation_texts[:VERIFY_ROWS]])
     probe = _read_like(neural, list(PROBE_TEXTS))
     torch_probs = _torch_probs(model, neural, read)
-    fp32_path = folder / GRAPH_FILES[FP32]
+    fp32_path = folder / files.graphs[FP32]
     try:
         _trace(model, neural, fp32_path)
         fp32_probs = _graph_probs(GraphSession.read(fp32_path), neural, read)
         fp32 = compare_probabilities(FP32, fp32_probs, torch_probs)
     except Exception as err:  # noqa: BLE001  an architecture the tracer cannot follow
         fp32_path.unlink(missing_ok=True)
-        return ServingEntry(refused=f"the export failed ({type(err).__name__}); torch routes")
+        return ServingEntry(
+            refused=f"the export failed ({type(err).__name__}); torch routes", files=files
+        )
     if fp32.max_prob_diff > FP32_TOLERANCE:
         fp32_path.unlink()
         refused = "the exported graph disagreed with torch; torch routes"
-        return ServingEntry(checks={FP32: _unshipped(fp32)}, refused=refused)
-    int8 = _int8_graph(fp32_path, folder / GRAPH_FILES[INT8], neural, read,
+        return ServingEntry(checks={FP32: _unshipped(fp32)}, refused=refused, files=files)
+    int8 = _int8_graph(fp32_path, folder / files.graphs[INT8], neural, read,
                        (fp32_probs, torch_probs))  # fmt: skip
     return ServingEntry(
-        weights_sha256=file_digest(folder / WEIGHTS_FILE),
+        weights_sha256=file_digest(folder / files.weights), files=files,
         checks={FP32: fp32, INT8: int8},
         probe=tuple(tuple(round(float(p), 7) for p in row)
                     for row in _torch_probs(model, neural, probe)),

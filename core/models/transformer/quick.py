@@ -26,7 +26,7 @@ from sklearn.linear_model import LogisticRegression
 from torch import nn
 
 from core.errors import UserError
-from core.metrics import evaluate_predictions
+from core.metrics import clearly_more_right, evaluate_predictions
 from core.models.device import Runtime
 from core.models.scratch import mean_pool
 from core.models.transformer.config import EMBED_PHASE, HEAD_PHASE
@@ -112,7 +112,7 @@ def fit_linear_head(
     strengths: Sequence[float] = HEAD_STRENGTHS,
 ) -> LinearHead:
     """A multinomial logistic regression on `features` (rows, hidden) for integer `labels` in
-    0..n_classes-1, its strength C chosen by validation macro-F1 (ties: the weaker C).
+    0..n_classes-1, its strength C chosen on the validation rows (`_weakest_within_noise`).
 
     `class_weights` balances the loss by inverse class frequency, as full fine-tuning does.
     """
@@ -123,21 +123,33 @@ def fit_linear_head(
         warm_start=True,  # each stronger C starts from the previous solution: fewer iterations
         class_weight="balanced" if class_weights else None,
     )
-    best: LinearHead | None = None
+    fitted: list[tuple[LinearHead, np.ndarray]] = []  # weakest first, with its rows right
     for strength in sorted(strengths):
         regression.set_params(C=strength)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter bounds the time
             regression.fit(features, labels)
         head = _head_of(regression, n_classes, strength, features, labels)
+        predicted = head.logits(val_features).argmax(1)
         report = evaluate_predictions(  # class ids as strings: the metrics take label names
-            [str(y) for y in val_labels], [str(y) for y in head.logits(val_features).argmax(1)],
+            [str(y) for y in val_labels], [str(y) for y in predicted],
             labels=[str(y) for y in range(n_classes)],
         )  # fmt: skip
-        if best is None or report.macro_f1 > best.val_macro_f1:
-            best = replace(head, val_accuracy=report.accuracy, val_macro_f1=report.macro_f1)
-    assert best is not None  # strengths is never empty
-    return best
+        head = replace(head, val_accuracy=report.accuracy, val_macro_f1=report.macro_f1)
+        fitted.append((head, predicted == val_labels))
+    return _weakest_within_noise(fitted)
+
+
+def _weakest_within_noise(fitted: Sequence[tuple[LinearHead, np.ndarray]]) -> LinearHead:
+    """The weakest head whose validation rows right are not clearly beaten by the best head's
+    (best: the highest macro-F1, the weaker of equals). Strengths a step apart often differ by a
+    row or two, which is noise: keeping the weaker then gives the same head on every retraining
+    (#40) and one that memorises fewer wrong labels (BENCHMARKS.md, "Quick-head audit")."""
+    best_head, best_right = fitted[0]
+    for head, right in fitted[1:]:
+        if head.val_macro_f1 > best_head.val_macro_f1:
+            best_head, best_right = head, right
+    return next(head for head, right in fitted if not clearly_more_right(best_right, right))
 
 
 def _head_of(

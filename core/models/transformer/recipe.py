@@ -4,10 +4,12 @@ a frozen encoder with a fitted head holds up (Casanueva et al. 2020; BENCHMARKS.
 recipe for the data at hand").
 
 The rule: the quick recipe first (a minute); the full fine-tune as well when the median desk has
-at least FULL_MIN_ROWS_PER_DESK training rows; then the recipe whose routing decision (each with
-its own blend with the bag of words, core.models.blend) gets more validation rows right, ties
-to the full fine-tune, which reads word order. A backbone without a pretrained encoder (tiny,
-LSTM) or a [CLS]-pooled one can only be fine-tuned.
+at least FULL_MIN_ROWS_PER_DESK training rows; then one model whose decision blends the members
+the validation rows choose: the fine-tuned transformer, the quick recipe's frozen-encoder head
+and the bag of words (core.models.transformer.training.blend_recipes; each member joins only
+where it clearly pays, and the fine-tuned model, which reads word order, is preferred). A
+backbone without a pretrained encoder (tiny, LSTM) or a [CLS]-pooled one can only be
+fine-tuned.
 """
 
 from __future__ import annotations
@@ -63,19 +65,36 @@ def try_full(rows_per_desk: float) -> bool:
     return rows_per_desk >= FULL_MIN_ROWS_PER_DESK
 
 
-def choose_recipe(rows_per_desk: float, accuracy: dict[str, float]) -> RecipeChoice:
-    """The recipe of the higher validation accuracy of those tried (`accuracy`: recipe ->
-    decision accuracy; ties to full), with the sentence that says why."""
-    if FULL not in accuracy:
-        reason = (
-            f"quick: {rows_per_desk:g} training rows for the median desk, fewer than the "
-            f"{FULL_MIN_ROWS_PER_DESK} below which a full fine-tune falls behind a frozen encoder"
-        )
-        return RecipeChoice(QUICK, reason, rows_per_desk, accuracy)
-    chosen = FULL if accuracy[FULL] >= accuracy[QUICK] else QUICK
-    other = QUICK if chosen == FULL else FULL
+def quick_only(rows_per_desk: float, accuracy: float) -> RecipeChoice:
+    """The recipe "auto" where the desks have too few rows for a full fine-tune: the quick
+    recipe, whose decision got `accuracy` of the validation rows right."""
     reason = (
-        f"{chosen}: its decision was right on {accuracy[chosen]:.1%} of the validation rows, "
-        f"the {other} recipe's on {accuracy[other]:.1%}"
+        f"quick: {rows_per_desk:g} training rows for the median desk, fewer than the "
+        f"{FULL_MIN_ROWS_PER_DESK} below which a full fine-tune falls behind a frozen encoder"
     )
+    return RecipeChoice(QUICK, reason, rows_per_desk, {QUICK: accuracy})
+
+
+# How `blended_choice` names each member alone in the card's validation accuracies.
+ALONE_NAMES = {FULL: "full", QUICK: "quick", "bag of words": "bag of words"}
+
+
+def blended_choice(
+    rows_per_desk: float,
+    described: str,
+    decision_accuracy: float,
+    alone: dict[str, float],
+    *,
+    chosen: str,
+) -> RecipeChoice:
+    """The recipe "auto" after both recipes trained: the saved model is `chosen` ("full" when
+    the fine-tuned transformer takes part in the decision, else "quick"), deciding by the blend
+    `described`. `alone`: each member's validation accuracy on its own ("full", "quick", "bag of
+    words"); the decision's is kept under "auto"."""
+    others = ", ".join(f"{name} alone {accuracy:.1%}" for name, accuracy in alone.items())
+    reason = (
+        f"{described}: right on {decision_accuracy:.1%} of the validation rows ({others}); a "
+        "member joins only when it gets clearly more rows right"
+    )
+    accuracy = {**{ALONE_NAMES.get(k, k): v for k, v in alone.items()}, "auto": decision_accuracy}
     return RecipeChoice(chosen, reason, rows_per_desk, accuracy)

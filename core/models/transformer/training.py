@@ -18,7 +18,17 @@ from core.data.privacy import mask_dataset
 from core.errors import UserError
 from core.metrics import EvalReport
 from core.models.bag_of_words import BagOfWordsClassifier, BagOfWordsConfig
-from core.models.blend import NEURAL_ONLY, Blend, choose_blend
+from core.models.blend import (
+    BAG_OF_WORDS,
+    FROZEN,
+    NEURAL,
+    NEURAL_ONLY,
+    Blend,
+    Mix,
+    blend_of,
+    choose_blend,
+    choose_mix,
+)
 from core.models.device import resolve_device
 from core.models.evaluation import reports_with_slices
 from core.models.flagging import (
@@ -44,12 +54,23 @@ from core.models.transformer.loop import (
 from core.models.transformer.quick import quick_fit
 from core.models.transformer.recipe import (
     RecipeChoice,
-    choose_recipe,
+    blended_choice,
     median_rows_per_desk,
     only_full,
+    quick_only,
     try_full,
 )
 from core.progress import ProgressCallback
+
+
+@dataclass(frozen=True)
+class ValidationOutputs:
+    """What a trained run's members gave on the validation rows (never saved): the recipe
+    "auto" blends two runs from these without predicting again."""
+
+    neural_probs: np.ndarray  # (n, k) the transformer's
+    features: np.ndarray  # (n, d) its embeddings, as the unknown-desk score reads them
+    bow_probs: np.ndarray  # (n, k) the bag of words'
 
 
 @dataclass(frozen=True)
@@ -90,6 +111,11 @@ class TrainResult:
     # The validation rows' texts: saving checks the serving graphs against torch on them
     # (core.models.transformer.export); they are never written to the model folder.
     validation_texts: tuple[str, ...] = ()
+    validation_outputs: ValidationOutputs | None = None
+    # recipe "auto" with both recipes in the blend: the quick recipe's model (frozen encoder and
+    # its fitted head) beside the fine-tuned one, and its head's strength
+    frozen: NeuralClassifier | None = None
+    frozen_head_strength: float | None = None
 
 
 def check_split(train: Dataset, val: Dataset) -> tuple[str, ...]:
@@ -190,6 +216,7 @@ def train_models(
     bow = BagOfWordsClassifier(bow_config).fit(list(train.texts), list(train.labels))
     reports = _validation_reports(neural, bow, val)
     val_features, val_probs = reports.pop("val_features"), reports.pop("val_probs")
+    outputs = ValidationOutputs(val_probs, val_features, reports.pop("bow_probs"))
     detector = fit_unknown_desk(
         neural, train, val_features, val_probs, config.seed, outcome.train_features,
         method=detector_for(config.recipe),
@@ -206,6 +233,7 @@ def train_models(
         detector=detector,
         review=review,
         validation_profile=_profile(decision_probs, neural, review, unknown_scores),
+        validation_outputs=outputs,
         **reports,
     )
 
@@ -236,10 +264,68 @@ def train_auto(
         tried[FULL] = train_models(train, val, replace(config, recipe=FULL), **options)
     if any(result.cancelled for result in tried.values()):
         return tried[FULL if FULL in tried else QUICK]
-    accuracy = {name: result.decision_report.accuracy for name, result in tried.items()}
-    choice = choose_recipe(rows_per_desk, accuracy)
-    return replace(tried[choice.chosen], train_seconds=time.perf_counter() - started,
+    if FULL in tried:
+        blended = blend_recipes(tried[FULL], tried[QUICK], val, rows_per_desk)
+        return replace(blended, train_seconds=time.perf_counter() - started)
+    choice = quick_only(rows_per_desk, tried[QUICK].decision_report.accuracy)
+    return replace(tried[QUICK], train_seconds=time.perf_counter() - started,
                    recipe_choice=choice.to_json())  # fmt: skip
+
+
+# The members `blend_recipes` chooses from, in order of preference: the fine-tuned model reads
+# word order, the frozen encoder's head less, the bag of words not at all.
+_RECIPE_MEMBERS = (FULL, QUICK, BAG_OF_WORDS)
+
+
+def blend_recipes(
+    full: TrainResult, quick: TrainResult, val: Dataset, rows_per_desk: float
+) -> TrainResult:
+    """One model from both recipes' runs on the same split: the members of the fine-tuned
+    transformer, the quick recipe's frozen-encoder head and the bag of words that the validation
+    rows choose (core.models.blend.choose_mix: each joins only where it clearly pays), with the
+    review policy and validation profile of that decision. Nothing is predicted again."""
+    outputs = {FULL: full.validation_outputs, QUICK: quick.validation_outputs}
+    if outputs[FULL] is None or outputs[QUICK] is None:
+        raise ValueError("both runs must hold their validation outputs")
+    classes = [str(c) for c in full.neural.classes_]
+    label_ids = np.array([classes.index(str(y)) for y in val.labels])
+    member_probs = {FULL: outputs[FULL].neural_probs, QUICK: outputs[QUICK].neural_probs,
+                    BAG_OF_WORDS: outputs[FULL].bow_probs}  # fmt: skip
+    mix = choose_mix({name: member_probs[name] for name in _RECIPE_MEMBERS}, label_ids)
+    base = full if FULL in mix.shares else quick
+    blend = blend_of(_as_blend_members(mix))
+    frozen = quick if blend.needs_frozen else None
+    out = base.validation_outputs
+    frozen_probs = None if frozen is None else outputs[QUICK].neural_probs
+    decision_probs = blend.combine(out.neural_probs, out.bow_probs, frozen_probs)
+    decision_report, slices = reports_with_slices(decision_probs, classes, val)
+    unknown_scores = base.detector.scores(out.features, out.neural_probs)
+    review = _review_policy(decision_probs, val, base.neural, unknown_scores)
+    alone = {name: float((probs.argmax(1) == label_ids).mean())
+             for name, probs in member_probs.items()}  # fmt: skip
+    choice = blended_choice(rows_per_desk, blend.describe(), mix.accuracy, alone,
+                            chosen=FULL if base is full else QUICK)  # fmt: skip
+    return replace(
+        base, blend=blend, decision_report=decision_report,
+        decision_twin_report=slices.get(TWIN_SLICE), review=review,
+        validation_profile=_profile(decision_probs, base.neural, review, unknown_scores),
+        recipe_choice=choice.to_json(),
+        frozen=None if frozen is None else frozen.neural,
+        frozen_head_strength=None if frozen is None else frozen.head_strength,
+    )  # fmt: skip
+
+
+def _as_blend_members(mix: Mix) -> Mix:
+    """A mix over the recipes, named as the Blend names its members: the fine-tuned model is
+    the transformer where it takes part, the quick head is the frozen encoder beside it (or the
+    transformer without it)."""
+    neural = FULL if FULL in mix.shares else QUICK
+    names = {neural: NEURAL, BAG_OF_WORDS: BAG_OF_WORDS}
+    if neural == FULL:
+        names[QUICK] = FROZEN
+    rename = {old: names[old] for old in mix.shares}
+    return Mix({rename[k]: v for k, v in mix.shares.items()},
+               {rename[k]: v for k, v in mix.temperatures.items()}, mix.right)  # fmt: skip
 
 
 def fit_unknown_desk(
@@ -312,7 +398,7 @@ def _validation_reports(
     blend = choose_blend(pred_probs["neural"], pred_probs["bow"], labels, classes)
     pred_probs["decision"] = blend.combine(pred_probs["neural"], pred_probs["bow"])
     reports: dict[str, Any] = {"blend": blend, "val_features": val_features,
-                               "val_probs": neural_probs,
+                               "val_probs": neural_probs, "bow_probs": pred_probs["bow"],
                                "decision_probs": pred_probs["decision"]}  # fmt: skip
     for name, probs in pred_probs.items():
         reports[f"{name}_report"], slices = reports_with_slices(probs, classes, val)

@@ -1,0 +1,154 @@
+"""The recipe "auto" as one model of three members (core.models.transformer.training
+.blend_recipes): the frozen-encoder head saved beside the fine-tuned transformer, routed by its
+own serving graph, and the same choices, bit for bit, from the same seed and data."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from core.access import OPERATOR
+from core.data.dataset import Dataset
+from core.models.blend import BAG_OF_WORDS, FROZEN, NEURAL, Blend
+from core.models.card import FILES_KEY, file_digest, read_card
+from core.models.classify import classification_columns, classify_one
+from core.models.graph import FP32, FROZEN_FILES
+from core.models.registry import FROZEN_KEY, load_model, save_model
+from core.models.transformer.config import AUTO, FULL, QUICK, TrainConfig
+from tests.conftest import make_dataset, separable_rows
+
+TEXTS = ["the upi payment failed twice", "my card was charged by a stranger", "kyc papers"]
+
+
+def _config(backbone: Path, recipe: str) -> TrainConfig:
+    return TrainConfig(backbone=str(backbone), recipe=recipe, lr=1e-2, batch_size=8,
+                       max_length=32, max_steps=2, device="cpu", seed=3)  # fmt: skip
+
+
+def _split() -> tuple[Dataset, Dataset]:
+    train = make_dataset(*separable_rows(16))
+    val = make_dataset(*separable_rows(6))
+    return train, val
+
+
+@pytest.fixture(scope="module")
+def both_recipes(tiny_bert_dir: Path):
+    from core.models.transformer.training import train_models
+
+    train, val = _split()
+    full = train_models(train, val, _config(tiny_bert_dir, FULL))
+    quick = train_models(train, val, _config(tiny_bert_dir, QUICK))
+    return full, quick, val
+
+
+@pytest.fixture(scope="module")
+def three_members(both_recipes, tmp_path_factory: pytest.TempPathFactory):
+    """The fine-tuned run with the quick head beside it and a blend of all three, saved."""
+    full, quick, _ = both_recipes
+    blend = Blend(neural_weight=0.5, frozen_weight=0.3, neural_temperature=1.5)
+    result = replace(full, frozen=quick.neural, frozen_head_strength=quick.head_strength,
+                     blend=blend)  # fmt: skip
+    root = tmp_path_factory.mktemp("blended")
+    folder = save_model(result, root, "three", actor=OPERATOR)
+    return result, folder
+
+
+def test_the_frozen_head_is_saved_pinned_and_given_its_own_serving_graph(three_members):
+    result, folder = three_members
+    card = read_card(folder)
+    saved = card[FROZEN_KEY]
+    assert saved["weights"] == FROZEN_FILES.weights
+    assert saved["head_strength"] == result.frozen_head_strength
+    assert card["blend"]["shares"] == {NEURAL: 0.5, FROZEN: 0.3, BAG_OF_WORDS: pytest.approx(0.2)}
+    for name in (FROZEN_FILES.weights, *(FROZEN_FILES.graphs[p] for p in saved["serving"]["graphs"])):
+        assert card[FILES_KEY][name] == file_digest(folder / name)
+    assert saved["serving"]["checks"][FP32]["max_prob_diff"] < 1e-4
+
+
+def test_the_loaded_frozen_head_gives_the_trained_heads_probabilities(three_members):
+    result, folder = three_members
+    loaded = load_model(folder, device="cpu", precision="fp32")
+    assert loaded.frozen is not None and loaded.routing["runtime"] == "onnxruntime"
+    saved, trained = loaded.frozen.neural.model.state_dict(), result.frozen.model.state_dict()
+    assert saved.keys() == trained.keys()
+    assert all(torch.equal(saved[k], trained[k].to("cpu")) for k in saved)
+    expected = loaded.frozen.neural.predict_proba(TEXTS)  # torch fp32, as the graph was checked
+    np.testing.assert_allclose(loaded.frozen_probs(TEXTS), expected, atol=1e-4)
+    # and the fine-tuned transformer is not the frozen head
+    assert not np.allclose(loaded.scorer.predict_proba(TEXTS), expected, atol=1e-3)
+
+
+def test_classify_routes_by_all_three_members(three_members):
+    _, folder = three_members
+    loaded = load_model(folder, device="cpu", precision="fp32")
+    one = classify_one(loaded, TEXTS[0])
+    shown = {name: np.array([list(p.values())]) for name, p in one.probabilities.items()}
+    decision = loaded.blend.combine(shown["transformer"], shown["bag of words"], shown[FROZEN])
+    assert one.row["predicted_label"] == loaded.classes[int(decision.argmax())]
+    np.testing.assert_allclose(shown["decision"], decision, atol=1e-12)
+    seen = []
+    table = classification_columns(loaded, TEXTS, on_progress=seen.append)
+    assert table.loc[0, "predicted_label"] == one.row["predicted_label"]
+    assert table.loc[0, "confidence"] == pytest.approx(one.row["confidence"])
+    assert seen[-1].done == seen[-1].total == 2 * len(TEXTS)  # two encoder passes counted
+
+
+def test_a_frozen_weights_file_that_does_not_fit_is_refused(three_members, tmp_path: Path):
+    _, folder = three_members
+    import shutil
+
+    from core.models.card import folder_digests
+
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    torch.manual_seed(0)
+    from safetensors.torch import save_file
+
+    save_file({"classifier.weight": torch.zeros(2, 2)}, str(copy / FROZEN_FILES.weights))
+    card = read_card(copy)
+    card[FILES_KEY] = folder_digests(copy)
+    (copy / "card.json").write_text(__import__("json").dumps(card), encoding="utf-8")
+    with pytest.raises(ValueError, match="disagrees with its weights|does not fit"):
+        load_model(copy, device="cpu", precision="fp32")
+
+
+def test_blend_recipes_keeps_the_members_that_pay_and_needs_no_new_predictions(both_recipes):
+    from core.models.transformer.training import blend_recipes
+
+    full, quick, val = both_recipes
+    blended = blend_recipes(full, quick, val, rows_per_desk=16)
+    shares = blended.blend.shares
+    assert blended.config.recipe == (FULL if NEURAL in shares and blended.neural is full.neural
+                                     else QUICK)  # fmt: skip
+    assert (blended.frozen is not None) == (FROZEN in shares)
+    choice = blended.recipe_choice
+    assert set(choice["validation_accuracy"]) == {FULL, QUICK, "bag of words", AUTO}
+    assert blended.decision_report.accuracy == pytest.approx(choice["validation_accuracy"][AUTO])
+
+
+def _state(result) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in result.neural.model.state_dict().items()}
+
+
+def test_the_same_seed_and_data_give_the_same_model_and_choices_bit_for_bit(tiny_bert_dir: Path):
+    from core.models.transformer.training import train_models
+
+    train, val = _split()
+    runs = [train_models(train, val, _config(tiny_bert_dir, AUTO)) for _ in range(2)]
+    first, second = runs
+    assert first.blend == second.blend
+    assert first.recipe_choice == second.recipe_choice
+    assert first.review == second.review
+    assert first.head_strength == second.head_strength
+    assert (first.frozen is None) == (second.frozen is None)
+    one, two = _state(first), _state(second)
+    assert one.keys() == two.keys()
+    assert all(torch.equal(one[k], two[k]) for k in one)  # bit for bit, not merely close
+    np.testing.assert_array_equal(first.detector.reference, second.detector.reference)
+    np.testing.assert_array_equal(
+        first.bow.predict_proba(TEXTS), second.bow.predict_proba(TEXTS)
+    )
