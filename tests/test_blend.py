@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.metrics import MIN_GAIN_ROWS, clearly_more_right
 from core.models.blend import (
     BAG_OF_WORDS,
     BLEND,
@@ -17,7 +18,6 @@ from core.models.blend import (
     choose_mix,
     tempered,
 )
-from core.metrics import MIN_GAIN_ROWS, clearly_more_right
 from core.models.classifier import Prediction
 
 CLASSES = ["Card Fraud", "Loan Query", "UPI Dispute"]
@@ -101,7 +101,7 @@ def test_clearly_more_right_counts_only_the_rows_where_the_two_differ():
     fewer = base.copy()
     fewer[4:20] = True
     fewer[20:36] = True  # 20 against 32 right, 4 + 16 + ... differing rows
-    assert clearly_more_right(fewer, many) is (12 > np.sqrt(int((fewer != many).sum())))
+    assert clearly_more_right(fewer, many) is (np.sqrt(int((fewer != many).sum())) < 12)
 
 
 def test_three_members_mix_where_each_clearly_pays_and_the_shares_sum_to_one():
@@ -121,8 +121,10 @@ def test_three_members_mix_where_each_clearly_pays_and_the_shares_sum_to_one():
     assert sum(blend.shares.values()) == pytest.approx(1.0)
     assert (blend.combine(neural, bow, frozen).argmax(1) == truth).all()
     shares = {name: round(100 * share) for name, share in blend.shares.items()}
-    assert blend.describe() == (f"a blend of {shares[NEURAL]}% transformer, {shares[FROZEN]}% "
-                                f"frozen encoder and {shares[BAG_OF_WORDS]}% bag of words")
+    assert blend.describe() == (
+        f"a blend of {shares[NEURAL]}% transformer, {shares[FROZEN]}% "
+        f"frozen encoder and {shares[BAG_OF_WORDS]}% bag of words"
+    )
     with pytest.raises(ValueError, match="frozen encoder"):
         blend.combine(neural, bow)
     assert Blend.from_card({"blend": blend.to_json()}) == blend

@@ -64,7 +64,8 @@ def test_the_frozen_head_is_saved_pinned_and_given_its_own_serving_graph(three_m
     assert saved["weights"] == FROZEN_FILES.weights
     assert saved["head_strength"] == result.frozen_head_strength
     assert card["blend"]["shares"] == {NEURAL: 0.5, FROZEN: 0.3, BAG_OF_WORDS: pytest.approx(0.2)}
-    for name in (FROZEN_FILES.weights, *(FROZEN_FILES.graphs[p] for p in saved["serving"]["graphs"])):
+    graphs = [FROZEN_FILES.graphs[p] for p in saved["serving"]["graphs"]]
+    for name in (FROZEN_FILES.weights, *graphs):
         assert card[FILES_KEY][name] == file_digest(folder / name)
     assert saved["serving"]["checks"][FP32]["max_prob_diff"] < 1e-4
 
