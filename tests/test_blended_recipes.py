@@ -150,6 +150,4 @@ def test_the_same_seed_and_data_give_the_same_model_and_choices_bit_for_bit(tiny
     assert one.keys() == two.keys()
     assert all(torch.equal(one[k], two[k]) for k in one)  # bit for bit, not merely close
     np.testing.assert_array_equal(first.detector.reference, second.detector.reference)
-    np.testing.assert_array_equal(
-        first.bow.predict_proba(TEXTS), second.bow.predict_proba(TEXTS)
-    )
+    np.testing.assert_array_equal(first.bow.predict_proba(TEXTS), second.bow.predict_proba(TEXTS))
