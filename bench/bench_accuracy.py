@@ -52,7 +52,8 @@ from core.models.bag_of_words import BagOfWordsClassifier
 from core.models.blend import Blend
 from core.models.transformer.backbone import load_backbone
 from core.models.transformer.config import TrainConfig
-from core.models.transformer.training import train_models
+from core.models.transformer.recipe import median_rows_per_desk
+from core.models.transformer.training import blend_recipes, train_models
 
 VARIANTS = ("probe", "head_tail", "head_tail_text", "len256")
 HEAD_PIECES = 64  # head_tail_text: pieces kept from the start; the rest of max_length from the end
@@ -226,6 +227,7 @@ def main() -> int:
     started = time.perf_counter()
     bow = BagOfWordsClassifier().fit(list(data.train.texts), list(data.train.labels))
     record("bag of words", bow, time.perf_counter() - started, data)
+    runs = {}
     for name in ("full", *(f"full, {v}" for v in args.variants)):
         variant = name.removeprefix("full, ") if name != "full" else ""
         used = variant_splits(variant, data, tokenizer, config)
@@ -234,13 +236,15 @@ def main() -> int:
                best_epoch=trained.best_epoch,
                val_macro_f1=[round(r.val_macro_f1, 4) for r in trained.history])  # fmt: skip
         if name == "full":
-            full_model = trained.neural
+            full_model, runs["full"] = trained.neural, trained
             record_blend(name, trained.blend)
     if not args.no_quick:
         trained = train_models(data.train, data.val, replace(config, recipe="quick"))
         record("quick", trained.neural, trained.train_seconds, data,
                C=trained.head_strength)  # fmt: skip
         record_blend("quick", trained.blend)
+        runs["quick"] = trained
+        record_default(runs, data, probabilities, results)
     classes = list(data.train.classes)
     started = time.perf_counter()
     probabilities["chunks"] = {part: chunk_probabilities(full_model, tokenizer,
@@ -260,6 +264,25 @@ def main() -> int:
         report(args, config, data, results, load)
     print_load(load, file=sys.stderr if args.json else None)
     return 0
+
+
+def record_default(runs: dict, data: Splits, probabilities: dict, results: dict) -> None:
+    """The recipe "auto" from the same two runs (what `train --recipe auto` saves when the desks
+    have rows enough for both recipes): the members its validation rows choose, blended."""
+    full, quick = runs["full"], runs["quick"]
+    rows_per_desk = median_rows_per_desk(data.train.labels)
+    default = blend_recipes(full, quick, data.val, rows_per_desk)
+    neural = "full" if default.neural is full.neural else "quick"
+    probabilities["default"] = {
+        part: default.blend.combine(
+            probabilities[neural][part], probabilities["bag of words"][part],
+            probabilities["quick"][part] if default.frozen is not None else None,
+        )
+        for part in ("val", "test")
+    }  # fmt: skip
+    seconds = full.train_seconds + quick.train_seconds
+    results["default"] = {"seconds": round(seconds, 1), "blend": default.blend.to_json(),
+                          "reason": default.recipe_choice["reason"]}  # fmt: skip
 
 
 def save_probabilities(

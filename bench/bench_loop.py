@@ -118,10 +118,17 @@ def decide(result: TrainResult, texts: Sequence[str]) -> tuple[np.ndarray, np.nd
     """The routing decision's labels (n,) and confidences (n,) for `texts`."""
     texts = list(texts)
     probs = result.blend.combine(
-        result.neural.predict_proba(texts), result.bow.predict_proba(texts)
+        result.neural.predict_proba(texts),
+        result.bow.predict_proba(texts),
+        frozen_probs(result, texts),
     )
     classes = np.asarray([str(c) for c in result.neural.classes_])
     return classes[probs.argmax(axis=1)], probs.max(axis=1)
+
+
+def frozen_probs(result: TrainResult, texts: list[str]) -> np.ndarray | None:
+    """The frozen encoder's probabilities where the recipe "auto" blended it in."""
+    return None if result.frozen is None else result.frozen.predict_proba(texts)
 
 
 def train_scored(train: Dataset, val: Dataset, config: TrainConfig, test: Dataset) -> Scored:
@@ -132,7 +139,7 @@ def train_scored(train: Dataset, val: Dataset, config: TrainConfig, test: Datase
     classes = np.asarray([str(c) for c in result.neural.classes_])
     neural = result.neural.predict_proba(texts)
     bow = result.bow.predict_proba(texts)
-    decision = result.blend.combine(neural, bow)
+    decision = result.blend.combine(neural, bow, frozen_probs(result, texts))
     accuracy = {
         name: float(np.mean(classes[probs.argmax(axis=1)] == truth))
         for name, probs in (("decision", decision), ("transformer", neural), ("bow", bow))

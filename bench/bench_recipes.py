@@ -34,8 +34,8 @@ from core.data.demo import DemoConfig, write_demo_data
 from core.data.validation import load_dataset
 from core.metrics import evaluate_predictions
 from core.models.transformer.config import FULL, QUICK, TrainConfig
-from core.models.transformer.recipe import choose_recipe, median_rows_per_desk, try_full
-from core.models.transformer.training import TrainResult, train_models
+from core.models.transformer.recipe import median_rows_per_desk, try_full
+from core.models.transformer.training import TrainResult, blend_recipes, train_models
 
 
 def parse_args() -> argparse.Namespace:
@@ -71,15 +71,17 @@ def accuracy(probs: np.ndarray, classes: list[str], data: Dataset) -> float:
 
 
 def scored(result: TrainResult, test: Dataset) -> dict[str, float]:
-    """Test accuracy of a run's transformer, its bag of words and its decision."""
+    """Test accuracy of a run's transformer, its bag of words and its decision (with the frozen
+    encoder, where its blend reads one)."""
     texts = list(test.texts)
     classes = [str(c) for c in result.neural.classes_]
     neural = result.neural.predict_proba(texts)
     bow = result.bow.predict_proba(texts)
+    frozen = None if result.frozen is None else result.frozen.predict_proba(texts)
     return {
         "model": accuracy(neural, classes, test),
         "bow": accuracy(bow, classes, test),
-        "decision": accuracy(result.blend.combine(neural, bow), classes, test),
+        "decision": accuracy(result.blend.combine(neural, bow, frozen), classes, test),
         "val_decision": round(result.decision_report.accuracy, 4),
         "seconds": round(result.train_seconds, 1),
     }
@@ -88,25 +90,32 @@ def scored(result: TrainResult, test: Dataset) -> dict[str, float]:
 def one_size(data: Dataset, test: Dataset, per_desk: str, seed: int) -> dict:
     sample = subsample(data, per_desk, seed)
     train, val = split_dataset(sample, val_fraction=TrainConfig.val_fraction, seed=seed)
-    runs = {recipe: scored(train_models(train, val, TrainConfig(recipe=recipe, seed=seed)), test)
-            for recipe in (QUICK, FULL)}  # fmt: skip
+    trained = {recipe: train_models(train, val, TrainConfig(recipe=recipe, seed=seed))
+               for recipe in (QUICK, FULL)}  # fmt: skip
+    runs = {recipe: scored(result, test) for recipe, result in trained.items()}
     rows_per_desk = median_rows_per_desk(train.labels)
-    tried = {QUICK: runs[QUICK]["val_decision"]}
-    if try_full(rows_per_desk):
-        tried[FULL] = runs[FULL]["val_decision"]
-    choice = choose_recipe(rows_per_desk, tried)
+    if try_full(rows_per_desk):  # what `train --recipe auto` saves from the same two runs
+        default = blend_recipes(trained[FULL], trained[QUICK], val, rows_per_desk)
+        auto = {"chosen": default.blend.describe(), "reason": default.recipe_choice["reason"],
+                "test": scored(default, test)["decision"]}  # fmt: skip
+    else:
+        auto = {"chosen": QUICK, "reason": "too few rows a desk for a full fine-tune",
+                "test": runs[QUICK]["decision"]}  # fmt: skip
     candidates = {
         "quick": runs[QUICK]["model"], "full": runs[FULL]["model"], "bow": runs[QUICK]["bow"],
         "quick decision": runs[QUICK]["decision"], "full decision": runs[FULL]["decision"],
     }  # fmt: skip
-    auto = runs[choice.chosen]["decision"]
+    singles = {name: candidates[name] for name in ("quick", "full", "bow")}
     best = max(candidates, key=candidates.get)
+    best_single = max(singles, key=singles.get)
     return {
         "per_desk": per_desk, "rows": {"train": len(train), "val": len(val)},
-        "rows_per_desk": rows_per_desk, "test": candidates, "runs": runs,
-        "auto": {"chosen": choice.chosen, "reason": choice.reason, "test": auto},
+        "rows_per_desk": rows_per_desk, "test": {**candidates, "auto": auto["test"]},
+        "runs": runs, "auto": auto,
         "best": {"name": best, "test": candidates[best]},
-        "auto_gap_points": round(100 * (candidates[best] - auto), 2),
+        "best_single_recipe": {"name": best_single, "test": singles[best_single]},
+        "auto_gap_points": round(100 * (candidates[best] - auto["test"]), 2),
+        "auto_below_best_single_points": round(100 * (singles[best_single] - auto["test"]), 2),
     }  # fmt: skip
 
 
