@@ -1,11 +1,16 @@
-"""Label audit benchmark: how well the bag-of-words audit finds label flips planted in demo data.
+"""Label audit benchmark: how well the audit finds label flips planted in demo data (or in a CSV).
 
 Plants a seeded share of flips (each to another desk), runs the audit, and prints precision and
-recall of the flagged rows against the flips, overall and on the regular and twin slices, next to
-two named baselines: flag rows at random, and flag every row whose out-of-fold prediction differs
-from its label ("argmax != given"). Run from the repo root:
+recall of the flagged rows against the flips (the audit picks how many rows to flag), the audit's
+own estimate of the real errors among them against the true count, and the precision-recall curve
+of its ranking (precision at recall 0.5 / 0.7 / 0.85 / 0.9, average precision); overall and, on
+demo data, on the regular and twin slices; next to named baselines: flag rows at random, flag
+every row whose out-of-fold prediction differs from its label ("argmax != given"), and the
+previous default (bag of words at C=10, cleanlab "both"). Run from the repo root:
 
     python -m bench.bench_audit [--rows 3000] [--share 0.05] [--folds 5] [--force]
+    python -m bench.bench_audit --csv ../shared/data/cfpb-sample/train.csv \
+        --text-column narrative --label-column product --quick
 
 With `--transformer tiny` (or minilm, or a model folder) it also runs the fine-tune audit
 (fine-tuned afresh on each fold with `--epochs`, `--lr`, ...) on the same flipped data and prints
@@ -27,6 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pandas as pd
+from sklearn.metrics import average_precision_score
 
 from bench.machine import (
     LoadGuard,
@@ -37,8 +44,10 @@ from bench.machine import (
     shows_figures,
 )
 from core.analysis.audit import (
+    FILTER_METHODS,
     MODEL,
     AuditConfig,
+    AuditResult,
     LabelIssue,
     find_issues,
     plant_label_flips,
@@ -75,6 +84,17 @@ def demo_data(rows: int, *, seed: int) -> Dataset:
     return Dataset(texts=tuple(frame["text"]), labels=tuple(frame["desk"]), extra=extra)
 
 
+def csv_data(path: str, *, text_column: str, label_column: str) -> Dataset:
+    """A CSV's texts and labels as a Dataset (no slices); refuses a file without the columns."""
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = {text_column, label_column} - set(frame.columns)
+    if missing:
+        raise SystemExit(
+            f"{path} has no column {sorted(missing)}; its header: {list(frame.columns)}"
+        )
+    return Dataset(texts=tuple(frame[text_column]), labels=tuple(frame[label_column]))
+
+
 def with_flips(data: Dataset, *, share: float, seed: int) -> tuple[Dataset, set[int]]:
     """`data` with a seeded `share` of labels flipped to another desk, and the flipped rows."""
     labels, flipped = plant_label_flips(data.labels, share=share, seed=seed)
@@ -109,11 +129,21 @@ def main() -> int:
     return 0
 
 
+RECALLS = (0.5, 0.7, 0.85, 0.9)  # where the precision-recall curve of the ranking is read
+PREVIOUS = AuditConfig(bow_strengths=(), filter_by="both")  # the default until issue #40
+
+
 def run(args: argparse.Namespace) -> None:
-    """The audit on flipped demo data and every comparison, printed."""
-    clean = demo_data(args.rows, seed=args.data_seed)
+    """The audit on flipped data and every comparison, printed."""
+    if args.csv:
+        clean = csv_data(args.csv, text_column=args.text_column, label_column=args.label_column)
+    else:
+        clean = demo_data(args.rows, seed=args.data_seed)
     data, planted = with_flips(clean, share=args.share, seed=args.flip_seed)
-    twins = set(np.flatnonzero(data.extra["slice"].to_numpy() == "twin").tolist())
+    slices = data.extra is not None and "slice" in data.extra
+    twins = (
+        set(np.flatnonzero(data.extra["slice"].to_numpy() == "twin").tolist()) if slices else set()
+    )
     regular = set(range(len(data))) - twins
     config = AuditConfig(folds=args.folds, seed=args.seed)
     started = time.perf_counter()
@@ -122,15 +152,18 @@ def run(args: argparse.Namespace) -> None:
     predicted = np.asarray(result.classes)[result.pred_probs.argmax(axis=1)]
     naive = set(np.flatnonzero(predicted != np.asarray(data.labels)).tolist())
     print(
-        f"demo rows {len(data)}, planted flips {len(planted)} ({args.share:.0%}), "
-        f"twin rows {len(twins)}, folds {args.folds}, audit {seconds:.1f} s (bow)"
+        f"{args.csv or 'demo'}: rows {len(data)}, planted flips {len(planted)} ({args.share:.0%}), "
+        f"twin rows {len(twins)}, folds {args.folds}, audit {seconds:.1f} s (bow: {result.chosen})"
     )
     print(f"random flagging: precision {len(planted) / len(data):.3f} at any recall")
     reference = score(naive, planted)
     print_row("argmax != given (all rows)", reference)
+    previous = run_audit(data, replace(PREVIOUS, folds=args.folds, seed=args.seed))
+    report_audit("previous default (bow C=10, both)", data, previous, planted)
+    report_audit("bow", data, result, planted)
     report_filters(data, result.pred_probs, config, planted, reference)
-    report_slices(result.issues, planted, regular, twins, naive)
-    report_ranking(data, result.pred_probs, config, planted)
+    if twins:
+        report_slices(result.issues, planted, regular, twins, naive)
     report_clean(clean, config, regular)
     if args.transformer:
         report_neural(data, clean.labels, planted, (regular, twins), result, args)
@@ -138,21 +171,58 @@ def run(args: argparse.Namespace) -> None:
         report_quick(data, clean.labels, planted, (regular, twins), (result, seconds), args)
 
 
+def report_audit(name: str, data: Dataset, result: AuditResult, planted: set[int]) -> None:
+    """The rows the audit flags (and lists), its estimate of real errors among the flagged, and
+    the precision-recall curve of its ranking."""
+    flagged, listed = flagged_by(result.issues, MODEL), flagged_by(result.issues, None)
+    print_row(f"{name}: model flags", score(flagged, planted))
+    print_row(f"{name}: listed (with conflicts)", score(listed, planted))
+    if result.estimate is not None:
+        e = result.estimate
+        print(
+            f"  {name}: estimate of real errors among the {e.flagged} flagged {e.expected:.0f} "
+            f"(between {e.low:.0f} and {e.high:.0f}); true {len(flagged & planted)}"
+        )
+    precisions, ap = ranking_curve(data, result.pred_probs, planted)
+    points = "  ".join(f"P@R{r:g} {p:.3f}" for r, p in zip(RECALLS, precisions, strict=True))
+    print(f"  {name}: ranking {points}  average precision {ap:.3f}")
+
+
+def ranking_curve(
+    data: Dataset, pred_probs: np.ndarray, planted: set[int]
+) -> tuple[list[float], float]:
+    """Precision at each of RECALLS when rows are read lowest p(given) first, and the average
+    precision of that ranking (the audit's order: cleanlab's self-confidence)."""
+    classes = sorted(set(data.labels))
+    label_ids = np.asarray([classes.index(y) for y in data.labels])
+    given = pred_probs[np.arange(len(label_ids)), label_ids]
+    is_flip = np.isin(np.arange(len(label_ids)), sorted(planted))
+    hits = np.cumsum(is_flip[np.argsort(given, kind="stable")])
+    precisions = []
+    for recall in RECALLS:
+        k = int(np.searchsorted(hits, np.ceil(recall * len(planted)))) + 1
+        precisions.append(float(hits[k - 1] / k))
+    return precisions, float(average_precision_score(is_flip, -given))
+
+
 def report_quick(data, true_labels, planted, slices, bow, args) -> None:
     """The embedding audit (frozen embeddings once, a head per fold) beside the bag of words'."""
     bow_result, bow_seconds = bow
     train_config = embedding_train_config(args.quick, max_length=args.max_length)
     config = AuditConfig(folds=args.folds, seed=args.seed)
-    embedded: list[float] = []
+    embedded: list[float] = []  # seconds since the start at each embedding report
     started = time.perf_counter()
     result = run_embedding_audit(
-        data, config, train_config, on_embed=lambda p: embedded.append(p.elapsed_s)
-    )
+        data, config, train_config,
+        on_embed=lambda _: embedded.append(time.perf_counter() - started),
+    )  # fmt: skip
     seconds = time.perf_counter() - started
     print(
         f"embedding audit ({args.quick}, max_length {args.max_length}): {seconds:.1f} s "
         f"(embedding {embedded[-1]:.1f} s) against bag of words {bow_seconds:.1f} s"
     )
+    print(f"  quick chose: {result.chosen}")
+    report_audit("quick", data, result, planted)
     compare({"bow": bow_result, "quick": result}, true_labels, planted, slices)
 
 
@@ -183,19 +253,20 @@ def compare(audits, true_labels, planted, slices) -> None:
         predicted = np.asarray(audit.classes)[audit.pred_probs.argmax(axis=1)]
         model = flagged_by(audit.issues, MODEL)
         calm = twins - planted
-        print(
-            f"  {name}: out-of-fold accuracy vs true desks {np.mean(predicted == truth):.3f} "
-            f"(twins {np.mean(predicted[sorted(twins)] == truth[sorted(twins)]):.3f}); "
-            f"unflipped twins flagged {len(model & calm)} of {len(calm)}"
-        )
+        print(f"  {name}: out-of-fold accuracy vs true desks {np.mean(predicted == truth):.3f}")
         print_row(f"{name}: all rows, model flags", score(model, planted))
-        print_row(f"{name}: regular rows", score(model & regular, planted & regular))
-        print_row(f"{name}: twin rows", score(model & twins, planted & twins))
+        if twins:
+            twin_rows = sorted(twins)
+            accuracy = np.mean(predicted[twin_rows] == truth[twin_rows])
+            print(f"  {name}: twins accuracy {accuracy:.3f}, unflipped twins flagged "
+                  f"{len(model & calm)} of {len(calm)}")  # fmt: skip
+            print_row(f"{name}: regular rows", score(model & regular, planted & regular))
+            print_row(f"{name}: twin rows", score(model & twins, planted & twins))
 
 
 def report_filters(data, pred_probs, config, planted, reference) -> None:
     """Precision and recall of each cleanlab filter over the same out-of-fold probabilities."""
-    for filter_by in ("prune_by_noise_rate", "prune_by_class", "both", "confident_learning"):
+    for filter_by in FILTER_METHODS:
         issues = find_issues(data, pred_probs, config=replace(config, filter_by=filter_by))
         name = f"cleanlab {filter_by}"
         model_score = score(flagged_by(issues, MODEL), planted)
@@ -221,27 +292,22 @@ def report_slices(issues, planted, regular, twins, naive) -> None:
     )
 
 
-def report_ranking(data, pred_probs, config, planted) -> None:
-    """Precision of the top len(planted) issues under each quality score."""
-    k = len(planted)
-    for method in ("self_confidence", "normalized_margin"):
-        ranked = find_issues(data, pred_probs, config=replace(config, quality_method=method))
-        top = {x.index for x in ranked[:k]}
-        print(f"  top {k} by {method:<18} precision@{k} {len(top & planted) / k:.3f}")
-
-
 def report_clean(clean: Dataset, config: AuditConfig, regular: set[int]) -> None:
-    """The same audit without flips: what it flags is ambiguous demo phrasing or twins."""
+    """The same audit without flips: what it flags is ambiguous phrasing, twins, or the data's own
+    label errors."""
     model = flagged_by(run_audit(clean, config).issues, MODEL)
-    print(
-        f"no flips planted: the model flags {len(model)} rows "
-        f"({len(model & regular)} regular, {len(model - regular)} twins)"
-    )
+    slices = ""
+    if len(regular) < len(clean):
+        slices = f" ({len(model & regular)} regular, {len(model - regular)} twins)"
+    print(f"no flips planted: the model flags {len(model)} rows{slices}")
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=3000)
+    parser.add_argument("--rows", type=int, default=3000, help="demo rows (without --csv)")
+    parser.add_argument("--csv", help="audit this CSV instead of demo data")
+    parser.add_argument("--text-column", default="text", help="the CSV's text column")
+    parser.add_argument("--label-column", default="label", help="the CSV's label column")
     parser.add_argument("--share", type=float, default=0.05, help="share of labels flipped")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0, help="fold shuffling seed")

@@ -19,8 +19,9 @@ from ui.widgets import require_store
 st.title("Label audit")
 st.write(
     "Find rows whose label looks wrong: a model trained without each row predicts it, and "
-    "cleanlab flags rows where it confidently disagrees; identical or same-words texts with "
-    "other labels are listed too. Decide each one; every decision is saved at once."
+    "cleanlab flags as many rows as it estimates are mislabelled, most likely first, saying how "
+    "many it expects to be real errors; identical texts with other labels are listed too. "
+    "Decide each one; every decision is saved at once."
 )
 actor = current_actor()
 active = require_dataset("audit")

@@ -21,6 +21,7 @@ from core.review.records import ReviewDecision
 from core.review.store import Store, default_db_path
 from tests.conftest import separable_rows
 from tests.helpers import AUTH, open_page
+from ui.safe import md_escape
 from ui.state import ACTIVE_DATASET, ACTIVE_MODEL, AUDIT_JOB, REVIEWER, ActiveDataset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,6 +82,7 @@ def test_audit_the_demo_data_then_relabel_one_row(app: AppTest, data_dir: Path):
     finish_audit(app)
     flagged = int(metric(app, "Flagged rows").replace(",", ""))
     assert flagged > 50 and metric(app, "Decided") == "0"
+    assert any("the audit expects about" in i.value for i in app.info)  # its own estimate
     table = app.dataframe[0].value
     assert list(table.columns[:5]) == ["rank", "row", "text", "given", "suggested"]
     assert table["quality"].is_monotonic_increasing
@@ -174,7 +176,8 @@ def test_the_embedding_audit_embeds_with_minilm_beside_the_other_two():
     at = open_page(PAGE, {ACTIVE_DATASET: toy_active()}).run()
     assert at.radio(key="audit.model").options == [
         "Bag of words (seconds)",
-        "Quick: MiniLM embeddings + a linear head (about a minute per 3,000 rows)",
+        "Quick: MiniLM embeddings + a linear head, blended with the bag of words "
+        "(about a minute per 3,000 rows)",
         "Transformer, fine-tuned per fold with the active model's settings (hours)",
     ]
     at.radio(key="audit.model").set_value("quick")
@@ -185,6 +188,9 @@ def test_the_embedding_audit_embeds_with_minilm_beside_the_other_two():
     result = at.session_state[AUDIT_JOB].snapshot().result
     assert (result.model, result.folds, result.pred_probs.shape) == ("quick", 2, (90, 3))
     assert at.subheader[0].value.startswith("Suspected issues (quick, 2 folds")
+    # the audit's own estimate of real errors among the flagged rows, and what it chose
+    assert md_escape(result.estimate.sentence()) in [i.value for i in at.info]
+    assert any("Chosen by out\\-of\\-fold log\\-loss" in c.value for c in at.caption)
 
 
 @pytest.fixture()

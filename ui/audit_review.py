@@ -1,5 +1,6 @@
-"""The Label audit page's review: the suspected issues, and one at a time kept, relabelled,
-escalated or excluded, each decision saved at once. Session keys: "audit.row" (the issue under
+"""The Label audit page's review: the suspected issues, most likely error first, with the audit's
+own estimate of how many are real errors, and one at a time kept, relabelled, escalated or
+excluded, each decision saved at once. Session keys: "audit.row" (the issue under
 review, a widget), "audit.last_save" (SaveOutcome of the last decision, shown once)."""
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def render_audit_review(
     latest = store.latest_decisions(active.dataset.fingerprint)
     st.subheader(f"Suspected issues ({result.model}, {result.folds} folds, {result.seconds:.0f} s)")
     render_summary(result.issues, latest)
+    render_estimate(result)
     render_issue_table(result.issues, latest)
     st.subheader("Review")
     render_last_save(LAST_SAVE_KEY)
@@ -84,6 +86,18 @@ def render_summary(issues: tuple[LabelIssue, ...], latest: dict[int, ReviewDecis
     if issues:
         share = len(decided) / len(issues)
         st.progress(share, text=f"Review progress: {len(decided)} of {len(issues)} decided")
+
+
+def render_estimate(result: AuditResult) -> None:
+    """How many flagged rows the audit expects to be real errors, and how it chose its model."""
+    if result.estimate is None:
+        return
+    st.info(md_escape(result.estimate.sentence()))
+    if result.chosen:
+        st.caption(
+            md_escape(f"Chosen by out-of-fold log-loss: {result.chosen}. ")
+            + "The model flags as many rows as cleanlab estimates there are label errors."
+        )
 
 
 def issues_frame(issues: tuple[LabelIssue, ...], latest: dict[int, ReviewDecision]) -> pd.DataFrame:

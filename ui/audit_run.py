@@ -49,13 +49,15 @@ if TYPE_CHECKING:  # the bag-of-words audit needs no torch; a loaded model bring
 BOW, EMBEDDING, FINE_TUNE = "bow", EMBEDDING_AUDIT, FINE_TUNE_AUDIT
 MODEL_NAMES = {
     BOW: "Bag of words (seconds)",
-    EMBEDDING: "Quick: MiniLM embeddings + a linear head (about a minute per 3,000 rows)",
+    EMBEDDING: "Quick: MiniLM embeddings + a linear head, blended with the bag of words "
+    "(about a minute per 3,000 rows)",
     FINE_TUNE: "Transformer, fine-tuned per fold with the active model's settings (hours)",
 }
 MODEL_CAPTIONS = {
     BOW: "Sees which words occur, not their order: word-order twins look mislabelled.",
     EMBEDDING: "The pretrained encoder embeds each row once and never sees labels; a head per fold "
-    "learns the desks. Sees word order as far as the pretrained encoder does.",
+    "learns the desks, and its probabilities are mixed with the bag of words' as their held-out "
+    "fit says. Sees word order as far as the pretrained encoder does.",
     FINE_TUNE: "Fine-tunes the whole encoder on each fold's rows: learns word order from your "
     "labels. Hours on a CPU, minutes on a GPU.",
 }
