@@ -123,33 +123,38 @@ def fit_linear_head(
         warm_start=True,  # each stronger C starts from the previous solution: fewer iterations
         class_weight="balanced" if class_weights else None,
     )
-    fitted: list[tuple[LinearHead, np.ndarray]] = []  # weakest first, with its rows right
+    fitted: list[tuple[LinearHead, np.ndarray, float]] = []  # weakest first
+    val_rows = np.arange(len(val_labels))
     for strength in sorted(strengths):
         regression.set_params(C=strength)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter bounds the time
             regression.fit(features, labels)
         head = _head_of(regression, n_classes, strength, features, labels)
-        predicted = head.logits(val_features).argmax(1)
+        logits = head.logits(val_features)
+        predicted = logits.argmax(1)
         report = evaluate_predictions(  # class ids as strings: the metrics take label names
             [str(y) for y in val_labels], [str(y) for y in predicted],
             labels=[str(y) for y in range(n_classes)],
         )  # fmt: skip
+        log_probs = logits - _logsumexp(logits)
+        val_loss = float(-log_probs[val_rows, val_labels].mean())
         head = replace(head, val_accuracy=report.accuracy, val_macro_f1=report.macro_f1)
-        fitted.append((head, predicted == val_labels))
-    return _weakest_within_noise(fitted)
+        fitted.append((head, predicted == val_labels, val_loss))
+    return _steadiest(fitted)
 
 
-def _weakest_within_noise(fitted: Sequence[tuple[LinearHead, np.ndarray]]) -> LinearHead:
-    """The weakest head whose validation rows right are not clearly beaten by the best head's
-    (best: the highest macro-F1, the weaker of equals). Strengths a step apart often differ by a
-    row or two, which is noise: keeping the weaker then gives the same head on every retraining
-    (#40) and one that memorises fewer wrong labels (BENCHMARKS.md, "Quick-head audit")."""
-    best_head, best_right = fitted[0]
-    for head, right in fitted[1:]:
-        if head.val_macro_f1 > best_head.val_macro_f1:
-            best_head, best_right = head, right
-    return next(head for head, right in fitted if not clearly_more_right(best_right, right))
+def _steadiest(fitted: Sequence[tuple[LinearHead, np.ndarray, float]]) -> LinearHead:
+    """Of the heads whose validation rows right are not clearly beaten by the most accurate
+    head's, the one of the lowest validation log-loss (the weaker of equals).
+
+    Why not the best macro-F1, as before: strengths a step apart often differ by a row or two of
+    a few hundred, which is noise, so each retraining of the same data picked another head (#40:
+    the closed loop's curve). The log-loss is smooth in the head's probabilities, so it moves
+    little between retrainings, and it still refuses a head too weak to be sure of anything."""
+    most_right = max(fitted, key=lambda found: int(found[1].sum()))[1]
+    eligible = [found for found in fitted if not clearly_more_right(most_right, found[1])]
+    return min(eligible, key=lambda found: round(found[2], 9))[0]
 
 
 def _head_of(
