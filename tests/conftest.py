@@ -327,6 +327,43 @@ def tiny_bert_cls_model_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPa
 
 
 @pytest.fixture(scope="session")
+def both_recipes(tiny_bert_dir: Path):
+    """The tiny random BERT trained by both recipes on 48 separable rows (18 validation rows):
+    (full run, quick run, validation rows), `TrainResult`s not saved."""
+    from core.models.transformer.config import FULL, QUICK, TrainConfig
+    from core.models.transformer.training import train_models
+
+    train, val = make_dataset(*separable_rows(16)), make_dataset(*separable_rows(6))
+
+    def config(recipe: str) -> TrainConfig:
+        return TrainConfig(backbone=str(tiny_bert_dir), recipe=recipe, lr=1e-2, batch_size=8,
+                           max_length=32, max_steps=2, device="cpu", seed=3)  # fmt: skip
+
+    return train_models(train, val, config(FULL)), train_models(train, val, config(QUICK)), val
+
+
+# The three-member blend `three_member_model_dir` is saved with: the transformer and the frozen
+# encoder together carry the decision (Blend.carrying), the bag of words has a share.
+THREE_MEMBERS = dict(neural_weight=0.4, frozen_weight=0.4, neural_temperature=1.5)
+
+
+@pytest.fixture(scope="session")
+def three_member_model_dir(both_recipes, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fine-tuned run of `both_recipes` with its quick head beside it as the frozen encoder,
+    blended with the bag of words (THREE_MEMBERS), saved as `three`."""
+    from dataclasses import replace
+
+    from core.access import OPERATOR
+    from core.models.blend import Blend
+    from core.models.registry import save_model
+
+    full, quick, _ = both_recipes
+    result = replace(full, frozen=quick.neural, frozen_head_strength=quick.head_strength,
+                     blend=Blend(**THREE_MEMBERS))  # fmt: skip
+    return save_model(result, tmp_path_factory.mktemp("blended"), "three", actor=OPERATOR)
+
+
+@pytest.fixture(scope="session")
 def browser_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, one_thread: None
 ):

@@ -175,6 +175,22 @@ def test_a_blended_model_says_who_decides_and_shows_the_decision(tiny_bert_cls_m
     assert "decision" in at.dataframe[0].value.columns
 
 
+def test_a_three_member_blend_shows_each_member_and_the_reasons_of_those_that_carry_it(
+    three_member_model_dir: Path,
+):
+    at = _open(three_member_model_dir)
+    labels = {m.label: m.value for m in at.metric}
+    assert set(labels) == {"Decision", "Transformer", "Frozen encoder", "Bag of words"}
+    loaded = load_model(three_member_model_dir)
+    shown = loaded.blend.describe()  # 40% transformer, 40% frozen encoder and 20% bag of words
+    assert any(shown in c.value and "carried by the transformer and the frozen encoder" in c.value
+               for c in at.caption)  # fmt: skip
+    assert {"transformer", "frozen encoder", "bag of words", "decision"} <= set(
+        at.dataframe[0].value.columns
+    )
+    assert "frozen encoder (Integrated Gradients)" in at.get("html")[0].value  # its word row
+
+
 def _models(folder: Path):
     loaded = load_model(folder)
     return loaded.neural, loaded.bow

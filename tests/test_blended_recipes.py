@@ -11,15 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from core.access import OPERATOR
-from core.data.dataset import Dataset
 from core.models.blend import BAG_OF_WORDS, FROZEN, NEURAL, Blend
 from core.models.card import FILES_KEY, file_digest, read_card
 from core.models.classify import classification_columns, classify_one
 from core.models.graph import FP32, FROZEN_FILES
-from core.models.registry import FROZEN_KEY, load_model, save_model
+from core.models.registry import FROZEN_KEY, load_model
 from core.models.transformer.config import AUTO, FULL, QUICK, TrainConfig
-from tests.conftest import make_dataset, separable_rows
+from tests.conftest import THREE_MEMBERS, make_dataset, separable_rows
 
 TEXTS = ["the upi payment failed twice", "my card was charged by a stranger", "kyc papers"]
 
@@ -29,32 +27,14 @@ def _config(backbone: Path, recipe: str) -> TrainConfig:
                        max_length=32, max_steps=2, device="cpu", seed=3)  # fmt: skip
 
 
-def _split() -> tuple[Dataset, Dataset]:
-    train = make_dataset(*separable_rows(16))
-    val = make_dataset(*separable_rows(6))
-    return train, val
-
-
 @pytest.fixture(scope="module")
-def both_recipes(tiny_bert_dir: Path):
-    from core.models.transformer.training import train_models
-
-    train, val = _split()
-    full = train_models(train, val, _config(tiny_bert_dir, FULL))
-    quick = train_models(train, val, _config(tiny_bert_dir, QUICK))
-    return full, quick, val
-
-
-@pytest.fixture(scope="module")
-def three_members(both_recipes, tmp_path_factory: pytest.TempPathFactory):
-    """The fine-tuned run with the quick head beside it and a blend of all three, saved."""
+def three_members(both_recipes, three_member_model_dir: Path):
+    """The saved three-member model (tests.conftest.three_member_model_dir) and what it was
+    saved from: the fine-tuned run with the quick run's head as its frozen encoder."""
     full, quick, _ = both_recipes
-    blend = Blend(neural_weight=0.5, frozen_weight=0.3, neural_temperature=1.5)
     result = replace(full, frozen=quick.neural, frozen_head_strength=quick.head_strength,
-                     blend=blend)  # fmt: skip
-    root = tmp_path_factory.mktemp("blended")
-    folder = save_model(result, root, "three", actor=OPERATOR)
-    return result, folder
+                     blend=Blend(**THREE_MEMBERS))  # fmt: skip
+    return result, three_member_model_dir
 
 
 def test_the_frozen_head_is_saved_pinned_and_given_its_own_serving_graph(three_members):
@@ -63,7 +43,7 @@ def test_the_frozen_head_is_saved_pinned_and_given_its_own_serving_graph(three_m
     saved = card[FROZEN_KEY]
     assert saved["weights"] == FROZEN_FILES.weights
     assert saved["head_strength"] == result.frozen_head_strength
-    assert card["blend"]["shares"] == {NEURAL: 0.5, FROZEN: 0.3, BAG_OF_WORDS: pytest.approx(0.2)}
+    assert card["blend"]["shares"] == {NEURAL: 0.4, FROZEN: 0.4, BAG_OF_WORDS: pytest.approx(0.2)}
     graphs = [FROZEN_FILES.graphs[p] for p in saved["serving"]["graphs"]]
     for name in (FROZEN_FILES.weights, *graphs):
         assert card[FILES_KEY][name] == file_digest(folder / name)
@@ -138,7 +118,7 @@ def _state(result) -> dict[str, torch.Tensor]:
 def test_the_same_seed_and_data_give_the_same_model_and_choices_bit_for_bit(tiny_bert_dir: Path):
     from core.models.transformer.training import train_models
 
-    train, val = _split()
+    train, val = make_dataset(*separable_rows(16)), make_dataset(*separable_rows(6))
     runs = [train_models(train, val, _config(tiny_bert_dir, AUTO)) for _ in range(2)]
     first, second = runs
     assert first.blend == second.blend
