@@ -5,6 +5,7 @@ challenger with the live model's recipe and split."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -331,3 +332,21 @@ def test_without_a_live_model_the_active_models_recipe_is_used(
     assert (run.recipe.name, run.recipe.live) == ("live-tiny", False)
     run.training.job.cancel()
     assert store.events("retrain.queued")[0].details["live_model"] is None
+
+
+def test_a_model_the_recipe_auto_trained_is_retrained_by_auto(
+    store: Store, models: Path, three_member_model_dir: Path
+):
+    from core.models.transformer.config import AUTO, FULL
+    from core.tasks.retrain import recipe_source
+
+    assert read_card(three_member_model_dir)["train_config"]["recipe"] == FULL
+    plain = recipe_source(store, models, fallback=three_member_model_dir)
+    assert plain.config.recipe == FULL  # a fine-tuned run saved alone keeps its recipe
+    auto_trained = models / "auto-trained"
+    shutil.copytree(three_member_model_dir, auto_trained)
+    card = read_card(auto_trained)
+    card["recipe_choice"] = {"chosen": FULL, "reason": "a blend", "rows_per_desk": 16.0,
+                             "validation_accuracy": {}}  # fmt: skip
+    (auto_trained / "card.json").write_text(json.dumps(card), encoding="utf-8")
+    assert recipe_source(store, models, fallback=auto_trained).config.recipe == AUTO

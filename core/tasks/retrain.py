@@ -5,7 +5,7 @@ challenger's training with the live model's recipe, settings and split, recorded
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from core.errors import UserError
 from core.jobs import JobQueue, Requester
 from core.models.card import read_card
 from core.models.training_job import check_new_model_name
-from core.models.transformer.config import TrainConfig
+from core.models.transformer.config import AUTO, TrainConfig
 from core.review.corrections import CorrectionPlan, build_next_version, load_and_plan
 from core.review.library import save_and_record
 from core.review.live import live_model, live_model_folder
@@ -84,7 +84,10 @@ def recipe_source(
     card = read_card(folder)
     split = card.get("split")
     usable = isinstance(split, Mapping) and "train_keys" in split and "validation_keys" in split
-    return RecipeSource(folder.name, live, train_config_from_card(card), split if usable else None)
+    config = train_config_from_card(card)
+    if card.get("recipe_choice") is not None:  # trained by "auto": the challenger chooses again
+        config = replace(config, recipe=AUTO)
+    return RecipeSource(folder.name, live, config, split if usable else None)
 
 
 def inherited_split(dataset: Dataset, recipe: RecipeSource) -> tuple[Dataset, Dataset] | None:
