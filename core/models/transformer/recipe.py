@@ -40,6 +40,8 @@ class RecipeChoice:
     reason: str  # one sentence for the Train page, the card and `train --json`
     rows_per_desk: float  # the median desk's training rows
     validation_accuracy: dict[str, float]  # recipe -> its decision's accuracy, those tried
+    # recipe -> seconds its training took, where "auto" trained both (cards before: absent)
+    train_seconds: dict[str, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,6 +88,7 @@ def blended_choice(
     alone: dict[str, float],
     *,
     chosen: str,
+    train_seconds: dict[str, float] | None = None,
 ) -> RecipeChoice:
     """The recipe "auto" after both recipes trained: the saved model is `chosen` ("full" when
     the fine-tuned transformer takes part in the decision, else "quick"), deciding by the blend
@@ -97,4 +100,4 @@ def blended_choice(
         "member joins only when it gets clearly more rows right"
     )
     accuracy = {**{ALONE_NAMES.get(k, k): v for k, v in alone.items()}, "auto": decision_accuracy}
-    return RecipeChoice(chosen, reason, rows_per_desk, accuracy)
+    return RecipeChoice(chosen, reason, rows_per_desk, accuracy, train_seconds)

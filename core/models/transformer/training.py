@@ -303,8 +303,10 @@ def blend_recipes(
     review = _review_policy(decision_probs, val, base.neural, unknown_scores)
     alone = {name: float((probs.argmax(1) == label_ids).mean())
              for name, probs in member_probs.items()}  # fmt: skip
+    seconds = {FULL: round(full.train_seconds, 1), QUICK: round(quick.train_seconds, 1)}
+    chosen = FULL if base is full else QUICK
     choice = blended_choice(rows_per_desk, blend.describe(), mix.accuracy, alone,
-                            chosen=FULL if base is full else QUICK)  # fmt: skip
+                            chosen=chosen, train_seconds=seconds)  # fmt: skip
     return replace(
         base, blend=blend, decision_report=decision_report,
         decision_twin_report=slices.get(TWIN_SLICE), review=review,
