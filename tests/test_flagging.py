@@ -14,6 +14,10 @@ from sklearn.covariance import ledoit_wolf
 
 from core.errors import UserError
 from core.models.flagging import (
+    COMBINED,
+    COMBINED_K,
+    COMBINED_WEIGHTS,
+    DETECTOR,
     FINE_TUNED_DETECTOR,
     KNN,
     KNN_MSP,
@@ -28,6 +32,7 @@ from core.models.flagging import (
     mahalanobis_distances,
     rank_in,
     shrunk_covariance,
+    unit_rows,
 )
 
 
@@ -76,7 +81,7 @@ def sure(n: int, top: float) -> np.ndarray:
     return np.tile([top, (1 - top) / 2, (1 - top) / 2], (n, 1))
 
 
-@pytest.mark.parametrize("method", [MAHALANOBIS, KNN, KNN_MSP])
+@pytest.mark.parametrize("method", [MAHALANOBIS, KNN, KNN_MSP, COMBINED])
 def test_a_point_far_from_every_desk_scores_one_and_a_desk_like_one_low(method, tmp_path: Path):
     features, labels = clusters()
     val, _ = clusters(seed=3, per_desk=10)
@@ -106,6 +111,73 @@ def test_knn_plus_msp_adds_the_relative_distance_and_the_rank_of_doubt():
     assert far[0] == 1.0
     with pytest.raises(ValueError, match="needs the model's probabilities"):
         both.distances(val)
+
+
+def test_combined_is_the_weighted_sum_of_its_standardised_parts():
+    features, labels = clusters()
+    val, _ = clusters(seed=3, per_desk=10)
+    val_probs = sure(30, 0.9) + np.linspace(0, 0.05, 30)[:, None] * [[-1, 0.5, 0.5]]
+    detector = fit_detector(features, labels, val, n_classes=3, method=COMBINED,
+                            val_probs=val_probs)  # fmt: skip
+    unit = unit_rows(features)
+    means = np.stack([unit[labels == c].mean(0) for c in range(3)])
+    precision = np.linalg.pinv(shrunk_covariance(unit - means[labels]))
+    parts = np.column_stack([
+        knn_distances(val, detector.neighbours_fp32, COMBINED_K),  # float16 as stored
+        np.sqrt(mahalanobis_distances(unit_rows(val), means, precision)),
+        1 - val_probs.max(1),
+    ])  # fmt: skip
+    assert np.allclose(detector.neighbours_fp32, unit, atol=1e-3)
+    np.testing.assert_allclose(detector.parts(val, val_probs), parts, rtol=1e-4)
+    standard = (parts - parts.mean(0)) / parts.std(0)
+    np.testing.assert_allclose(detector.distances(val, val_probs), standard @ COMBINED_WEIGHTS,
+                               rtol=1e-4, atol=1e-6)  # fmt: skip
+    assert DETECTOR == FINE_TUNED_DETECTOR == COMBINED  # one score for every recipe
+    assert detector_for("quick") == detector_for("full") == COMBINED
+
+
+def test_combined_ranks_doubt_and_distance_together():
+    features, labels = clusters()
+    val, _ = clusters(seed=3, per_desk=10)
+    val_probs = sure(30, 0.9) + np.linspace(0, 0.05, 30)[:, None] * [[-1, 0.5, 0.5]]
+    detector = fit_detector(features, labels, val, n_classes=3, method=COMBINED,
+                            val_probs=val_probs)  # fmt: skip
+    at_desk = np.array([[10.0, 0.0, 0, 0, 0, 0]] * 2)
+    between = np.array([[7.0, 7.0, 0, 0, 0, 0]])  # as far from two desks: unlike either
+    probs = np.vstack([sure(1, 0.95), sure(1, 0.5), sure(1, 0.95)])
+    scores = detector.distances(np.vstack([at_desk, between]), probs)
+    assert scores[0] < scores[1]  # the model's doubt alone raises the score
+    assert scores[0] < scores[2]  # the distance alone raises it
+    with pytest.raises(ValueError, match="needs the validation rows' probabilities"):
+        fit_detector(features, labels, val, n_classes=3, method=COMBINED)
+    with pytest.raises(ValueError, match="needs the model's probabilities"):
+        detector.distances(val)
+
+
+def test_detectors_saved_before_combined_still_load_and_a_combined_one_needs_its_parts(
+    tmp_path: Path,
+):
+    features, labels = clusters()
+    val, _ = clusters(seed=3, per_desk=10)
+    val_probs = sure(30, 0.9) + np.linspace(0, 0.05, 30)[:, None] * [[-1, 0.5, 0.5]]
+    old = fit_detector(features, labels, val, n_classes=3, method=KNN_MSP, val_probs=val_probs)
+    np.savez(
+        tmp_path / UNKNOWN_FILE,
+        means=old.means,
+        precision=old.precision,
+        neighbours=old.neighbours,
+        reference=old.reference,
+        knn_reference=old.knn_reference,
+        doubt_reference=old.doubt_reference,
+        method=np.array(KNN_MSP),
+    )  # fmt: skip  (the file as saved before COMBINED)
+    loaded = UnknownDeskDetector.load(tmp_path, n_classes=3)
+    np.testing.assert_array_equal(loaded.scores(val, val_probs), old.scores(val, val_probs))
+    combined = fit_detector(features, labels, val, n_classes=3, method=COMBINED,
+                            val_probs=val_probs)  # fmt: skip
+    replace(combined, part_scale=np.zeros(0)).save(tmp_path)
+    with pytest.raises(UserError, match="damaged"):
+        UnknownDeskDetector.load(tmp_path, n_classes=3)
 
 
 def test_a_detector_file_that_does_not_fit_the_labels_is_refused(tmp_path: Path):
