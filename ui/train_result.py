@@ -76,9 +76,9 @@ def render_choices(result: TrainResult) -> None:
                    f"{md_escape(result.review.describe())} ({flagged:.0%} of the validation rows). "
                    f"Chosen so: {md_escape(result.review.rule)}.")  # fmt: skip
     st.caption(f"Routing decision: {result.blend.describe()}, chosen on these validation rows "
-               "(the mix that got most of them right, kept only when it gets at least one row in "
-               "a hundred more right than the transformer alone), so the decision's figures "
-               "below flatter it a little.")  # fmt: skip
+               "(a member joins only when it gets clearly more of them right: at least three "
+               "rows and more than one standard error), so the decision's figures below "
+               "flatter it a little.")  # fmt: skip
 
 
 def score_rows(result: TrainResult) -> list[ScoreRow]:
