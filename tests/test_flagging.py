@@ -132,8 +132,7 @@ def test_combined_is_the_weighted_sum_of_its_standardised_parts():
     standard = (parts - parts.mean(0)) / parts.std(0)
     np.testing.assert_allclose(detector.distances(val, val_probs), standard @ COMBINED_WEIGHTS,
                                rtol=1e-4, atol=1e-6)  # fmt: skip
-    assert DETECTOR == FINE_TUNED_DETECTOR == COMBINED  # one score for every recipe
-    assert detector_for("quick") == detector_for("full") == COMBINED
+    assert COMBINED not in (DETECTOR, FINE_TUNED_DETECTOR)  # measured, not shipped (#40)
 
 
 def test_combined_ranks_doubt_and_distance_together():
