@@ -229,3 +229,16 @@ def test_choosing_needs_validation_rows_with_known_labels():
         choose_blend(probs[:0], probs[:0], [], CLASSES)
     with pytest.raises(ValueError, match="KYC Update"):
         choose_blend(probs, probs, ["KYC Update"], CLASSES)
+
+
+def test_of_members_within_noise_the_lower_log_loss_decides_not_the_preference():
+    truth = [i % 3 for i in range(100)]
+    wrong = [(t + 1) % 3 for t in truth]
+    # the transformer: right on 60 rows but timid everywhere; the bag of words: right on 61 and
+    # sure where right, so its log-loss is lower while neither is clearly more accurate
+    neural = one_hot_ish([t if i < 60 else wrong[i] for i, t in enumerate(truth)], 0.4)
+    bow = one_hot_ish([t if i < 61 else wrong[i] for i, t in enumerate(truth)], 0.9)
+    assert not clearly_more_right(bow.argmax(1) == truth, neural.argmax(1) == truth)
+    mix = choose_mix({"transformer": neural, "bag of words": bow}, np.array(truth),
+                     allowed=lambda members: len(members) == 1)  # fmt: skip
+    assert mix.shares == {"bag of words": 1.0}

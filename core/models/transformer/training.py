@@ -327,7 +327,8 @@ def _as_blend_members(mix: Mix) -> Mix:
         names[QUICK] = FROZEN
     rename = {old: names[old] for old in mix.shares}
     return Mix({rename[k]: v for k, v in mix.shares.items()},
-               {rename[k]: v for k, v in mix.temperatures.items()}, mix.right)  # fmt: skip
+               {rename[k]: v for k, v in mix.temperatures.items()}, mix.right,
+               mix.log_loss)  # fmt: skip
 
 
 def fit_unknown_desk(
