@@ -165,24 +165,3 @@ def _resolve_labels(
         raise UserError(f"y_true/y_pred contain labels not in labels: {unknown}; add them")
     return labels
 
-
-# A choice between two models is only worth making when it shows on this many validation rows
-# at least: one or two rows more of a few dozen is a coin's toss, not a pattern. (Added when the
-# demo data at 10 rows a desk, 10 validation rows, kept a mix that fixed one of them and lost
-# 2.7 points on the test rows: BENCHMARKS.md, "The right recipe for the data at hand".)
-MIN_GAIN_ROWS = 3
-
-
-def clearly_more_right(better: np.ndarray, other: np.ndarray) -> bool:
-    """Whether `better` (per-row right or wrong, bool) gets clearly more of the same rows right
-    than `other`: by at least MIN_GAIN_ROWS rows and by more than one standard error of the
-    difference. Only the rows where exactly one is right tell them apart (McNemar): under "no
-    difference" their count difference has a standard deviation of sqrt(such rows).
-
-    Why: choices made on a few hundred validation rows (a head's strength, a blend's members)
-    flip between retrainings when candidates differ by less than this, and each flip moves
-    some routing decisions for nothing (#40, the closed loop's curve)."""
-    better, other = np.asarray(better, dtype=bool), np.asarray(other, dtype=bool)
-    gain = int(better.sum()) - int(other.sum())
-    discordant = int((better != other).sum())
-    return gain >= MIN_GAIN_ROWS and gain > np.sqrt(discordant)

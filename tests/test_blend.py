@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.metrics import MIN_GAIN_ROWS, clearly_more_right
 from core.models.blend import (
     BAG_OF_WORDS,
     BLEND,
@@ -19,6 +18,7 @@ from core.models.blend import (
     tempered,
 )
 from core.models.classifier import Prediction
+from core.numeric import MIN_GAIN_ROWS, clearly_more_right
 
 CLASSES = ["Card Fraud", "Loan Query", "UPI Dispute"]
 

@@ -122,7 +122,8 @@ def test_the_same_seed_and_data_give_the_same_model_and_choices_bit_for_bit(tiny
     runs = [train_models(train, val, _config(tiny_bert_dir, AUTO)) for _ in range(2)]
     first, second = runs
     assert first.blend == second.blend
-    assert first.recipe_choice == second.recipe_choice
+    timeless = [{k: v for k, v in run.recipe_choice.items() if k != "train_seconds"} for run in runs]
+    assert timeless[0] == timeless[1]  # each recipe's seconds are a clock's, not a choice
     assert first.review == second.review
     assert first.head_strength == second.head_strength
     assert (first.frozen is None) == (second.frozen is None)

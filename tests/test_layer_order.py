@@ -75,6 +75,7 @@ MODEL_LAYERS: tuple[tuple[str, ...], ...] = (
     # assembly: saved models, the classify service, their cache and the training job
     (
         "core.models.serving",  # what routes: the serving graph or torch
+        "core.models.torch_loading",  # a saved folder's members loaded into torch
         "core.models.registry",
         "core.models.classify",
         "core.models.cache",

@@ -18,8 +18,8 @@ import numpy as np
 
 from core.checks import check_fraction, check_positive
 from core.errors import UserError
-from core.metrics import clearly_more_right
 from core.models.classifier import Prediction
+from core.numeric import clearly_more_right
 
 # Who decides, as `decided_by` spells it in the card, the JSON and the classify columns (a
 # contract: the neural model is "transformer" there, ARCHITECTURE.md "Glossary").

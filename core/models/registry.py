@@ -16,10 +16,9 @@ import json
 import os
 import platform
 import shutil
-import threading
 import uuid
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -41,7 +40,6 @@ from core.models.card import (
     NAME_PATTERN,
     card_digest,
     check_loadable,
-    file_digest,
     folder_digests,
     model_folder,
     read_card,
@@ -71,8 +69,18 @@ from core.models.serving import (
     pieces_agree,
     serving_precision,
 )
+from core.models.torch_loading import (
+    ARCH_LSTM,
+    ARCH_TINY,
+    ARCH_TRANSFORMERS,
+    FrozenMember,
+    TorchModel,
+    card_truncation,
+    save_frozen_weights,
+    torch_classifier,
+    verify_files,
+)
 from core.models.transformer.config import FULL, QUICK
-from core.models.transformer.truncation import HEAD, TRUNCATIONS
 from core.pending import DELETING, RENAMING, SAVING, Change, created_held, holding, new_change
 
 if TYPE_CHECKING:  # torch loads only when torch routes or explains; training brings sklearn
@@ -81,14 +89,9 @@ if TYPE_CHECKING:  # torch loads only when torch routes or explains; training br
     from core.models.transformer.inference import NeuralClassifier
     from core.models.transformer.training import TrainResult
 
-ARCH_TRANSFORMERS = "transformers"  # loads with AutoModelForSequenceClassification
 # card.json's entry for the frozen-encoder head blended beside a fine-tuned transformer (recipe
 # "auto", core.models.blend): its weights file, its head's strength and its serving graphs.
 FROZEN_KEY = "frozen"
-
-
-ARCH_TINY = "tiny"  # core.models.tiny
-ARCH_LSTM = "lstm"  # core.models.lstm
 
 
 @dataclass(frozen=True)
@@ -106,41 +109,6 @@ class ModelSummary:
     bow_macro_f1: float | None
     recipe: str = FULL  # "quick": frozen encoder and a fitted head (cards before it: "full")
     data_fingerprint: str = ""  # of the data set it was trained on (core.data.Dataset)
-
-
-class TorchModel:
-    """A saved model's torch classifier, loaded at first use (explanations, probes) unless torch
-    routes it already; thread-safe, one load for every session."""
-
-    def __init__(
-        self, load: Callable[[], NeuralClassifier], loaded: NeuralClassifier | None = None
-    ) -> None:
-        self._load, self._loaded = load, loaded
-        self._lock = threading.Lock()
-
-    @property
-    def loaded(self) -> NeuralClassifier | None:
-        """The classifier if it is loaded, else None (asking loads nothing)."""
-        return self._loaded
-
-    def get(self) -> NeuralClassifier:
-        with self._lock:
-            if self._loaded is None:
-                self._loaded = self._load()
-            return self._loaded
-
-
-@dataclass(frozen=True)
-class FrozenMember:
-    """The frozen-encoder head of a blended model: what routes it (its serving graph, or torch)
-    and its torch classifier, loaded at first use (Explain's attributions)."""
-
-    scorer: ServingClassifier | NeuralClassifier
-    torch_model: TorchModel
-
-    @property
-    def neural(self) -> NeuralClassifier:
-        return self.torch_model.get()
 
 
 @dataclass(frozen=True)
@@ -436,7 +404,7 @@ def _write_model(result: TrainResult, folder: Path, data_fingerprint: str | None
     if result.detector is not None:
         result.detector.save(folder)
     if result.frozen is not None:
-        _save_frozen_weights(result.frozen, folder / FROZEN_FILES.weights)
+        save_frozen_weights(result.frozen, folder / FROZEN_FILES.weights)
     card = build_card(result, data_fingerprint=data_fingerprint)
     if card["architecture"] == ARCH_TRANSFORMERS:  # the graphs that route it (core.models.graph)
         card[SERVING_KEY] = _serving_graphs(result.neural, result, folder, MAIN_FILES).to_json()
@@ -445,16 +413,6 @@ def _write_model(result: TrainResult, folder: Path, data_fingerprint: str | None
             card[FROZEN_KEY][SERVING_KEY] = entry.to_json()
     card[FILES_KEY] = folder_digests(folder)  # pins the content; load_model verifies it
     (folder / CARD_NAME).write_text(json.dumps(card, indent=2), encoding="utf-8")  # last
-
-
-def _save_frozen_weights(frozen: NeuralClassifier, path: Path) -> None:
-    """The frozen-encoder head's weights, as safetensors: the same architecture, config and
-    tokenizer as the fine-tuned model beside it (the quick recipe's model of the same backbone)."""
-    from safetensors.torch import save_file
-
-    state = {name: tensor.detach().to("cpu").contiguous()
-             for name, tensor in frozen.model.state_dict().items()}  # fmt: skip
-    save_file(state, str(path))
 
 
 def _serving_graphs(
@@ -521,11 +479,11 @@ def load_model(
     if digest is not None and found != digest:
         raise UserError(f"model {folder.name!r} changed on disk while loading; load it again")
     check_loadable(folder)
-    _verify_files(folder, card)
+    verify_files(folder, card)
     labels = [str(label) for label in card["labels"]]
 
     def load_torch() -> NeuralClassifier:
-        return _torch_classifier(folder, card, found, device, precision, verify=graph is not None)
+        return torch_classifier(folder, card, found, device, precision, verify=graph is not None)
 
     if graph is None:
         scorer = load_torch()
@@ -572,7 +530,7 @@ def _frozen_member(
     graph = serving_precision(entry, device, precision)
 
     def load_torch() -> NeuralClassifier:
-        return _torch_classifier(folder, card, digest, device, precision, verify=graph is not None,
+        return torch_classifier(folder, card, digest, device, precision, verify=graph is not None,
                                  weights=FROZEN_FILES.weights)  # fmt: skip
 
     if graph is None:
@@ -582,99 +540,10 @@ def _frozen_member(
     return FrozenMember(scorer, TorchModel(load_torch))
 
 
-def _torch_classifier(
-    folder: Path,
-    card: dict[str, Any],
-    digest: str,
-    device: str,
-    precision: str,
-    *,
-    verify: bool,
-    weights: str | None = None,
-) -> NeuralClassifier:
-    """The torch classifier of the model at `folder` whose card digest is `digest`. `verify`: the
-    files are checked again (a later load, after the folder may have changed). `weights`: a
-    member's own weights file (the frozen encoder's) in place of the model's."""
-    from core.models.device import Runtime
-    from core.models.transformer.inference import NeuralClassifier
-
-    # "int8" names a serving graph; torch itself follows the runtime rule.
-    runtime = Runtime.resolve(device, "auto" if precision == "int8" else precision)
-    if verify:
-        if card_digest(folder) != digest:
-            raise UserError(f"model {folder.name!r} changed on disk; load it again")
-        _verify_files(folder, card)
-    model, tokenizer = _load_neural(folder, card.get("architecture"))
-    if weights is not None:
-        _load_member_weights(model, folder / weights)
-    if card.get("architecture") == ARCH_LSTM:  # its forward always runs fp32 (core.models.lstm)
-        runtime = Runtime(runtime.device, "fp32")
-    return NeuralClassifier(
-        model, tokenizer, [str(label) for label in card["labels"]],
-        max_length=int(card["max_length"]), device=runtime.device, precision=runtime.precision,
-        truncation=card_truncation(card),
-    )  # fmt: skip
-
-
-def _load_member_weights(model: torch.nn.Module, path: Path) -> None:
-    from safetensors.torch import load_file
-
-    try:
-        model.load_state_dict(load_file(str(path)), strict=True)
-    except (RuntimeError, OSError) as err:  # other shapes or names, or a damaged file
-        fits = f"{path.parent.name}: {path.name} does not fit the model; save it again"
-        raise UserError(fits) from err
-
-
 def load_named_model(root: str | Path, name: str, **options: Any) -> LoadedModel:
     """Load model `name` of the models folder `root`; `name` may be untrusted (see
     `save_model`). Options are those of `load_model`."""
     return load_model(_model_folder(root, name), **options)
-
-
-def _verify_files(folder: Path, card: dict[str, Any]) -> None:
-    """Check every file against the SHA-256 that save_model wrote into the card, so the card's
-    digest identifies the weights too. Cards saved before digests existed carry none."""
-    expected = card.get(FILES_KEY)
-    if expected is None:
-        return
-    if not isinstance(expected, dict):
-        raise UserError(f"model {folder.name!r}: {CARD_NAME} is damaged; save the model again")
-    for name, digest in sorted(expected.items()):
-        path = model_folder(folder, name)  # a card names files of this folder only
-        if not path.is_file() or file_digest(path) != digest:
-            raise UserError(
-                f"model {folder.name!r}: {name} differs from the file it was saved with; "
-                "save the model again"
-            )
-
-
-def _load_neural(folder: Path, architecture: Any) -> tuple[torch.nn.Module, Any]:
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    from core.models.lstm.model import LstmForSequenceClassification
-    from core.models.tiny.model import TinyTransformerForSequenceClassification
-    from core.models.tiny.tokenizer import TinyTokenizer
-    from core.models.transformer import head as _registers_mean_pool  # noqa: F401 (Auto classes)
-    from core.models.weights import check_config_fits_weights
-
-    if architecture == ARCH_TINY:
-        model = TinyTransformerForSequenceClassification.from_pretrained(folder)
-        return model, TinyTokenizer.from_pretrained(folder)
-    if architecture == ARCH_LSTM:
-        model = LstmForSequenceClassification.from_pretrained(folder)
-        return model, TinyTokenizer.from_pretrained(folder)
-    if architecture != ARCH_TRANSFORMERS:
-        raise UserError(f"{folder.name}: unknown architecture {architecture!r} in {CARD_NAME}")
-    check_config_fits_weights(folder)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        folder, use_safetensors=True, local_files_only=True, attn_implementation="eager",
-        trust_remote_code=False,
-    )  # fmt: skip
-    tokenizer = AutoTokenizer.from_pretrained(
-        folder, local_files_only=True, trust_remote_code=False
-    )
-    return model.eval(), tokenizer
 
 
 def list_models(root: str | Path) -> list[ModelSummary]:
@@ -715,12 +584,6 @@ def _summary(folder: Path, card: dict[str, Any]) -> ModelSummary:
 def models_of_dataset(root: str | Path, fingerprint: str) -> list[ModelSummary]:
     """The saved models trained on the data set with `fingerprint`, newest first."""
     return [s for s in list_models(root) if s.data_fingerprint == fingerprint]
-
-
-def card_truncation(card: dict[str, Any]) -> str:
-    """How the saved model reads long texts (cards from before head_tail: "head")."""
-    saved = (card.get("train_config") or {}).get("truncation")
-    return saved if saved in TRUNCATIONS else HEAD
 
 
 def card_recipe(card: dict[str, Any]) -> str:

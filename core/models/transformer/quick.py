@@ -26,7 +26,7 @@ from sklearn.linear_model import LogisticRegression
 from torch import nn
 
 from core.errors import UserError
-from core.metrics import clearly_more_right, evaluate_predictions
+from core.metrics import evaluate_predictions
 from core.models.device import Runtime
 from core.models.scratch import mean_pool
 from core.models.transformer.config import EMBED_PHASE, HEAD_PHASE
@@ -39,6 +39,7 @@ from core.models.transformer.loop import (
     StepMetrics,
 )
 from core.models.transformer.truncation import HEAD
+from core.numeric import clearly_more_right
 from core.progress import Progress, ProgressCallback
 
 EMBED_BATCH = 64  # texts per forward pass while embedding (inference: no activations kept)
