@@ -122,7 +122,7 @@ def test_the_same_seed_and_data_give_the_same_model_and_choices_bit_for_bit(tiny
     runs = [train_models(train, val, _config(tiny_bert_dir, AUTO)) for _ in range(2)]
     first, second = runs
     assert first.blend == second.blend
-    timeless = [{k: v for k, v in run.recipe_choice.items() if k != "train_seconds"} for run in runs]
+    timeless = [{k: v for k, v in r.recipe_choice.items() if k != "train_seconds"} for r in runs]
     assert timeless[0] == timeless[1]  # each recipe's seconds are a clock's, not a choice
     assert first.review == second.review
     assert first.head_strength == second.head_strength
