@@ -164,4 +164,3 @@ def _resolve_labels(
     if unknown:
         raise UserError(f"y_true/y_pred contain labels not in labels: {unknown}; add them")
     return labels
-
