@@ -3,7 +3,8 @@ rename, delete.
 
 A model is a folder `models/<name>/` with the neural model (config.json, model.safetensors,
 tokenizer files), the bag of words (baseline.npz + baseline.json: file names kept from before the
-glossary, ARCHITECTURE.md) and card.json.
+glossary, ARCHITECTURE.md), its serving graphs, and card.json; a blend of both recipes also holds
+the frozen-encoder head (frozen.safetensors and its graphs, core.models.graph.FROZEN_FILES).
 A folder without card.json is not a model (an empty one is a save's claim on its name).
 """
 
