@@ -25,6 +25,7 @@ from core.data.dataset import Dataset
 from core.errors import UserError
 from core.jobs import Job, JobStatus
 from core.models.blend import BLEND, FROZEN, Blend
+from core.models.classifier import Prediction
 from core.models.registry import LoadedModel
 from core.tasks.probes import ReviewRun, start_review
 from ui.auth import allowed, current_actor
@@ -198,9 +199,15 @@ def explained_frozen(
     )  # fmt: skip
 
 
-def render_predictions(expl: Explanation, blend: Blend, frozen: Explanation | None = None) -> None:
+def frozen_prediction(model: LoadedModel, text: str) -> Prediction | None:
+    """The frozen encoder's answer where the blend reads it (a share, carrying or not)."""
+    probs = model.frozen_probs([text])
+    return None if probs is None else Prediction.of(model.classes, probs[0])
+
+
+def render_predictions(expl: Explanation, blend: Blend, f: Prediction | None = None) -> None:
+    """Each member's answer and the decision; `f`: the frozen encoder's, where it has a share."""
     t, b = expl.neural, expl.bow
-    f = None if frozen is None else frozen.neural
     decision = blend.decide(t, b, f)
     metrics = st.columns(4 if f is not None else 3)
     metrics[0].metric("Decision", md_escape(decision.label))
@@ -377,7 +384,7 @@ def render_explanation(
     except UserError as exc:
         st.error(md_escape(exc))
         return
-    render_predictions(expl, model.blend, frozen)
+    render_predictions(expl, model.blend, frozen_prediction(model, text))
     beside = render_lstm_beside(model, text, expl)  # the LSTM's row, if one is chosen
     render_words(expl, beside or frozen_word_row(frozen))
     render_attention(expl)

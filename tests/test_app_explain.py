@@ -191,6 +191,17 @@ def test_a_three_member_blend_shows_each_member_and_the_reasons_of_those_that_ca
     assert "frozen encoder (Integrated Gradients)" in at.get("html")[0].value  # its word row
 
 
+def test_a_frozen_encoder_with_a_share_that_does_not_carry_the_decision(
+    three_member_model_dir: Path, tmp_path: Path
+):
+    minor = Blend(neural_weight=0.6, frozen_weight=0.3, neural_temperature=1.5)
+    at = _open(with_blend(three_member_model_dir, tmp_path / "minor", minor))
+    labels = {m.label: m.value for m in at.metric}
+    assert "Frozen encoder" in labels  # its answer still goes into the decision
+    assert any("carried by the transformer." in c.value for c in at.caption)
+    assert "frozen encoder (Integrated Gradients)" not in at.get("html")[0].value
+
+
 def _models(folder: Path):
     loaded = load_model(folder)
     return loaded.neural, loaded.bow
