@@ -199,12 +199,6 @@ def explained_frozen(
     )  # fmt: skip
 
 
-def frozen_prediction(model: LoadedModel, text: str) -> Prediction | None:
-    """The frozen encoder's answer where the blend reads it (a share, carrying or not)."""
-    probs = model.frozen_probs([text])
-    return None if probs is None else Prediction.of(model.classes, probs[0])
-
-
 def render_predictions(expl: Explanation, blend: Blend, f: Prediction | None = None) -> None:
     """Each member's answer and the decision; `f`: the frozen encoder's, where it has a share."""
     t, b = expl.neural, expl.bow
@@ -384,7 +378,9 @@ def render_explanation(
     except UserError as exc:
         st.error(md_escape(exc))
         return
-    render_predictions(expl, model.blend, frozen_prediction(model, text))
+    # its answer where the decision reads it: its explanation's, where it carries the decision
+    said = frozen.neural if frozen is not None else model.frozen_prediction(text)
+    render_predictions(expl, model.blend, said)
     beside = render_lstm_beside(model, text, expl)  # the LSTM's row, if one is chosen
     render_words(expl, beside or frozen_word_row(frozen))
     render_attention(expl)

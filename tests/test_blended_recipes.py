@@ -78,6 +78,26 @@ def test_classify_routes_by_all_three_members(three_members):
     assert seen[-1].done == seen[-1].total == 2 * len(TEXTS)  # two encoder passes counted
 
 
+def test_explain_json_gives_each_members_answer_and_the_decision_of_all_three(three_members):
+    import json
+
+    from core.models.classifier import Prediction
+    from tests.helpers import run_cli
+
+    _, folder = three_members
+    result = run_cli("explain", "--model", str(folder), TEXTS[1], "--steps", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    said = json.loads(result.stdout)
+    loaded = load_model(folder)
+    frozen = loaded.frozen_prediction(TEXTS[1])
+    assert said["frozen_encoder"]["label"] == frozen.label
+    assert said["decision"]["carried_by"] == [NEURAL, FROZEN]
+    assert said["decision"]["shares"] == loaded.blend.shares
+    neural = Prediction(said["transformer"]["label"], said["transformer"]["probabilities"])
+    bow = Prediction(said["bow"]["label"], said["bow"]["probabilities"])
+    assert said["decision"]["label"] == loaded.blend.decide(neural, bow, frozen).label
+
+
 def test_a_frozen_weights_file_that_does_not_fit_is_refused(three_members, tmp_path: Path):
     _, folder = three_members
     import shutil
@@ -103,10 +123,11 @@ def test_blend_recipes_keeps_the_members_that_pay_and_needs_no_new_predictions(b
     full, quick, val = both_recipes
     blended = blend_recipes(full, quick, val, rows_per_desk=16)
     shares = blended.blend.shares
-    assert blended.config.recipe == (FULL if NEURAL in shares and blended.neural is full.neural
-                                     else QUICK)  # fmt: skip
-    assert (blended.frozen is not None) == (FROZEN in shares)
     choice = blended.recipe_choice
+    # the saved model is the fine-tuned run's exactly where that run takes part
+    assert (blended.neural is full.neural) == (blended.config.recipe == FULL)
+    assert (blended.config.recipe == FULL) == (choice["chosen"] == FULL)
+    assert (blended.frozen is not None) == (FROZEN in shares)
     assert set(choice["validation_accuracy"]) == {FULL, QUICK, "bag of words", AUTO}
     assert blended.decision_report.accuracy == pytest.approx(choice["validation_accuracy"][AUTO])
 

@@ -70,6 +70,7 @@ def fake_model(name, answers, *, bow_answers=None, blend=Blend(), card=None, cla
         review=ReviewPolicy(DEFAULT_REVIEW_THRESHOLD),  # a model saved before review policies
         detector=None,
         frozen=None,  # no frozen encoder in its blend
+        reads_frozen=False,
         frozen_probs=lambda texts: None,
     )
 

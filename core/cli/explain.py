@@ -23,7 +23,6 @@ def _complaint(text: str) -> str:
 def _cmd_explain(args: argparse.Namespace) -> None:
     from core.analysis.explain import ExplainConfig
     from core.analysis.lstm_explain import explain_any, explanation_method
-    from core.models.classifier import Prediction
 
     options = {"n_steps": args.steps, "max_steps": args.max_steps}
     options = {name: value for name, value in options.items() if value is not None}
@@ -33,10 +32,7 @@ def _cmd_explain(args: argparse.Namespace) -> None:
     model = load_model_from_args(args.model, args)
     text = _complaint(args.text)
     expl = explain_any(model.neural, model.bow, text, config, decider=model.scorer)
-    frozen = None  # the frozen encoder's answer, where the blend reads it (core.models.blend)
-    if model.frozen is not None and model.blend.needs_frozen:
-        probs = model.frozen_probs([text])[0]
-        frozen = Prediction.of(model.classes, probs)
+    frozen = model.frozen_prediction(text)  # where the blend reads it (core.models.blend)
     decision = model.blend.decide(expl.neural, expl.bow, frozen)
     if args.json:
         emit_json(

@@ -87,7 +87,7 @@ def _classified(
     policy = loaded.review.with_confidence(_checked(review_threshold))
     texts = ["" if t is None else str(t) for t in texts]
     # A blend with the frozen encoder reads every text twice: progress counts both passes.
-    passes = 2 if loaded.frozen is not None and loaded.blend.needs_frozen else 1
+    passes = 2 if loaded.reads_frozen else 1
     done_before = [0]
 
     def on_rows(done: int) -> None:

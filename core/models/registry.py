@@ -53,7 +53,7 @@ from core.models.changes import (
     ModelEvent,
     ModelRecorder,
 )
-from core.models.classifier import DEFAULT_REVIEW_THRESHOLD
+from core.models.classifier import DEFAULT_REVIEW_THRESHOLD, Prediction
 from core.models.flagging import UNKNOWN_FILE, ReviewPolicy, UnknownDeskDetector
 from core.models.graph import (
     FROZEN_FILES,
@@ -133,12 +133,20 @@ class LoadedModel:
     # The frozen-encoder head, where the blend gives it a share (core.models.blend)
     frozen: FrozenMember | None = None
 
+    @property
+    def reads_frozen(self) -> bool:
+        """Whether its decision reads the frozen encoder (a second encoder pass per text)."""
+        return self.frozen is not None and self.blend.needs_frozen
+
     def frozen_probs(self, texts: list[str]) -> np.ndarray | None:
         """The frozen encoder's probabilities (n, k) of `texts` where the decision reads them,
         else None."""
-        if self.frozen is None or not self.blend.needs_frozen:
-            return None
-        return self.frozen.scorer.predict_proba(texts)
+        return self.frozen.scorer.predict_proba(texts) if self.reads_frozen else None
+
+    def frozen_prediction(self, text: str) -> Prediction | None:
+        """The frozen encoder's answer for one text where the decision reads it, else None."""
+        probs = self.frozen_probs([text])
+        return None if probs is None else Prediction.of(self.classes, probs[0])
 
     @property
     def neural(self) -> NeuralClassifier:
