@@ -96,12 +96,14 @@ def test_clearly_more_right_counts_only_the_rows_where_the_two_differ():
     other = base.copy()
     other[4:7] = True  # 7 rows differ, 4 against 3: a gain of 1
     assert not clearly_more_right(swaps, other)
-    many = base.copy()
-    many[:20] = True
-    fewer = base.copy()
-    fewer[4:20] = True
-    fewer[20:36] = True  # 20 against 32 right, 4 + 16 + ... differing rows
-    assert clearly_more_right(fewer, many) is (np.sqrt(int((fewer != many).sum())) < 12)
+    twenty, thirty_two = base.copy(), base.copy()
+    twenty[:20] = True
+    thirty_two[4:36] = True  # 20 rows differ (0-3 and 20-35): a gain of 12 > sqrt(20)
+    assert clearly_more_right(thirty_two, twenty)
+    fifty, forty_seven = base.copy(), base.copy()
+    fifty[:50] = True
+    forty_seven[20:67] = True  # 37 rows differ: a gain of 3, under sqrt(37) = 6.1
+    assert not clearly_more_right(fifty, forty_seven)
 
 
 def test_three_members_mix_where_each_clearly_pays_and_the_shares_sum_to_one():
